@@ -64,7 +64,7 @@ func newModel(key string, memoryMiB int64, sms int, rows [7]sized) *Model {
 // device and only compares it with these tables.
 //
 //   - H200-141GB: read through NVML from an H200, driver 580.159.04
-//     (bench/nvmlprobe; docs/real-gpu.md).
+//     (bench/gpu/readonly.sh; docs/real-gpu.md).
 //   - H100-80GB: nvidia-smi mig -lgip of an H100 SXM5 with a 570/580 driver;
 //     the PCIe card has fewer SMs per profile.
 //   - A100-40GB: NVIDIA's MIG user guide (A100-SXM4-40GB).

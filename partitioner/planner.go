@@ -17,8 +17,9 @@ const (
 )
 
 // Step is one operation of a reconfiguration. Instance names the GPU
-// instance by placement ("2g.20gb@4"); the ids are those of existing
-// instances, or -1 where the instance is created by an earlier step.
+// instance by placement ("2g.20gb@4"). The ids are those of existing
+// instances; -1 where the instance is created by an earlier step or, in a
+// plan made from layout text, where no GPU has said its ids.
 type Step struct {
 	Kind              StepKind `json:"kind"`
 	Instance          string   `json:"instance"`
@@ -29,20 +30,25 @@ type Step struct {
 }
 
 // String describes the step for people, e.g.
-// "destroy compute instance 1 of GPU instance 2 (3g.40gb@4)".
+// "destroy compute instance 1 of GPU instance 2 (3g.40gb@4)", or without
+// ids where they are unknown: "destroy GPU instance 3g.40gb@4".
 func (s Step) String() string {
+	gi := "GPU instance " + s.Instance
+	if s.GPUInstanceID >= 0 {
+		gi = fmt.Sprintf("GPU instance %d (%s)", s.GPUInstanceID, s.Instance)
+	}
 	switch s.Kind {
 	case DestroyComputeInstance:
-		return fmt.Sprintf("destroy compute instance %d of GPU instance %d (%s)", s.ComputeInstanceID, s.GPUInstanceID, s.Instance)
-	case DestroyGPUInstance:
-		return fmt.Sprintf("destroy GPU instance %d (%s)", s.GPUInstanceID, s.Instance)
-	case CreateGPUInstance:
-		return fmt.Sprintf("create GPU instance %s", s.Instance)
-	default:
-		if s.GPUInstanceID >= 0 {
-			return fmt.Sprintf("create compute instance on GPU instance %d (%s)", s.GPUInstanceID, s.Instance)
+		if s.ComputeInstanceID >= 0 {
+			return fmt.Sprintf("destroy compute instance %d of %s", s.ComputeInstanceID, gi)
 		}
-		return fmt.Sprintf("create compute instance on %s", s.Instance)
+		return "destroy the compute instance of " + gi
+	case DestroyGPUInstance:
+		return "destroy " + gi
+	case CreateGPUInstance:
+		return "create " + gi
+	default:
+		return "create compute instance on " + gi
 	}
 }
 
@@ -136,17 +142,17 @@ func step(kind StepKind, profile string, start, gi, ci int) Step {
 	}
 }
 
-// InstancesOf describes a layout as the instances a GPU would report, with
-// ids numbered from 1 in placement order: the planner's input when the
-// current state is given as text rather than read from a GPU.
+// InstancesOf describes a layout as the instances a GPU would report, each
+// with one whole compute instance and unknown (-1) ids: the planner's input
+// when the current state is given as text rather than read from a GPU.
 func InstancesOf(l Layout) []GPUInstance {
 	out := make([]GPUInstance, len(l.Instances))
 	for i, in := range l.Instances {
 		p := in.Profile
 		out[i] = GPUInstance{
-			ID: i + 1, Profile: p.Name, Start: in.Start, Size: p.MemorySlices,
+			ID: -1, Profile: p.Name, Start: in.Start, Size: p.MemorySlices,
 			MemoryMiB: p.MemoryMiB, SMs: p.SMs, ComputeSlices: p.ComputeSlices,
-			ComputeInstances: []ComputeInstance{{ID: 0, ComputeSlices: p.ComputeSlices}},
+			ComputeInstances: []ComputeInstance{{ID: -1, ComputeSlices: p.ComputeSlices}},
 		}
 	}
 	return out

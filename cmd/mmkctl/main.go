@@ -1,0 +1,56 @@
+// Command mmkctl is mmk's command-line tool: it shows the node's GPUs and
+// their MIG instances, lists MIG profiles and every valid layout of a GPU
+// model, and plans reconfigurations between layouts. Every command takes
+// -o table|json.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/internal/cli"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "mmkctl:", err)
+		os.Exit(1)
+	}
+}
+
+// app is what every subcommand shares: configuration flags and output.
+type app struct {
+	flags  *cli.Flags
+	output string
+}
+
+func newRootCommand() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:           "mmkctl",
+		Short:         "Inspect GPUs and plan MIG layouts for mmk",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.output != "table" && a.output != "json" {
+				return fmt.Errorf("flag -o/--output: %q is not one of table, json", a.output)
+			}
+			return nil
+		},
+	}
+	a.flags = cli.AddConfigFlags(root.PersistentFlags(), nil)
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	root.AddCommand(newGPUsCommand(a), newMIGCommand(a))
+	return root
+}
+
+// config loads the configuration with the command's flags.
+func (a *app) config() (*configs.Config, error) { return a.flags.Load() }
+
+// printer writes the command's result in the chosen format.
+func (a *app) printer(cmd *cobra.Command) printer {
+	return printer{w: cmd.OutOrStdout(), json: a.output == "json"}
+}

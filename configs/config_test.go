@@ -1,0 +1,135 @@
+package configs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "mmk.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsLoad(t *testing.T) {
+	c, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.Level != "info" || c.GPU.Backend != "auto" || c.Server.Listen != "127.0.0.1:7070" || len(c.GPU.Fake.GPUs) != 3 {
+		t.Errorf("defaults: %+v", c)
+	}
+	if g := c.GPU.Fake.GPUs[0]; g.Model != "H100-80GB" || !g.MIG || g.Layout != "4g.40gb@0+2g.20gb@4+1g.10gb@6" {
+		t.Errorf("first fake GPU: %+v", g)
+	}
+}
+
+// TestPrecedence checks defaults < --config file < MMK_* < flags, one
+// layer at a time, on the same key.
+func TestPrecedence(t *testing.T) {
+	file := writeFile(t, "log:\n  level: warn\ngpu:\n  backend: fake\n")
+	flags := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags.String("log-level", "info", "")
+	bind := map[string]*pflag.Flag{"log.level": flags.Lookup("log-level")}
+	env := []string{"MMK_LOG_LEVEL=error", "PATH=/bin"}
+
+	steps := []struct {
+		name string
+		opts Options
+		set  bool
+		want string
+	}{
+		{"defaults", Options{Flags: bind}, false, "info"},
+		{"file over defaults", Options{File: file, Flags: bind}, false, "warn"},
+		{"environment over file", Options{File: file, Environ: env, Flags: bind}, false, "error"},
+		{"flag over environment", Options{File: file, Environ: env, Flags: bind}, true, "debug"},
+	}
+	for _, s := range steps {
+		if s.set {
+			if err := flags.Parse([]string{"--log-level", "debug"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := Load(s.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if c.Log.Level != s.want {
+			t.Errorf("%s: log.level = %q, want %q", s.name, c.Log.Level, s.want)
+		}
+		if s.opts.File != "" && c.GPU.Backend != "fake" {
+			t.Errorf("%s: the file's other key was lost: gpu.backend = %q", s.name, c.GPU.Backend)
+		}
+	}
+}
+
+func TestBadConfigNamesTheKey(t *testing.T) {
+	tests := []struct {
+		name, file string
+		env        []string
+		want       string
+	}{
+		{"unknown key", "gpu:\n  bakend: fake\n", nil, "unknown key gpu.bakend"},
+		{"unknown section", "server:\n  listen: :1\ncolour: red\n", nil, "unknown key colour"},
+		{"bad enum", "gpu:\n  backend: cuda\n", nil, `config key gpu.backend: "cuda" is not one of auto, nvml, fake`},
+		{"bad log level", "log:\n  level: loud\n", nil, `config key log.level: "loud"`},
+		{"bad listen", "server:\n  listen: localhost\n", nil, `config key server.listen: "localhost" is not host:port`},
+		{"bad port", "server:\n  listen: localhost:99999\n", nil, "port 99999 is out of range"},
+		{"bad type", "gpu:\n  fake:\n    seed: lots\n", nil, "config: 'gpu.fake.seed' cannot parse value as 'uint64'"},
+		{"bad list item key", "gpu:\n  fake:\n    gpus:\n      - modle: H100-80GB\n", nil, "modle"},
+		{"bad fake model", "gpu:\n  fake:\n    gpus:\n      - model: V100\n", nil, `config key gpu.fake.gpus[0].model: "V100" is not a known model`},
+		{"bad fake layout", "gpu:\n  fake:\n    gpus:\n      - {model: A100-40GB, mig: true, layout: 3g.20gb@1}\n", nil, "config key gpu.fake.gpus[0].layout"},
+		{"layout without MIG", "gpu:\n  fake:\n    gpus:\n      - {model: A100-40GB, layout: 7g.40gb}\n", nil, "needs mig: true"},
+		{"scalar for a section", "log: 3\n", nil, "key log is a section, not a value"},
+		{"not YAML", "gpu: [\n", nil, "config file"},
+		{"bad environment value", "", []string{"MMK_GPU_BACKEND=gpu"}, `config key gpu.backend: "gpu"`},
+		{"unknown environment key", "", []string{"MMK_GPU_BAKEND=fake"}, "environment variable MMK_GPU_BAKEND names no config key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Environ: tt.env}
+			if tt.file != "" {
+				opts.File = writeFile(t, tt.file)
+			}
+			_, err := Load(opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestJobVariablesAreNotConfig(t *testing.T) {
+	if _, err := Load(Options{Environ: []string{"MMK_CHECKPOINT_DIR=/tmp/x", "MMK_RESTART_COUNT=2"}}); err != nil {
+		t.Errorf("job environment rejected: %v", err)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(Options{File: filepath.Join(t.TempDir(), "nope.yaml")})
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestFieldErrorIsTyped(t *testing.T) {
+	_, err := Load(Options{Environ: []string{"MMK_LOG_FORMAT=xml"}})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Key != "log.format" || fe.Value != "xml" {
+		t.Errorf("error %v is not a FieldError for log.format", err)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := EnvName("gpu.nvml_library"); got != "MMK_GPU_NVML_LIBRARY" {
+		t.Errorf("EnvName = %q", got)
+	}
+}

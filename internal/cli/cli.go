@@ -1,0 +1,70 @@
+// Package cli holds what the mmkd and mmkctl commands share: the flags
+// that set configuration keys, loading the configuration with them, the
+// logger, and opening the GPU backend the configuration selects.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
+)
+
+// Flags are the configuration flags of a command.
+type Flags struct {
+	configFile string
+	bound      map[string]string // config key -> flag name
+	set        *pflag.FlagSet
+}
+
+// AddConfigFlags adds --config, --backend, --log-level and --log-format to
+// fs; extra maps further config keys to flags the caller defined on fs.
+func AddConfigFlags(fs *pflag.FlagSet, extra map[string]string) *Flags {
+	f := &Flags{set: fs, bound: map[string]string{
+		"gpu.backend": "backend",
+		"log.level":   "log-level",
+		"log.format":  "log-format",
+	}}
+	fs.StringVar(&f.configFile, "config", "", "YAML configuration file; overrides the embedded defaults")
+	fs.String("backend", "auto", "GPU backend: auto (NVML if a driver is installed, else fake), nvml or fake")
+	fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.String("log-format", "text", "log format: text or json")
+	for key, name := range extra {
+		f.bound[key] = name
+	}
+	return f
+}
+
+// Load reads the configuration: defaults, --config, MMK_* variables, flags.
+func (f *Flags) Load() (*configs.Config, error) {
+	flags := map[string]*pflag.Flag{}
+	for key, name := range f.bound {
+		fl := f.set.Lookup(name)
+		if fl == nil {
+			return nil, fmt.Errorf("flag --%s for %s is not defined", name, key)
+		}
+		flags[key] = fl
+	}
+	return configs.Load(configs.Options{File: f.configFile, Flags: flags, Environ: os.Environ()})
+}
+
+// Logger returns the configured logger, writing to w.
+func Logger(c *configs.Config, w io.Writer) *slog.Logger { return c.Log.NewLogger(w) }
+
+// OpenBackend opens the GPU backend the configuration selects.
+func OpenBackend(c *configs.Config, log *slog.Logger) (partitioner.Backend, error) {
+	b, err := nvmlbackend.Open(nvmlbackend.Options{
+		Kind: c.GPU.Backend, Library: c.GPU.NVMLLibrary,
+		FakeSeed: c.GPU.Fake.Seed, FakeGPUs: c.GPU.Fake.GPUs, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open GPU backend: %w", err)
+	}
+	return b, nil
+}
