@@ -15,12 +15,7 @@ import (
 // GPU's new state. On success Apply checks that the GPU holds the target
 // layout.
 func Apply(b Backend, gpu int, r *Reconfiguration) error {
-	m := r.To.Model
-	current, err := b.Instances(gpu)
-	if err != nil {
-		return fmt.Errorf("apply on GPU %d: %w", gpu, err)
-	}
-	now, err := LayoutOf(m, current)
+	current, now, err := readLayout(b, gpu, r.To.Model)
 	if err != nil {
 		return fmt.Errorf("apply on GPU %d: %w", gpu, err)
 	}
@@ -43,11 +38,7 @@ func Apply(b Backend, gpu int, r *Reconfiguration) error {
 		}
 	}
 
-	after, err := b.Instances(gpu)
-	if err != nil {
-		return fmt.Errorf("apply on GPU %d: read back: %w", gpu, err)
-	}
-	got, err := LayoutOf(m, after)
+	_, got, err := readLayout(b, gpu, r.To.Model)
 	if err != nil {
 		return fmt.Errorf("apply on GPU %d: read back: %w", gpu, err)
 	}
@@ -55,6 +46,16 @@ func Apply(b Backend, gpu int, r *Reconfiguration) error {
 		return fmt.Errorf("apply on GPU %d: GPU holds %q after the plan, want %q", gpu, got, r.To)
 	}
 	return nil
+}
+
+// readLayout reads a GPU's instances and the layout they form.
+func readLayout(b Backend, gpu int, m *Model) ([]GPUInstance, Layout, error) {
+	insts, err := b.Instances(gpu)
+	if err != nil {
+		return nil, Layout{}, err
+	}
+	l, err := LayoutOf(m, insts)
+	return insts, l, err
 }
 
 func applyStep(b Backend, gpu int, s Step, created map[int]int) error {

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
 )
 
 func main() {
@@ -53,17 +55,6 @@ func main() {
 		v3, r3 := d.GetGpuInstanceProfileInfoV(p).V3()
 		pl, rp := d.GetGpuInstancePossiblePlacements(&info)
 		fmt.Printf("profile %d %+v\n  v2 %q %v v3 %q caps=%d %v\n  placements %v %v\n", p, info,
-			cstr(v2.Name[:]), r2, cstr(v3.Name[:]), v3.Capabilities, r3, pl, rp)
+			nvmlbackend.CString(v2.Name[:]), r2, nvmlbackend.CString(v3.Name[:]), v3.Capabilities, r3, pl, rp)
 	}
-}
-
-func cstr(b []int8) string {
-	out := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		out = append(out, byte(c))
-	}
-	return string(out)
 }

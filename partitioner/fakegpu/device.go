@@ -16,9 +16,16 @@ type device struct {
 var _ nvml.Device = (*device)(nil)
 
 // lock takes the fake's lock and reports whether the library is initialised.
-func (d *device) lock() (unlock func(), ret nvml.Return) {
-	d.gpu.fake.mu.Lock()
-	return d.gpu.fake.mu.Unlock, d.gpu.live()
+func (d *device) lock() (unlock func(), ret nvml.Return) { return d.gpu.enter(nil) }
+
+// migLock is lock for calls that need MIG mode enabled: they answer
+// ERROR_NOT_SUPPORTED otherwise.
+func (d *device) migLock() (unlock func(), ret nvml.Return) {
+	unlock, ret = d.lock()
+	if ret == nvml.SUCCESS && !d.gpu.migCurrent {
+		ret = nvml.ERROR_NOT_SUPPORTED
+	}
+	return unlock, ret
 }
 
 // GetIndex returns the GPU's index.
@@ -194,13 +201,10 @@ func (d *device) CreateGpuInstanceWithPlacement(info *nvml.GpuInstanceProfileInf
 
 // GetGpuInstances lists the GPU instances of a profile.
 func (d *device) GetGpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuInstance, nvml.Return) {
-	unlock, ret := d.lock()
+	unlock, ret := d.migLock()
 	defer unlock()
 	if ret != nvml.SUCCESS {
 		return nil, ret
-	}
-	if !d.gpu.migCurrent {
-		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	if info == nil || d.gpu.profileByID(info.Id) == nil {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
@@ -216,13 +220,10 @@ func (d *device) GetGpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuI
 
 // GetGpuInstanceById returns the GPU instance with an id.
 func (d *device) GetGpuInstanceById(id int) (nvml.GpuInstance, nvml.Return) {
-	unlock, ret := d.lock()
+	unlock, ret := d.migLock()
 	defer unlock()
 	if ret != nvml.SUCCESS {
 		return nil, ret
-	}
-	if !d.gpu.migCurrent {
-		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	for _, gi := range d.gpu.instances {
 		if gi.id == id {

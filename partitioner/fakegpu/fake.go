@@ -261,6 +261,22 @@ func (g *gpu) live() nvml.Return {
 	return nvml.SUCCESS
 }
 
+// enter takes the fake's lock for a call on a handle of g and returns the
+// unlock function with the call's verdict: ERROR_UNINITIALIZED outside an
+// Init session, ERROR_INVALID_ARGUMENT when stale (checked under the lock)
+// reports that the handle's object was destroyed, as calls on a stale
+// handle fail on hardware.
+func (g *gpu) enter(stale func() bool) (func(), nvml.Return) {
+	g.fake.mu.Lock()
+	if ret := g.live(); ret != nvml.SUCCESS {
+		return g.fake.mu.Unlock, ret
+	}
+	if stale != nil && stale() {
+		return g.fake.mu.Unlock, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return g.fake.mu.Unlock, nvml.SUCCESS
+}
+
 func (g *gpu) usedMiB(ci *computeInstance) int64 {
 	var n int64
 	for _, p := range g.processes {

@@ -152,18 +152,9 @@ type gpuInstanceHandle struct {
 
 var _ nvml.GpuInstance = (*gpuInstanceHandle)(nil)
 
-// lock takes the fake's lock; calls on a destroyed instance fail with
-// ERROR_INVALID_ARGUMENT, as calls on a stale handle do.
+// lock takes the fake's lock; see gpu.enter.
 func (h *gpuInstanceHandle) lock() (func(), nvml.Return) {
-	f := h.gi.gpu.fake
-	f.mu.Lock()
-	if ret := h.gi.gpu.live(); ret != nvml.SUCCESS {
-		return f.mu.Unlock, ret
-	}
-	if h.gi.destroyed {
-		return f.mu.Unlock, nvml.ERROR_INVALID_ARGUMENT
-	}
-	return f.mu.Unlock, nvml.SUCCESS
+	return h.gi.gpu.enter(func() bool { return h.gi.destroyed })
 }
 
 // GetInfo returns the instance's id, profile id and placement.
@@ -280,15 +271,7 @@ type computeInstanceHandle struct {
 var _ nvml.ComputeInstance = (*computeInstanceHandle)(nil)
 
 func (h *computeInstanceHandle) lock() (func(), nvml.Return) {
-	f := h.ci.parent.gpu.fake
-	f.mu.Lock()
-	if ret := h.ci.parent.gpu.live(); ret != nvml.SUCCESS {
-		return f.mu.Unlock, ret
-	}
-	if h.ci.destroyed {
-		return f.mu.Unlock, nvml.ERROR_INVALID_ARGUMENT
-	}
-	return f.mu.Unlock, nvml.SUCCESS
+	return h.ci.parent.gpu.enter(func() bool { return h.ci.destroyed })
 }
 
 // GetInfo returns the compute instance's ids and profile.

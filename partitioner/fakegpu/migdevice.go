@@ -15,15 +15,7 @@ type migDevice struct {
 var _ nvml.Device = (*migDevice)(nil)
 
 func (m *migDevice) lock() (func(), nvml.Return) {
-	f := m.ci.parent.gpu.fake
-	f.mu.Lock()
-	if ret := m.ci.parent.gpu.live(); ret != nvml.SUCCESS {
-		return f.mu.Unlock, ret
-	}
-	if m.ci.destroyed {
-		return f.mu.Unlock, nvml.ERROR_INVALID_ARGUMENT
-	}
-	return f.mu.Unlock, nvml.SUCCESS
+	return m.ci.parent.gpu.enter(func() bool { return m.ci.destroyed })
 }
 
 // IsMigDeviceHandle reports true.

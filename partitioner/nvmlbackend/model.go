@@ -108,10 +108,10 @@ func profileName(d nvml.Device, idx int) (string, error) {
 		if err := check(ret, "profile info v2"); err != nil {
 			return "", err
 		}
-		name = cString(v2.Name[:])
+		name = CString(v2.Name[:])
 		if name == "" {
 			if v3, ret := d.GetGpuInstanceProfileInfoV(idx).V3(); ret == nvml.SUCCESS {
-				name = cString(v3.Name[:])
+				name = CString(v3.Name[:])
 			}
 		}
 	}
@@ -122,7 +122,9 @@ func profileName(d nvml.Device, idx int) (string, error) {
 	return name, nil
 }
 
-func cString(b []int8) string {
+// CString converts a NUL-terminated C char array, as NVML structures hold
+// names, to a Go string.
+func CString(b []int8) string {
 	out := make([]byte, 0, len(b))
 	for _, c := range b {
 		if c == 0 {
