@@ -21,9 +21,6 @@ import (
 //go:embed mmk.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the embedded default configuration file.
-func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
-
 // Config is mmk's whole configuration.
 type Config struct {
 	Log    LogConfig    `mapstructure:"log"`

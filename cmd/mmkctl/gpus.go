@@ -24,7 +24,7 @@ func newGPUsCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := cli.OpenBackend(cfg, cli.Logger(cfg, cmd.ErrOrStderr()))
+			b, err := cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}

@@ -49,6 +49,7 @@ func TestCommands(t *testing.T) {
 		{"bad layout", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", "3g.40gb@1", "--to", ""}, nil, "flag --from: layout \"3g.40gb@1\": part 1"},
 		{"missing target", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", ""}, nil, "flag --to is required"},
 		{"bad backend", []string{"gpus", "--backend", "tpu"}, nil, `config key gpu.backend: "tpu" is not one of auto, nvml, fake`},
+		{"table and GPU both", []string{"mig", "profiles", "--gpu", "H100-80GB", "--index", "1"}, nil, "give one of them"},
 		{"missing GPU", []string{"mig", "profiles", "--backend", "fake", "--index", "9"}, nil, "GPU 9: get handle: NVML_ERROR_INVALID_ARGUMENT"},
 	}
 	for _, tt := range tests {

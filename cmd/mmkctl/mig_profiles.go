@@ -62,6 +62,9 @@ func newProfilesCommand(a *app) *cobra.Command {
 }
 
 func (f *profilesFlags) run(a *app, cmd *cobra.Command) (*profilesResult, error) {
+	if f.gpu != "" && cmd.Flags().Changed("index") {
+		return nil, fmt.Errorf("flag --index reads a GPU, flag --gpu the built-in table: give one of them")
+	}
 	if f.gpu != "" {
 		m, err := partitioner.LookupModel(f.gpu)
 		if err != nil {
@@ -73,7 +76,7 @@ func (f *profilesFlags) run(a *app, cmd *cobra.Command) (*profilesResult, error)
 	if err != nil {
 		return nil, err
 	}
-	b, err := cli.OpenBackend(cfg, cli.Logger(cfg, cmd.ErrOrStderr()))
+	b, err := cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	if err != nil {
 		return err
 	}
-	log := cli.Logger(cfg, os.Stderr)
+	log := cfg.Log.NewLogger(os.Stderr)
 	backend, err := cli.OpenBackend(cfg, log)
 	if err != nil {
 		return err

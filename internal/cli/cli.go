@@ -5,7 +5,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -53,9 +52,6 @@ func (f *Flags) Load() (*configs.Config, error) {
 	}
 	return configs.Load(configs.Options{File: f.configFile, Flags: flags, Environ: os.Environ()})
 }
-
-// Logger returns the configured logger, writing to w.
-func Logger(c *configs.Config, w io.Writer) *slog.Logger { return c.Log.NewLogger(w) }
 
 // OpenBackend opens the GPU backend the configuration selects.
 func OpenBackend(c *configs.Config, log *slog.Logger) (partitioner.Backend, error) {

@@ -22,7 +22,7 @@ func TestFlagsSetConfigKeys(t *testing.T) {
 	if c.GPU.Backend != "fake" || c.Server.Listen != "127.0.0.1:9" || c.Log.Format != "json" || c.Log.Level != "info" {
 		t.Errorf("config %+v", c)
 	}
-	b, err := OpenBackend(c, Logger(c, io.Discard))
+	b, err := OpenBackend(c, c.Log.NewLogger(io.Discard))
 	if err != nil || b.Name() != "fake" {
 		t.Fatalf("backend: %v", err)
 	}
