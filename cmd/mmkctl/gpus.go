@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
@@ -20,11 +19,7 @@ func newGPUsCommand(a *app) *cobra.Command {
 			"configuration otherwise (--backend nvml|fake chooses).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			b, err := cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
+			b, err := a.openBackend(cmd)
 			if err != nil {
 				return err
 			}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/configs"
 	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/partitioner"
 )
 
 func main() {
@@ -47,8 +47,15 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-// config loads the configuration with the command's flags.
-func (a *app) config() (*configs.Config, error) { return a.flags.Load() }
+// openBackend loads the configuration with the command's flags and opens
+// the GPU backend it selects, logging to the command's stderr.
+func (a *app) openBackend(cmd *cobra.Command) (partitioner.Backend, error) {
+	cfg, err := a.flags.Load()
+	if err != nil {
+		return nil, err
+	}
+	return cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
+}
 
 // printer writes the command's result in the chosen format.
 func (a *app) printer(cmd *cobra.Command) printer {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
@@ -72,11 +71,7 @@ func (f *profilesFlags) run(a *app, cmd *cobra.Command) (*profilesResult, error)
 		}
 		return &profilesResult{Source: "built-in", Model: m}, nil
 	}
-	cfg, err := a.config()
-	if err != nil {
-		return nil, err
-	}
-	b, err := cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
+	b, err := a.openBackend(cmd)
 	if err != nil {
 		return nil, err
 	}
