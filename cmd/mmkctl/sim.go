@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/trace"
+)
+
+func newSimCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate scheduling on real traces",
+	}
+	cmd.AddCommand(newSimKernelsCommand(a))
+	return cmd
+}
+
+// simKernelsFlags are the flags of `mmkctl sim kernels`.
+type simKernelsFlags struct {
+	tasks           []string
+	policies        string
+	duration        time.Duration
+	seed            uint64
+	traces          string
+	timeline        string
+	window          string
+	gpuModel        string
+	slice, swtch    time.Duration
+	launchLatency   time.Duration
+	decisionLatency time.Duration
+	sms             int
+	epsilon         time.Duration
+	inflight        int
+	parallel        int
+}
+
+func newSimKernelsCommand(a *app) *cobra.Command {
+	f := &simKernelsFlags{}
+	gpu := trace.DefaultGPU()
+	cmd := &cobra.Command{
+		Use:   "kernels --task NAME:TRACE:PRIORITY[:think=2ms] ... --policy fikit,fifo",
+		Short: "Replay kernel traces of several tasks on one simulated GPU instance under each policy",
+		Long: `Replays kernel traces on one simulated GPU instance through mmk's kernel
+scheduler and prints, per policy and task: requests done, latency p50/p99,
+slowdown against the task alone, throughput, and the GPU's busy fraction.
+
+TRACE is a trace file or the name of one in --traces or the built-in traces
+(` + strings.Join(trace.BuiltinNames(), ", ") + `).
+Task options: think=DURATION (closed loop), rate=R (Poisson requests/s),
+b2b (back to back, the default), mps=PERCENT, scale=FACTOR (host time
+between launches; default calibrated to the unprofiled iteration time),
+online or offline (default: online at priority 0).`,
+		Example: `  mmkctl sim kernels --task hp:resnet50_infer_bs1:0:think=2ms --task lp:vgg19_train_bs32:5 --policy fifo,fikit`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimKernels(a, cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.tasks, "task", nil, "a task NAME:TRACE:PRIORITY[:OPTION...] (repeat)")
+	fl.StringVar(&f.policies, "policy", "fifo,fikit", "policies, comma-separated: "+strings.Join(kernelsched.Policies(), ","))
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "simulated time per run")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed (start offsets, Poisson arrivals)")
+	fl.StringVar(&f.traces, "traces", os.Getenv("MMK_TRACES"), "directory of traces named by TRACE (default $MMK_TRACES; then the built-in ones)")
+	fl.StringVar(&f.timeline, "timeline", "", "write an SVG timeline of the kernels to this file")
+	fl.StringVar(&f.window, "timeline-window", "1s+20ms", "the timeline's window START+LENGTH")
+	fl.StringVar(&f.gpuModel, "gpu", string(gpu.Model), "GPU model: timesliced (processes share by time slices) or mps (concurrent)")
+	fl.DurationVar(&f.slice, "slice", gpu.Slice, "timesliced: time slice of a context while others wait")
+	fl.DurationVar(&f.swtch, "switch", gpu.Switch, "timesliced: context switch cost")
+	fl.DurationVar(&f.launchLatency, "launch-latency", gpu.LaunchLatency, "from launch call to kernel start")
+	fl.DurationVar(&f.decisionLatency, "decision-latency", 0, "added to each launch that goes through the scheduler (all policies but fifo)")
+	fl.IntVar(&f.sms, "sms", kernelsched.DefaultConfig().SMs, "SMs of the GPU instance")
+	fl.DurationVar(&f.epsilon, "epsilon", kernelsched.DefaultConfig().Epsilon, "fikit: shortest gap filled")
+	fl.IntVar(&f.inflight, "inflight", kernelsched.DefaultConfig().Inflight, "released kernels a preemptible task may have")
+	fl.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "simulations run at once")
+	return cmd
+}
+
+func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
+	if len(f.tasks) == 0 {
+		return fmt.Errorf("flag --task: give at least one task")
+	}
+	policies, err := kernelsched.ParsePolicies(f.policies)
+	if err != nil {
+		return fmt.Errorf("flag --policy: %w", err)
+	}
+	if f.duration <= 0 {
+		return fmt.Errorf("flag --duration: %v must be positive", f.duration)
+	}
+	if f.parallel < 1 {
+		return fmt.Errorf("flag --parallel: %d must be at least 1", f.parallel)
+	}
+	e := trace.Experiment{
+		Policies: policies, Duration: f.duration, Seed: f.seed, Parallel: f.parallel,
+		Sched:           kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},
+		GPU:             trace.GPUConfig{Model: trace.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency},
+		DecisionLatency: f.decisionLatency,
+	}
+	var names []string
+	for _, v := range f.tasks {
+		spec, err := trace.ParseTaskSpec(v)
+		if err != nil {
+			return fmt.Errorf("flag --task: %w", err)
+		}
+		tr, err := trace.LoadKernelTrace(spec.Trace, f.traces)
+		if err != nil {
+			return fmt.Errorf("flag --task %s: %w", spec.Name, err)
+		}
+		st := spec.SimTask
+		st.Trace = tr
+		e.Tasks = append(e.Tasks, st)
+		names = append(names, st.Name)
+	}
+	if f.timeline != "" {
+		w, err := parseWindow(f.window)
+		if err != nil {
+			return fmt.Errorf("flag --timeline-window: %w", err)
+		}
+		e.Timeline = w
+	}
+	stderr := cmd.ErrOrStderr()
+	start := time.Now()
+	e.Progress = func(done, total int, name string) {
+		fmt.Fprintf(stderr, "\rsimulated %d/%d (%s, %s)   ", done, total, name, time.Since(start).Round(time.Second))
+		if done == total {
+			fmt.Fprintln(stderr)
+		}
+	}
+	rep, err := e.Run()
+	if err != nil {
+		return err
+	}
+	if f.timeline != "" {
+		if err := writeTimeline(f.timeline, names, e.Timeline, policies, rep); err != nil {
+			return err
+		}
+	}
+	p := a.printer(cmd)
+	if p.json {
+		return p.JSON(rep)
+	}
+	rows := make([][]string, 0, len(rep.Results))
+	for _, r := range rep.Results {
+		rows = append(rows, []string{r.Policy, r.Task, fmt.Sprint(r.Requests),
+			fmt.Sprintf("%.3f", r.P50Ms), fmt.Sprintf("%.3f", r.P99Ms),
+			fmt.Sprintf("%.2fx", r.SlowdownP50), fmt.Sprintf("%.2fx", r.SlowdownP99),
+			fmt.Sprintf("%.2f", r.ThroughputRPS), fmt.Sprintf("%.2f", rep.GPUBusy[r.Policy])})
+	}
+	return p.Table("", []string{"POLICY", "TASK", "REQUESTS", "P50_MS", "P99_MS", "SLOWDOWN_P50", "SLOWDOWN_P99", "REQ/S", "GPU_BUSY"}, rows)
+}
+
+// parseWindow parses START+LENGTH, e.g. 1s+20ms.
+func parseWindow(v string) (trace.Window, error) {
+	a, b, ok := strings.Cut(v, "+")
+	if !ok {
+		return trace.Window{}, fmt.Errorf("%q: want START+LENGTH like 1s+20ms", v)
+	}
+	from, err := time.ParseDuration(a)
+	if err != nil || from < 0 {
+		return trace.Window{}, fmt.Errorf("%q: START %q is not a duration >= 0", v, a)
+	}
+	length, err := time.ParseDuration(b)
+	if err != nil || length <= 0 {
+		return trace.Window{}, fmt.Errorf("%q: LENGTH %q is not a positive duration", v, b)
+	}
+	return trace.Window{From: from, To: from + length}, nil
+}
+
+func writeTimeline(path string, names []string, w trace.Window, policies []string, rep *trace.Report) error {
+	panels := make([]trace.TimelinePanel, 0, len(policies))
+	for _, p := range policies {
+		panels = append(panels, trace.TimelinePanel{Policy: p, Spans: rep.Spans[p]})
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("flag --timeline: %w", err)
+	}
+	if err := trace.WriteTimelineSVG(f, names, w, panels); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("flag --timeline: %w", err)
+	}
+	return nil
+}

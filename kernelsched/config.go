@@ -1,0 +1,107 @@
+package kernelsched
+
+import (
+	"fmt"
+	"time"
+)
+
+// NumPriorities is the number of priority queues, Q0 (highest) to Q9.
+const NumPriorities = 10
+
+// Config holds the instance's capacity and the policies' parameters.
+// Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	// SMs is the streaming multiprocessors of the GPU instance.
+	SMs int
+	// Limits are the per-SM limits of the GPU's architecture.
+	Limits SMLimits
+	// BandwidthGBs is the instance's memory bandwidth. The contention
+	// check compares a kernel's bandwidth demand with what is free only
+	// when both are known (non-zero).
+	BandwidthGBs float64
+	// Epsilon: fikit leaves predicted gaps shorter than this unfilled.
+	Epsilon time.Duration
+	// Inflight is how many released, unfinished kernels a task that can be
+	// preempted may have. Kernels cannot be interrupted, so this bounds
+	// how long a preempting task waits at the GPU.
+	Inflight int
+	// SwitchOverhead is the cost hpf and ffs charge for giving the GPU to
+	// another task.
+	SwitchOverhead time.Duration
+	// MaxSwitchOverhead is the largest fraction of time ffs may spend
+	// switching; it sets ffs's epoch length T.
+	MaxSwitchOverhead float64
+	// AgeStep and AgeCap: dprr raises a waiting task's priority by one per
+	// AgeStep waited, by at most AgeCap.
+	AgeStep time.Duration
+	AgeCap  int
+	// Quantum is how long exclusive lets one task hold the GPU while
+	// others wait.
+	Quantum time.Duration
+}
+
+// DefaultConfig is a whole H100 or H200 (132 SMs).
+func DefaultConfig() Config {
+	return Config{
+		SMs:               132,
+		Limits:            Hopper,
+		Epsilon:           100 * time.Microsecond,
+		Inflight:          1,
+		SwitchOverhead:    50 * time.Microsecond,
+		MaxSwitchOverhead: 0.05,
+		AgeStep:           time.Millisecond,
+		AgeCap:            20,
+		Quantum:           20 * time.Millisecond,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig and validates.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if c.SMs == 0 {
+		c.SMs = d.SMs
+	}
+	if c.Limits == (SMLimits{}) {
+		c.Limits = d.Limits
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = d.Epsilon
+	}
+	if c.Inflight == 0 {
+		c.Inflight = d.Inflight
+	}
+	if c.SwitchOverhead == 0 {
+		c.SwitchOverhead = d.SwitchOverhead
+	}
+	if c.MaxSwitchOverhead == 0 {
+		c.MaxSwitchOverhead = d.MaxSwitchOverhead
+	}
+	if c.AgeStep == 0 {
+		c.AgeStep = d.AgeStep
+	}
+	if c.AgeCap == 0 {
+		c.AgeCap = d.AgeCap
+	}
+	if c.Quantum == 0 {
+		c.Quantum = d.Quantum
+	}
+	switch {
+	case c.SMs < 1:
+		return c, fmt.Errorf("SMs: %d must be at least 1", c.SMs)
+	case c.BandwidthGBs < 0:
+		return c, fmt.Errorf("bandwidth: %v GB/s is negative", c.BandwidthGBs)
+	case c.Epsilon < 0:
+		return c, fmt.Errorf("epsilon: %v is negative", c.Epsilon)
+	case c.Inflight < 1:
+		return c, fmt.Errorf("inflight: %d must be at least 1", c.Inflight)
+	case c.SwitchOverhead < 0:
+		return c, fmt.Errorf("switch overhead: %v is negative", c.SwitchOverhead)
+	case c.MaxSwitchOverhead <= 0 || c.MaxSwitchOverhead >= 1:
+		return c, fmt.Errorf("max switch overhead: %v is not in (0, 1)", c.MaxSwitchOverhead)
+	case c.AgeStep < 0 || c.AgeCap < 0:
+		return c, fmt.Errorf("ageing: step %v and cap %d must not be negative", c.AgeStep, c.AgeCap)
+	case c.Quantum < 0:
+		return c, fmt.Errorf("quantum: %v is negative", c.Quantum)
+	}
+	return c, nil
+}

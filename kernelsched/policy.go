@@ -1,0 +1,133 @@
+package kernelsched
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Policy decides which held launches go to the GPU. The scheduler calls
+// Arrived and Completed as events happen and Schedule after them; Schedule
+// releases launches with Scheduler.Release and returns when it wants to
+// be called again with nothing else happening (Never: no timer).
+type Policy interface {
+	Name() string
+	TaskAdded(s *Scheduler, t *Task)
+	TaskRemoved(s *Scheduler, t *Task)
+	Arrived(s *Scheduler, t *Task, l *Launch, now time.Duration)
+	Completed(s *Scheduler, t *Task, seq uint64, now time.Duration)
+	Schedule(s *Scheduler, now time.Duration) time.Duration
+}
+
+// policies maps each name to its constructor.
+var policies = map[string]func() Policy{
+	"fifo":      func() Policy { return fifo{} },
+	"exclusive": func() Policy { return &exclusive{} },
+	"fikit":     func() Policy { return &fikit{} },
+	"mmk":       func() Policy { return newMMK(false) },
+	"fikit+mmk": func() Policy { return newMMK(true) },
+	"hpf":       func() Policy { return &hpf{} },
+	"ffs":       func() Policy { return &ffs{} },
+	"piv":       func() Policy { return &piv{} },
+	"dprr":      func() Policy { return &dprr{} },
+}
+
+// Policies lists the policy names in a fixed order: baselines first.
+func Policies() []string {
+	return []string{"fifo", "exclusive", "fikit", "mmk", "fikit+mmk", "hpf", "ffs", "piv", "dprr"}
+}
+
+// NewPolicy returns a fresh policy by name.
+func NewPolicy(name string) (Policy, error) {
+	mk, ok := policies[name]
+	if !ok {
+		return nil, fmt.Errorf("policy %q is not one of %s", name, strings.Join(Policies(), ", "))
+	}
+	return mk(), nil
+}
+
+// ParsePolicies splits a comma-separated list and checks every name.
+func ParsePolicies(list string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if _, ok := policies[n]; !ok {
+			return nil, fmt.Errorf("policy %q is not one of %s", n, strings.Join(Policies(), ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no policy named in %q", list)
+	}
+	return out, nil
+}
+
+// hooks gives policies no-op event methods to override.
+type hooks struct{}
+
+func (hooks) TaskAdded(*Scheduler, *Task)                        {}
+func (hooks) TaskRemoved(*Scheduler, *Task)                      {}
+func (hooks) Arrived(*Scheduler, *Task, *Launch, time.Duration)  {}
+func (hooks) Completed(*Scheduler, *Task, uint64, time.Duration) {}
+
+// fifo releases every launch at once: what the GPU does when processes
+// share it without a scheduler.
+type fifo struct{ hooks }
+
+func (fifo) Name() string { return "fifo" }
+
+func (fifo) Schedule(s *Scheduler, now time.Duration) time.Duration {
+	for p := range NumPriorities {
+		for len(s.queues[p]) > 0 {
+			releaseAll(s, s.queues[p][0], now, false)
+		}
+	}
+	return Never
+}
+
+// releaseAll releases t's held launches, up to the in-flight bound when
+// limited, and reports whether any is left held.
+func releaseAll(s *Scheduler, t *Task, now time.Duration, limited bool) bool {
+	for s.CanRelease(t, limited) {
+		s.Release(t, now)
+	}
+	return t.Pending() > 0
+}
+
+// releaseOldestFirst releases the held launches of tasks, interleaved in
+// the order they arrived (equal priorities share FIFO).
+func releaseOldestFirst(s *Scheduler, tasks []*Task, now time.Duration, limited func(*Task) bool) {
+	for {
+		var best *Task
+		for _, t := range tasks {
+			if !s.CanRelease(t, limited(t)) {
+				continue
+			}
+			if best == nil || t.pending[t.head].Seq < best.pending[best.head].Seq {
+				best = t
+			}
+		}
+		if best == nil {
+			return
+		}
+		s.Release(best, now)
+	}
+}
+
+// Compile-time checks that every policy implements Policy.
+var (
+	_ Policy = fifo{}
+	_ Policy = (*exclusive)(nil)
+	_ Policy = (*fikit)(nil)
+	_ Policy = (*mmk)(nil)
+	_ Policy = (*hpf)(nil)
+	_ Policy = (*ffs)(nil)
+	_ Policy = (*piv)(nil)
+	_ Policy = (*dprr)(nil)
+)

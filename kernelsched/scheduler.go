@@ -1,0 +1,293 @@
+package kernelsched
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Never is the wake-up time that means no timer is needed.
+const Never = time.Duration(math.MaxInt64)
+
+// Scheduler holds the launches of the tasks sharing one GPU instance and
+// releases them as its policy decides. It is not safe for concurrent use:
+// the daemon serialises calls, the simulator is single-threaded.
+type Scheduler struct {
+	cfg    Config
+	policy Policy
+	tasks  []*Task
+	// queues[p] holds the tasks of priority p that have held launches, in
+	// the order they started waiting.
+	queues [NumPriorities][]*Task
+
+	seq     uint64
+	buf     []Launch
+	used    usage         // demand of all released, unfinished kernels
+	predEnd time.Duration // predicted end of all released work, run one after another
+	lastNow time.Duration
+}
+
+// usage is the resources released kernels hold.
+type usage struct {
+	sms  int
+	smem int64
+	bw   float64
+}
+
+// New returns a scheduler running the named policy (see Policies).
+func New(policy string, cfg Config) (*Scheduler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("kernel scheduler config: %w", err)
+	}
+	p, err := NewPolicy(policy)
+	if err != nil {
+		return nil, err
+	}
+	return &Scheduler{cfg: cfg, policy: p}, nil
+}
+
+// Config is the scheduler's configuration with defaults filled in.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Policy is the scheduler's policy.
+func (s *Scheduler) Policy() Policy { return s.policy }
+
+// AddTask registers a task.
+func (s *Scheduler) AddTask(spec TaskSpec) (TaskID, error) {
+	if err := spec.validate(); err != nil {
+		return 0, err
+	}
+	if spec.MPSPercent == 0 {
+		spec.MPSPercent = 100
+	}
+	t := &Task{ID: TaskID(len(s.tasks)), Spec: spec, weight: spec.Weight}
+	if t.weight == 0 {
+		t.weight = NumPriorities - spec.Priority
+	}
+	t.smCap = max(1, s.cfg.SMs*spec.MPSPercent/100)
+	s.tasks = append(s.tasks, t)
+	s.policy.TaskAdded(s, t)
+	return t.ID, nil
+}
+
+// RemoveTask unregisters a task (its process ended). Its held launches
+// are dropped and its released kernels stop counting.
+func (s *Scheduler) RemoveTask(id TaskID) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Pending() > 0 {
+		s.dequeue(t)
+	}
+	for _, r := range t.out {
+		s.used.sms -= r.sms
+		s.used.smem -= r.smem
+		s.used.bw -= r.bw
+	}
+	t.pending, t.head, t.out, t.removed = nil, 0, nil, true
+	s.policy.TaskRemoved(s, t)
+	return nil
+}
+
+// Tasks are the registered tasks by id; removed ones stay, marked.
+func (s *Scheduler) Tasks() []*Task { return s.tasks }
+
+// Task returns one task.
+func (s *Scheduler) Task(id TaskID) (*Task, error) { return s.task(id) }
+
+func (s *Scheduler) task(id TaskID) (*Task, error) {
+	if id < 0 || int(id) >= len(s.tasks) || s.tasks[id].removed {
+		return nil, fmt.Errorf("kernel scheduler: no task %d", id)
+	}
+	return s.tasks[id], nil
+}
+
+// Arrive holds a launch of a task. It returns the launch's sequence
+// number, which Complete takes back.
+func (s *Scheduler) Arrive(now time.Duration, l Launch) (uint64, error) {
+	t, err := s.task(l.Task)
+	if err != nil {
+		return 0, err
+	}
+	occ, err := s.cfg.Limits.Occupancy(Shape{Grid: l.Kernel.Grid, Block: l.Kernel.Block, Regs: l.Regs, SharedMem: l.SharedMem}, t.smCap)
+	if err != nil {
+		return 0, fmt.Errorf("task %q launch of %s: %w", t.Spec.Name, l.Kernel.Name, err)
+	}
+	s.observe(now)
+	s.seq++
+	l.Seq, l.Arrived, l.SMs, l.SharedMemTotal = s.seq, now, occ.SMs, occ.SharedMem
+	if t.Pending() == 0 {
+		s.queues[t.Spec.Priority] = append(s.queues[t.Spec.Priority], t)
+	}
+	t.pending = append(t.pending, l)
+	t.lastArrive = now
+	t.callUntil = now + l.Est.NextLaunch
+	t.windowEnd = now // real-time feedback: the task's gap is over
+	s.policy.Arrived(s, t, &t.pending[len(t.pending)-1], now)
+	return l.Seq, nil
+}
+
+// Complete reports that a released kernel finished on the GPU.
+func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	i := 0
+	for i < len(t.out) && t.out[i].seq != seq {
+		i++
+	}
+	if i == len(t.out) {
+		return fmt.Errorf("kernel scheduler: task %q has no released kernel %d", t.Spec.Name, seq)
+	}
+	s.observe(now)
+	r := t.out[i]
+	t.out = append(t.out[:i], t.out[i+1:]...)
+	t.completed++
+	s.used.sms -= r.sms
+	s.used.smem -= r.smem
+	s.used.bw -= r.bw
+	if len(t.out) == 0 {
+		// The real end refines the prediction of the gap after it.
+		t.predFree = now
+		if t.Pending() == 0 {
+			t.gapUntil = now + r.est.Hold
+			t.windowEnd = now
+			if r.est.Known && r.est.SG >= s.cfg.Epsilon {
+				t.windowEnd = now + r.est.SG
+			}
+		}
+	}
+	if s.used.sms == 0 && s.used.smem == 0 && s.outstanding() == 0 {
+		s.predEnd = now
+	}
+	s.policy.Completed(s, t, seq, now)
+	return nil
+}
+
+func (s *Scheduler) outstanding() int {
+	n := 0
+	for _, t := range s.tasks {
+		n += len(t.out)
+	}
+	return n
+}
+
+// Schedule asks the policy what to release now. It returns the released
+// launches (valid until the next call) and the time at which it wants to
+// be asked again even if nothing arrives or completes (Never: no timer).
+func (s *Scheduler) Schedule(now time.Duration) ([]Launch, time.Duration) {
+	s.observe(now)
+	clear(s.buf)
+	s.buf = s.buf[:0]
+	wake := s.policy.Schedule(s, now)
+	if wake <= now {
+		wake = Never
+	}
+	return s.buf, wake
+}
+
+// observe keeps time monotonic for the policies.
+func (s *Scheduler) observe(now time.Duration) {
+	if now > s.lastNow {
+		s.lastNow = now
+	}
+}
+
+// Release sends the head launch of t to the GPU now. Policies call it.
+func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
+	l := t.popHead()
+	if t.Pending() == 0 {
+		s.dequeue(t)
+	}
+	start := max(now, s.predEnd)
+	end := start + l.Est.SK
+	s.predEnd = end
+	t.predFree = max(now, t.predFree) + l.Est.SK
+	t.gapUntil = end + l.Est.Hold
+	t.windowEnd = end
+	if l.Est.Known && l.Est.SG >= s.cfg.Epsilon {
+		t.windowEnd = end + l.Est.SG
+	}
+	r := released{seq: l.Seq, sms: l.SMs, smem: l.SharedMemTotal, bw: l.BandwidthGBs, est: l.Est, online: t.Spec.Online, predEnd: end}
+	t.out = append(t.out, r)
+	t.released++
+	t.position++
+	s.used.sms += r.sms
+	s.used.smem += r.smem
+	s.used.bw += r.bw
+	s.buf = append(s.buf, l)
+	return l
+}
+
+func (s *Scheduler) dequeue(t *Task) {
+	q := s.queues[t.Spec.Priority]
+	for i, x := range q {
+		if x == t {
+			s.queues[t.Spec.Priority] = append(q[:i], q[i+1:]...)
+			return
+		}
+	}
+}
+
+// Waiting returns the tasks of priority p with held launches, in the
+// order they started waiting.
+func (s *Scheduler) Waiting(p int) []*Task { return s.queues[p] }
+
+// PredictedEnd is when all released work would end if kernels ran one
+// after another, as predicted by the profiles.
+func (s *Scheduler) PredictedEnd() time.Duration { return s.predEnd }
+
+// Fits is the contention check: whether launch l of task t fits, in SMs,
+// shared memory and bandwidth, what the released, unfinished kernels of
+// the other tasks leave free. The task's own kernels do not count: its
+// stream runs them one after another.
+func (s *Scheduler) Fits(t *Task, l *Launch) bool {
+	u := s.used
+	for _, r := range t.out {
+		u.sms -= r.sms
+		u.smem -= r.smem
+		u.bw -= r.bw
+	}
+	if u.sms+l.SMs > s.cfg.SMs {
+		return false
+	}
+	if u.smem+l.SharedMemTotal > int64(s.cfg.SMs)*int64(s.cfg.Limits.SharedMemPerSM) {
+		return false
+	}
+	if s.cfg.BandwidthGBs > 0 && l.BandwidthGBs > 0 && u.bw+l.BandwidthGBs > s.cfg.BandwidthGBs {
+		return false
+	}
+	return true
+}
+
+// Preemptible reports whether a higher-priority task is registered, so
+// that t must keep its released kernels within Config.Inflight.
+func (s *Scheduler) Preemptible(t *Task) bool {
+	for _, o := range s.tasks {
+		if !o.removed && o.Spec.Priority < t.Spec.Priority {
+			return true
+		}
+	}
+	return false
+}
+
+// CanRelease reports whether t has a held launch and room under the
+// in-flight bound (when limited).
+func (s *Scheduler) CanRelease(t *Task, limited bool) bool {
+	return t.Pending() > 0 && (!limited || len(t.out) < s.cfg.Inflight)
+}
+
+// TopActive is the highest priority with an active task (busy or within
+// its predicted gap), or -1.
+func (s *Scheduler) TopActive(now time.Duration) int {
+	top := -1
+	for _, t := range s.tasks {
+		if !t.removed && t.Active(now) && (top < 0 || t.Spec.Priority < top) {
+			top = t.Spec.Priority
+		}
+	}
+	return top
+}

@@ -1,0 +1,509 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// Arrival is how a task's requests arrive.
+type Arrival int
+
+const (
+	// Closed: the next request starts Think after the previous one ends.
+	Closed Arrival = iota
+	// Poisson: requests arrive at Rate per second and queue.
+	Poisson
+	// BackToBack: the next request starts when the previous one ends.
+	BackToBack
+)
+
+// SimTask is one process of the simulation: it replays its trace's
+// iterations, one per request, in turn.
+type SimTask struct {
+	Name     string
+	Trace    *KernelTrace
+	Priority int
+	Online   bool
+	Arrival  Arrival
+	Think    time.Duration
+	Rate     float64
+	// MPSPercent is the task's MPS share, 1-100 (0: 100).
+	MPSPercent int
+	// HostScale multiplies the trace's host time between launch calls.
+	// 0 calibrates it (CalibrateHostScale).
+	HostScale float64
+	// Profile predicts the task's kernels. Nil: built from the trace's
+	// own timeline (Experiment profiles each task alone first, as mmk's
+	// profiling phase does).
+	Profile *kernelsched.TaskProfile
+}
+
+// SimConfig is one simulation.
+type SimConfig struct {
+	Policy   string
+	Tasks    []SimTask
+	Duration time.Duration
+	Seed     uint64
+	Sched    kernelsched.Config
+	GPU      GPUConfig
+	// QueueDepth is how many kernels a process may have launched and not
+	// finished before its next launch call blocks (CUDA's launch queue).
+	// 0 means 1024.
+	QueueDepth int
+	// DecisionLatency is added to every launch call that goes through the
+	// scheduler (every policy but fifo, which has no hook): the round
+	// trip from the hook to the scheduler.
+	DecisionLatency time.Duration
+	// Timeline records the kernels that run between From and To.
+	Timeline Window
+	// Progress, when set, is called now and then with the simulated time.
+	Progress func(done, total time.Duration)
+	// stopAfter ends the run when task 0 completed this many requests.
+	stopAfter int
+	// observe records task 0's kernels per request in SimResult.runs.
+	observe bool
+}
+
+// Window is a span of simulated time.
+type Window struct{ From, To time.Duration }
+
+// Span is one kernel's run on the simulated GPU.
+type Span struct {
+	Task       int
+	Start, End time.Duration
+}
+
+// TaskResult is one task's outcome.
+type TaskResult struct {
+	Name      string
+	Requests  int
+	P50, P99  time.Duration
+	Mean      time.Duration
+	PerSecond float64
+	Kernels   int
+	HostScale float64
+}
+
+// SimResult is a simulation's outcome.
+type SimResult struct {
+	Policy  string
+	Tasks   []TaskResult
+	GPUBusy float64
+	// Events is the kernel events simulated (launch calls and completions).
+	Events int
+	Spans  []Span
+	runs   [][]kernelsched.Observation
+}
+
+// Simulate runs one simulation. The model:
+//
+//   - Host: a task's process calls the launch API for each kernel of its
+//     iteration in order; between two calls it spends the trace's host
+//     time (launch_ts spacing, times HostScale). A call held by the
+//     scheduler (the hook) blocks the process until it is released. At
+//     the end of an iteration the process synchronises: the request ends
+//     when its last kernel has finished. A request's latency runs from
+//     its arrival to that end. Host synchronisations inside an iteration
+//     are not modelled.
+//   - Scheduler: every launch call is given to a kernelsched.Scheduler
+//     running the configured policy, with the task's profile built from
+//     its own trace; the scheduler's releases go to the GPU after
+//     LaunchLatency, and kernel completions go back to it.
+//   - GPU: see GPUModel. Kernels run for their traced duration.
+func Simulate(cfg SimConfig) (*SimResult, error) {
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s.result(), nil
+}
+
+// sim is one running simulation.
+type sim struct {
+	cfg    SimConfig
+	sched  *kernelsched.Scheduler
+	gpu    gpu
+	tasks  []*simTask
+	ev     eventHeap
+	evSeq  uint64
+	now    time.Duration
+	wakeAt time.Duration
+	gpuAt  time.Duration
+	gpuVer uint64
+	events int
+	done   []gpuKernel
+	spans  []Span
+	hooked bool
+	runs   [][]kernelsched.Observation
+	obs    []kernelsched.Observation
+}
+
+type simTask struct {
+	spec  SimTask
+	id    kernelsched.TaskID
+	iters [][]kernelRef
+	scale float64
+	rng   *rand.Rand
+
+	inReq       bool
+	reqArrive   time.Duration
+	iter, next  int
+	allLaunched bool
+	outstanding int
+	waitSeq     uint64
+	blocked     bool
+	queued      []time.Duration
+	requests    int
+	latencies   []time.Duration
+	kernels     int
+	callAt      []time.Duration // launch call time by kernel index (profiling)
+}
+
+// kernelRef is one traced kernel ready to launch.
+type kernelRef struct {
+	k       *Kernel
+	est     kernelsched.Estimate
+	hostGap time.Duration
+}
+
+func newSim(cfg SimConfig) (*sim, error) {
+	if len(cfg.Tasks) == 0 {
+		return nil, errors.New("simulate: no task")
+	}
+	if cfg.Duration <= 0 {
+		return nil, fmt.Errorf("simulate: duration %v must be positive", cfg.Duration)
+	}
+	if cfg.QueueDepth == 0 {
+		cfg.QueueDepth = 1024
+	}
+	if cfg.QueueDepth < 1 || cfg.DecisionLatency < 0 {
+		return nil, fmt.Errorf("simulate: queue depth %d must be positive and decision latency %v not negative", cfg.QueueDepth, cfg.DecisionLatency)
+	}
+	if err := cfg.GPU.validate(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	sched, err := kernelsched.New(cfg.Policy, cfg.Sched)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	s := &sim{cfg: cfg, sched: sched, wakeAt: kernelsched.Never, gpuAt: kernelsched.Never, hooked: cfg.Policy != "fifo"}
+	sms := cfg.GPU.SMs
+	if sms == 0 {
+		sms = sched.Config().SMs
+	}
+	switch cfg.GPU.Model {
+	case MPS:
+		s.gpu = newMPSGPU(sms, len(cfg.Tasks))
+	default:
+		s.gpu = newTimeSliced(cfg.GPU, len(cfg.Tasks))
+	}
+	for i, ts := range cfg.Tasks {
+		t, err := s.addTask(i, ts)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: task %q: %w", ts.Name, err)
+		}
+		s.tasks = append(s.tasks, t)
+	}
+	return s, nil
+}
+
+func (s *sim) addTask(i int, ts SimTask) (*simTask, error) {
+	if ts.Trace == nil || len(ts.Trace.Iterations) == 0 {
+		return nil, errors.New("no trace")
+	}
+	switch {
+	case ts.Arrival == Poisson && !(ts.Rate > 0 && ts.Rate <= 1e6):
+		return nil, fmt.Errorf("rate: %v requests/s is not in (0, 1e6]", ts.Rate)
+	case ts.Think < 0:
+		return nil, fmt.Errorf("think: %v is negative", ts.Think)
+	case ts.HostScale < 0 || math.IsNaN(ts.HostScale) || ts.HostScale > 100:
+		return nil, fmt.Errorf("host scale: %v is outside 0..100", ts.HostScale)
+	}
+	prof := ts.Profile
+	if prof == nil {
+		var err error
+		if prof, err = ts.Trace.Profile(ts.Trace.Name); err != nil {
+			return nil, err
+		}
+	}
+	id, err := s.sched.AddTask(kernelsched.TaskSpec{Name: ts.Name, Key: ts.Trace.Name, Priority: ts.Priority, Online: ts.Online, MPSPercent: ts.MPSPercent, Profile: prof})
+	if err != nil {
+		return nil, err
+	}
+	scale := ts.HostScale
+	if scale == 0 {
+		scale = 1
+	}
+	t := &simTask{spec: ts, id: id, scale: scale, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(i)+1))}
+	for _, it := range ts.Trace.Iterations {
+		refs := make([]kernelRef, len(it))
+		for j := range it {
+			refs[j] = kernelRef{k: &it[j], est: prof.Estimate(it[j].ID)}
+			if j > 0 {
+				refs[j].hostGap = time.Duration(float64(it[j].Launch-it[j-1].Launch) * scale)
+			}
+		}
+		t.iters = append(t.iters, refs)
+	}
+	return t, nil
+}
+
+func (s *sim) run() error {
+	for i, t := range s.tasks {
+		switch t.spec.Arrival {
+		case Closed:
+			var off time.Duration
+			if t.spec.Think > 0 {
+				off = time.Duration(t.rng.Int64N(int64(t.spec.Think)))
+			}
+			s.push(off, evStart, i)
+		case BackToBack:
+			s.push(0, evStart, i)
+		case Poisson:
+			s.push(s.exp(t), evArrive, i)
+		}
+	}
+	total := s.cfg.Duration
+	nextProgress := time.Duration(0)
+	for s.ev.Len() > 0 {
+		e := s.ev.pop()
+		if e.at > total {
+			break
+		}
+		s.now = e.at
+		if err := s.handle(e); err != nil {
+			return err
+		}
+		if s.cfg.stopAfter > 0 && s.tasks[0].requests >= s.cfg.stopAfter {
+			break
+		}
+		if s.cfg.Progress != nil && s.now >= nextProgress {
+			s.cfg.Progress(s.now, total)
+			nextProgress = s.now + total/20
+		}
+	}
+	if s.now < total && s.cfg.stopAfter == 0 {
+		s.now = total
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(total, total)
+	}
+	return nil
+}
+
+func (s *sim) exp(t *simTask) time.Duration {
+	return time.Duration(t.rng.ExpFloat64() / t.spec.Rate * 1e9)
+}
+
+func (s *sim) handle(e event) error {
+	t := s.task(e.task)
+	switch e.kind {
+	case evStart:
+		s.startRequest(t, s.now)
+	case evArrive:
+		if t.inReq {
+			t.queued = append(t.queued, s.now)
+		} else {
+			s.startRequest(t, s.now)
+		}
+		s.push(s.now+s.exp(t), evArrive, e.task)
+	case evCall:
+		return s.call(t)
+	case evSubmit:
+		s.gpu.submit(s.now, e.k)
+		s.syncGPU()
+	case evGPU:
+		if e.ver != s.gpuVer {
+			return nil
+		}
+		s.gpuAt = kernelsched.Never
+		return s.complete()
+	case evWake:
+		if e.at != s.wakeAt {
+			return nil
+		}
+		s.wakeAt = kernelsched.Never
+		return s.schedule()
+	}
+	return nil
+}
+
+func (s *sim) task(i int) *simTask {
+	if i < 0 {
+		return nil
+	}
+	return s.tasks[i]
+}
+
+func (s *sim) startRequest(t *simTask, arrived time.Duration) {
+	t.inReq, t.reqArrive = true, arrived
+	t.iter = t.requests % len(t.iters)
+	t.next, t.allLaunched = 0, false
+	s.push(s.now, evCall, int(t.id))
+}
+
+// call is the process calling the launch API for its next kernel.
+func (s *sim) call(t *simTask) error {
+	if t.outstanding >= s.cfg.QueueDepth {
+		t.blocked = true
+		return nil
+	}
+	r := &t.iters[t.iter][t.next]
+	seq, err := s.sched.Arrive(s.now, kernelsched.Launch{
+		Task: t.id, Kernel: r.k.ID, Regs: r.k.Regs, SharedMem: r.k.SharedMem, Est: r.est, Tag: t.next,
+	})
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	s.events++
+	t.waitSeq = seq
+	if s.cfg.observe {
+		if len(t.callAt) <= t.next {
+			t.callAt = append(t.callAt, make([]time.Duration, t.next+1-len(t.callAt))...)
+		}
+		t.callAt[t.next] = s.now
+	}
+	return s.schedule()
+}
+
+// schedule asks the scheduler and sends what it releases to the GPU.
+func (s *sim) schedule() error {
+	rel, wake := s.sched.Schedule(s.now)
+	for i := range rel {
+		l := &rel[i]
+		t := s.tasks[l.Task]
+		r := &t.iters[t.iter][l.Tag]
+		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs}
+		t.outstanding++
+		if lat := s.cfg.GPU.LaunchLatency; lat > 0 {
+			s.pushKernel(s.now+lat, k)
+		} else {
+			s.gpu.submit(s.now, k)
+		}
+		if l.Seq != t.waitSeq {
+			continue
+		}
+		// The launch call returns: the process goes on to its next one.
+		if t.next+1 < len(t.iters[t.iter]) {
+			t.next++
+			at := s.now + t.iters[t.iter][t.next].hostGap
+			if s.hooked {
+				at += s.cfg.DecisionLatency
+			}
+			s.push(at, evCall, int(t.id))
+		} else {
+			t.allLaunched = true
+		}
+	}
+	s.syncGPU()
+	if wake != kernelsched.Never && wake != s.wakeAt && wake > s.now {
+		s.wakeAt = wake
+		s.push(wake, evWake, -1)
+	}
+	return nil
+}
+
+// syncGPU keeps one pending event for the GPU's next completion.
+func (s *sim) syncGPU() {
+	if d := s.gpu.due(); d != s.gpuAt {
+		s.gpuAt = d
+		s.gpuVer++
+		if d != kernelsched.Never {
+			s.ev.push(event{at: d, seq: s.nextSeq(), kind: evGPU, task: -1, ver: s.gpuVer})
+		}
+	}
+}
+
+func (s *sim) complete() error {
+	s.done = s.gpu.fire(s.now, s.done[:0])
+	for _, k := range s.done {
+		if err := s.sched.Complete(s.now, kernelsched.TaskID(k.task), k.seq); err != nil {
+			return fmt.Errorf("simulate: %w", err)
+		}
+		s.events++
+		t := s.tasks[k.task]
+		t.outstanding--
+		t.kernels++
+		if w := s.cfg.Timeline; w.To > w.From && s.now > w.From && k.start < w.To {
+			s.spans = append(s.spans, Span{Task: k.task, Start: k.start, End: s.now})
+		}
+		if s.cfg.observe && k.task == 0 {
+			r := t.iters[t.iter][k.tag].k
+			s.obs = append(s.obs, kernelsched.Observation{ID: r.ID, Regs: r.Regs, SharedMem: r.SharedMem, Start: k.start, End: s.now, Launch: t.callAt[k.tag]})
+		}
+		if t.blocked && t.outstanding < s.cfg.QueueDepth {
+			t.blocked = false
+			s.push(s.now, evCall, k.task)
+		}
+		if t.inReq && t.allLaunched && t.outstanding == 0 {
+			s.finishRequest(t)
+		}
+	}
+	return s.schedule()
+}
+
+func (s *sim) finishRequest(t *simTask) {
+	if s.cfg.observe && t.id == 0 {
+		s.runs = append(s.runs, s.obs)
+		s.obs = nil
+	}
+	t.latencies = append(t.latencies, s.now-t.reqArrive)
+	t.requests++
+	t.inReq = false
+	switch t.spec.Arrival {
+	case Closed:
+		s.push(s.now+t.spec.Think, evStart, int(t.id))
+	case BackToBack:
+		s.startRequest(t, s.now)
+	case Poisson:
+		if len(t.queued) > 0 {
+			a := t.queued[0]
+			t.queued = t.queued[1:]
+			s.startRequest(t, a)
+		}
+	}
+}
+
+func (s *sim) result() *SimResult {
+	res := &SimResult{Policy: s.cfg.Policy, Events: s.events, Spans: s.spans, runs: s.runs}
+	span := s.now
+	if span > 0 {
+		res.GPUBusy = float64(s.gpu.busy(span)) / float64(span)
+	}
+	for _, t := range s.tasks {
+		tr := TaskResult{Name: t.spec.Name, Requests: t.requests, Kernels: t.kernels, HostScale: t.scale}
+		if span > 0 {
+			tr.PerSecond = float64(t.requests) / span.Seconds()
+		}
+		if n := len(t.latencies); n > 0 {
+			lat := slices.Clone(t.latencies)
+			slices.Sort(lat)
+			tr.P50, tr.P99 = Percentile(lat, 50), Percentile(lat, 99)
+			var sum time.Duration
+			for _, l := range lat {
+				sum += l
+			}
+			tr.Mean = sum / time.Duration(n)
+		}
+		res.Tasks = append(res.Tasks, tr)
+	}
+	return res
+}
+
+// Percentile is the nearest-rank percentile p (0-100] of sorted values.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
