@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build tools test bench lint fuzz run clean
+.PHONY: all build tools test bench lint fuzz results run clean
 
 all: build
 
@@ -35,10 +35,17 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## fuzz: fuzz the layout parser for FUZZTIME (default 30s)
+## fuzz: run each fuzz test (parsers and file readers) for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLayout -fuzztime $(FUZZTIME) ./partitioner
+	$(GO) test -run '^$$' -fuzz FuzzReadProfiles -fuzztime $(FUZZTIME) ./kernelsched
+	$(GO) test -run '^$$' -fuzz FuzzReadKernelTrace -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./trace
+
+## results: regenerate docs/results (simulations; a few minutes)
+results:
+	$(GO) run ./bench/kernelsched -o docs/results/kernelsched.md
 
 ## run: build and start mmkd on the embedded defaults (fake GPUs when no driver is installed)
 run: build

@@ -21,10 +21,14 @@ type Config struct {
 	BandwidthGBs float64
 	// Epsilon: fikit leaves predicted gaps shorter than this unfilled.
 	Epsilon time.Duration
-	// Inflight is how many released, unfinished kernels a task that can be
-	// preempted may have. Kernels cannot be interrupted, so this bounds
-	// how long a preempting task waits at the GPU.
-	Inflight int
+	// Inflight and InflightWork bound the released, unfinished kernels of
+	// a task that can be preempted: at most Inflight kernels whose
+	// predicted durations add up to at most InflightWork (one kernel may
+	// always go). Kernels cannot be interrupted, so this bounds how long a
+	// preempting task waits at the GPU, while keeping a queue of short
+	// kernels at the GPU.
+	Inflight     int
+	InflightWork time.Duration
 	// SwitchOverhead is the cost hpf and ffs charge for giving the GPU to
 	// another task.
 	SwitchOverhead time.Duration
@@ -46,7 +50,8 @@ func DefaultConfig() Config {
 		SMs:               132,
 		Limits:            Hopper,
 		Epsilon:           100 * time.Microsecond,
-		Inflight:          1,
+		Inflight:          8,
+		InflightWork:      100 * time.Microsecond,
 		SwitchOverhead:    50 * time.Microsecond,
 		MaxSwitchOverhead: 0.05,
 		AgeStep:           time.Millisecond,
@@ -69,6 +74,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Inflight == 0 {
 		c.Inflight = d.Inflight
+	}
+	if c.InflightWork == 0 {
+		c.InflightWork = d.InflightWork
 	}
 	if c.SwitchOverhead == 0 {
 		c.SwitchOverhead = d.SwitchOverhead
@@ -94,6 +102,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("epsilon: %v is negative", c.Epsilon)
 	case c.Inflight < 1:
 		return c, fmt.Errorf("inflight: %d must be at least 1", c.Inflight)
+	case c.InflightWork < 0:
+		return c, fmt.Errorf("inflight work: %v is negative", c.InflightWork)
 	case c.SwitchOverhead < 0:
 		return c, fmt.Errorf("switch overhead: %v is negative", c.SwitchOverhead)
 	case c.MaxSwitchOverhead <= 0 || c.MaxSwitchOverhead >= 1:

@@ -53,7 +53,7 @@ type profileKernel struct {
 	NextLaunchMaxUs float64 `json:"next_launch_max_us,omitempty"`
 }
 
-func us(d time.Duration) float64 { return float64(d) / 1e3 }
+func toUs(d time.Duration) float64 { return float64(d) / 1e3 }
 
 // fromUs converts microseconds after validate has checked them.
 func fromUs(v float64) time.Duration { return time.Duration(math.Round(v * 1e3)) }
@@ -62,11 +62,11 @@ func fromUs(v float64) time.Duration { return time.Duration(math.Round(v * 1e3))
 func WriteProfiles(w io.Writer, profiles []*TaskProfile) error {
 	f := profileFile{Format: ProfileFormat, Version: ProfileVersion, Tasks: make([]profileTask, 0, len(profiles))}
 	for _, p := range profiles {
-		t := profileTask{Key: p.Key, Runs: p.Runs, RunKernels: p.RunKernels, RunSpanUs: us(p.RunSpan), RunBusyUs: us(p.RunBusy)}
+		t := profileTask{Key: p.Key, Runs: p.Runs, RunKernels: p.RunKernels, RunSpanUs: toUs(p.RunSpan), RunBusyUs: toUs(p.RunBusy)}
 		for _, k := range p.Kernels {
 			t.Kernels = append(t.Kernels, profileKernel{
 				Name: k.ID.Name, Grid: k.ID.Grid, Block: k.ID.Block, Regs: k.Regs, Smem: k.SharedMem,
-				Count: k.Count, SKUs: us(k.SK), SKStdUs: us(k.SKStd), Gaps: k.Gaps, SGUs: us(k.SG), SGStdUs: us(k.SGStd), SGMaxUs: us(k.SGMax), NextLaunchMaxUs: us(k.NextLaunchMax),
+				Count: k.Count, SKUs: toUs(k.SK), SKStdUs: toUs(k.SKStd), Gaps: k.Gaps, SGUs: toUs(k.SG), SGStdUs: toUs(k.SGStd), SGMaxUs: toUs(k.SGMax), NextLaunchMaxUs: toUs(k.NextLaunchMax),
 			})
 		}
 		f.Tasks = append(f.Tasks, t)

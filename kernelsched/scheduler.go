@@ -21,6 +21,7 @@ type Scheduler struct {
 	queues [NumPriorities][]*Task
 
 	seq     uint64
+	nout    int // released kernels not completed, all tasks
 	buf     []Launch
 	used    usage         // demand of all released, unfinished kernels
 	predEnd time.Duration // predicted end of all released work, run one after another
@@ -86,6 +87,7 @@ func (s *Scheduler) RemoveTask(id TaskID) error {
 		s.used.smem -= r.smem
 		s.used.bw -= r.bw
 	}
+	s.nout -= len(t.out)
 	t.pending, t.head, t.out, t.removed = nil, 0, nil, true
 	s.policy.TaskRemoved(s, t)
 	return nil
@@ -145,6 +147,7 @@ func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
 	s.observe(now)
 	r := t.out[i]
 	t.out = append(t.out[:i], t.out[i+1:]...)
+	s.nout--
 	t.completed++
 	s.used.sms -= r.sms
 	s.used.smem -= r.smem
@@ -160,19 +163,11 @@ func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
 			}
 		}
 	}
-	if s.used.sms == 0 && s.used.smem == 0 && s.outstanding() == 0 {
+	if s.nout == 0 {
 		s.predEnd = now
 	}
 	s.policy.Completed(s, t, seq, now)
 	return nil
-}
-
-func (s *Scheduler) outstanding() int {
-	n := 0
-	for _, t := range s.tasks {
-		n += len(t.out)
-	}
-	return n
 }
 
 // Schedule asks the policy what to release now. It returns the released
@@ -213,6 +208,7 @@ func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
 	}
 	r := released{seq: l.Seq, sms: l.SMs, smem: l.SharedMemTotal, bw: l.BandwidthGBs, est: l.Est, online: t.Spec.Online, predEnd: end}
 	t.out = append(t.out, r)
+	s.nout++
 	t.released++
 	t.position++
 	s.used.sms += r.sms
@@ -274,10 +270,23 @@ func (s *Scheduler) Preemptible(t *Task) bool {
 	return false
 }
 
-// CanRelease reports whether t has a held launch and room under the
-// in-flight bound (when limited).
+// CanRelease reports whether t has a held launch and, when limited, room
+// under the in-flight bounds (Config.Inflight, Config.InflightWork).
 func (s *Scheduler) CanRelease(t *Task, limited bool) bool {
-	return t.Pending() > 0 && (!limited || len(t.out) < s.cfg.Inflight)
+	if t.Pending() == 0 {
+		return false
+	}
+	if !limited || len(t.out) == 0 {
+		return true
+	}
+	if len(t.out) >= s.cfg.Inflight {
+		return false
+	}
+	work := t.pending[t.head].Est.SK
+	for _, r := range t.out {
+		work += r.est.SK
+	}
+	return work <= s.cfg.InflightWork
 }
 
 // TopActive is the highest priority with an active task (busy or within

@@ -19,6 +19,7 @@ type Experiment struct {
 	Sched           kernelsched.Config
 	GPU             GPUConfig
 	DecisionLatency time.Duration
+	Hold            HoldMode
 	// Timeline records kernel spans in this window for every policy.
 	Timeline Window
 	// Parallel is how many simulations run at once (0: 1).
@@ -75,7 +76,7 @@ func (e Experiment) Run() (*Report, error) {
 			tasks[i].Profile = p
 		}
 	}
-	base := SimConfig{Duration: e.Duration, Seed: e.Seed, Sched: e.Sched, GPU: e.GPU, DecisionLatency: e.DecisionLatency}
+	base := SimConfig{Duration: e.Duration, Seed: e.Seed, Sched: e.Sched, GPU: e.GPU, DecisionLatency: e.DecisionLatency, Hold: e.Hold}
 	var jobs []SimConfig
 	for _, t := range tasks {
 		c := base

@@ -144,7 +144,7 @@ func parseRecord(b []byte) (int, Kernel, error) {
 		return 0, Kernel{}, errors.New("iter: missing")
 	case *r.Iter < -1:
 		return 0, Kernel{}, fmt.Errorf("iter: %d is below -1", *r.Iter)
-	case r.Name == "":
+	case strings.TrimSpace(r.Name) == "":
 		return 0, Kernel{}, errors.New("name: empty")
 	}
 	grid, err := dim3("grid", r.Grid)

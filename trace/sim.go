@@ -60,6 +60,9 @@ type SimConfig struct {
 	// scheduler (every policy but fifo, which has no hook): the round
 	// trip from the hook to the scheduler.
 	DecisionLatency time.Duration
+	// Hold is what the hook does with a launch the scheduler holds
+	// (default HoldQueue, mmk's design).
+	Hold HoldMode
 	// Timeline records the kernels that run between From and To.
 	Timeline Window
 	// Progress, when set, is called now and then with the simulated time.
@@ -69,6 +72,21 @@ type SimConfig struct {
 	// observe records task 0's kernels per request in SimResult.runs.
 	observe bool
 }
+
+// HoldMode is what a held launch does to the process that made it.
+type HoldMode string
+
+const (
+	// HoldBlock: the launch call blocks until the scheduler releases the
+	// kernel, so the process's host work stops too.
+	HoldBlock HoldMode = "block"
+	// HoldQueue: the hook queues the held launch in stream order and the
+	// call returns at once; the process blocks only when its queue of
+	// unfinished launches is full (QueueDepth) or when it synchronises.
+	// This is mmk's design: a host-bound trainer keeps preparing work
+	// while its kernels wait, so it loses GPU time, not CPU time.
+	HoldQueue HoldMode = "queue"
+)
 
 // Window is a span of simulated time.
 type Window struct{ From, To time.Duration }
@@ -160,6 +178,8 @@ type simTask struct {
 	allLaunched bool
 	outstanding int
 	waitSeq     uint64
+	waiting     bool // the process is blocked in a held launch call
+	held        int  // launches made and not yet released
 	blocked     bool
 	queued      []time.Duration
 	requests    int
@@ -184,6 +204,13 @@ func newSim(cfg SimConfig) (*sim, error) {
 	}
 	if cfg.QueueDepth == 0 {
 		cfg.QueueDepth = 1024
+	}
+	switch cfg.Hold {
+	case "":
+		cfg.Hold = HoldQueue
+	case HoldBlock, HoldQueue:
+	default:
+		return nil, fmt.Errorf("simulate: hold mode %q is not one of %s, %s", cfg.Hold, HoldBlock, HoldQueue)
 	}
 	if cfg.QueueDepth < 1 || cfg.DecisionLatency < 0 {
 		return nil, fmt.Errorf("simulate: queue depth %d must be positive and decision latency %v not negative", cfg.QueueDepth, cfg.DecisionLatency)
@@ -353,7 +380,7 @@ func (s *sim) startRequest(t *simTask, arrived time.Duration) {
 
 // call is the process calling the launch API for its next kernel.
 func (s *sim) call(t *simTask) error {
-	if t.outstanding >= s.cfg.QueueDepth {
+	if t.outstanding+t.held >= s.cfg.QueueDepth {
 		t.blocked = true
 		return nil
 	}
@@ -365,14 +392,34 @@ func (s *sim) call(t *simTask) error {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	s.events++
-	t.waitSeq = seq
+	t.waitSeq, t.waiting = seq, true
+	t.held++
 	if s.cfg.observe {
 		if len(t.callAt) <= t.next {
 			t.callAt = append(t.callAt, make([]time.Duration, t.next+1-len(t.callAt))...)
 		}
 		t.callAt[t.next] = s.now
 	}
-	return s.schedule()
+	if err := s.schedule(); err != nil {
+		return err
+	}
+	if t.waiting && s.cfg.Hold == HoldQueue {
+		// The hook queued the launch: the call returns now.
+		s.advanceHost(t, s.now)
+	}
+	return nil
+}
+
+// advanceHost lets a process whose launch call returned at `at` go on to
+// its next launch call, or to its end-of-iteration synchronisation.
+func (s *sim) advanceHost(t *simTask, at time.Duration) {
+	t.waiting = false
+	if t.next+1 < len(t.iters[t.iter]) {
+		t.next++
+		s.push(at+t.iters[t.iter][t.next].hostGap, evCall, int(t.id))
+	} else {
+		t.allLaunched = true
+	}
 }
 
 // schedule asks the scheduler and sends what it releases to the GPU.
@@ -384,25 +431,21 @@ func (s *sim) schedule() error {
 		r := &t.iters[t.iter][l.Tag]
 		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs}
 		t.outstanding++
+		t.held--
 		if lat := s.cfg.GPU.LaunchLatency; lat > 0 {
 			s.pushKernel(s.now+lat, k)
 		} else {
 			s.gpu.submit(s.now, k)
 		}
-		if l.Seq != t.waitSeq {
+		if !t.waiting || l.Seq != t.waitSeq {
 			continue
 		}
 		// The launch call returns: the process goes on to its next one.
-		if t.next+1 < len(t.iters[t.iter]) {
-			t.next++
-			at := s.now + t.iters[t.iter][t.next].hostGap
-			if s.hooked {
-				at += s.cfg.DecisionLatency
-			}
-			s.push(at, evCall, int(t.id))
-		} else {
-			t.allLaunched = true
+		at := s.now
+		if s.hooked {
+			at += s.cfg.DecisionLatency
 		}
+		s.advanceHost(t, at)
 	}
 	s.syncGPU()
 	if wake != kernelsched.Never && wake != s.wakeAt && wake > s.now {
@@ -440,7 +483,7 @@ func (s *sim) complete() error {
 			r := t.iters[t.iter][k.tag].k
 			s.obs = append(s.obs, kernelsched.Observation{ID: r.ID, Regs: r.Regs, SharedMem: r.SharedMem, Start: k.start, End: s.now, Launch: t.callAt[k.tag]})
 		}
-		if t.blocked && t.outstanding < s.cfg.QueueDepth {
+		if t.blocked && t.outstanding+t.held < s.cfg.QueueDepth {
 			t.blocked = false
 			s.push(s.now, evCall, k.task)
 		}

@@ -32,6 +32,7 @@ type simKernelsFlags struct {
 	timeline        string
 	window          string
 	gpuModel        string
+	hold            string
 	slice, swtch    time.Duration
 	launchLatency   time.Duration
 	decisionLatency time.Duration
@@ -72,6 +73,7 @@ online or offline (default: online at priority 0).`,
 	fl.StringVar(&f.timeline, "timeline", "", "write an SVG timeline of the kernels to this file")
 	fl.StringVar(&f.window, "timeline-window", "1s+20ms", "the timeline's window START+LENGTH")
 	fl.StringVar(&f.gpuModel, "gpu", string(gpu.Model), "GPU model: timesliced (processes share by time slices) or mps (concurrent)")
+	fl.StringVar(&f.hold, "hold", string(trace.HoldQueue), "what a held launch does: queue (the hook queues it in stream order and the call returns) or block (the call waits)")
 	fl.DurationVar(&f.slice, "slice", gpu.Slice, "timesliced: time slice of a context while others wait")
 	fl.DurationVar(&f.swtch, "switch", gpu.Switch, "timesliced: context switch cost")
 	fl.DurationVar(&f.launchLatency, "launch-latency", gpu.LaunchLatency, "from launch call to kernel start")
@@ -102,6 +104,7 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 		Sched:           kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},
 		GPU:             trace.GPUConfig{Model: trace.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency},
 		DecisionLatency: f.decisionLatency,
+		Hold:            trace.HoldMode(f.hold),
 	}
 	var names []string
 	for _, v := range f.tasks {

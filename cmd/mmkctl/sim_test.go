@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimKernels(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "t.svg")
+	out, err := mmkctl(t, "sim", "kernels", "-o", "json", "--duration", "300ms", "--parallel", "2",
+		"--task", "hp:resnet50_infer_bs1:0:think=2ms", "--task", "lp:vgg19_train_bs32:5",
+		"--policy", "fifo,fikit", "--timeline", svg, "--timeline-window", "100ms+10ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Results []map[string]any   `json:"results"`
+		GPUBusy map[string]float64 `json:"gpu_busy"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(got.Results) != 4 || len(got.GPUBusy) != 2 {
+		t.Fatalf("%d results, %d busy fractions: %s", len(got.Results), len(got.GPUBusy), out)
+	}
+	for _, key := range []string{"policy", "task", "requests", "p50_ms", "p99_ms", "slowdown_p50", "slowdown_p99", "throughput_rps"} {
+		if _, ok := got.Results[0][key]; !ok {
+			t.Errorf("result has no %q: %v", key, got.Results[0])
+		}
+	}
+	if r := got.Results[2]; r["policy"] != "fikit" || r["task"] != "hp" || r["requests"].(float64) < 40 {
+		t.Errorf("fikit HP row: %v", r)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil || !strings.Contains(string(data), "<svg") || strings.Count(string(data), "<rect") < 50 {
+		t.Fatalf("timeline: %v, %d bytes", err, len(data))
+	}
+}
+
+func TestSimKernelsErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "kernels"}, "flag --task: give at least one task"},
+		{[]string{"sim", "kernels", "--task", "a:nosuch:0"}, `flag --task a: trace "nosuch"`},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:11"}, `PRIORITY "11"`},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--policy", "lottery"}, `flag --policy: policy "lottery"`},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--duration", "0s"}, "flag --duration"},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--timeline", "x.svg", "--timeline-window", "5ms"}, "flag --timeline-window"},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--gpu", "tpu", "--duration", "10ms"}, "gpu model"},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--hold", "wait", "--duration", "10ms"}, "hold mode"},
+	}
+	for _, tt := range tests {
+		if _, err := mmkctl(t, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
