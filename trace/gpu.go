@@ -93,7 +93,6 @@ type fifoQueue struct {
 
 func (q *fifoQueue) len() int         { return len(q.ks) - q.head }
 func (q *fifoQueue) push(k gpuKernel) { q.ks = append(q.ks, k) }
-func (q *fifoQueue) peek() *gpuKernel { return &q.ks[q.head] }
 func (q *fifoQueue) pop() gpuKernel {
 	k := q.ks[q.head]
 	q.head++
