@@ -83,17 +83,23 @@ func run(out string, duration time.Duration, seed uint64) error {
 		return rep, err
 	}
 
-	// Calibration: the fifo pair against the H200 measurement.
+	// Calibration: the fifo pair against the H200 measurements.
 	var calib [][]string
-	for _, sl := range []time.Duration{1000, 1500, 1660, 2000} {
+	for _, c := range []struct{ slice, swtch time.Duration }{
+		{1000, 25}, {1500, 25}, {1660, 25}, {1500, 100}, {gpu.Slice / time.Microsecond, gpu.Switch / time.Microsecond}, {2000, 100},
+	} {
 		g := gpu
-		g.Slice = sl * time.Microsecond
-		rep, err := exp(pair(traces["resnet50_infer_bs1"], traces["vgg19_train_bs32"]), []string{"fifo"}, kernelsched.Config{}, g, trace.HoldQueue, "calibration slice "+g.Slice.String())
+		g.Slice, g.Switch = c.slice*time.Microsecond, c.swtch*time.Microsecond
+		rep, err := exp(pair(traces["resnet50_infer_bs1"], traces["vgg19_train_bs32"]), []string{"fifo"}, kernelsched.Config{}, g, trace.HoldQueue, "calibration "+g.Slice.String()+" "+g.Switch.String())
 		if err != nil {
 			return err
 		}
-		hp := rep.Results[0]
-		calib = append(calib, []string{g.Slice.String(), ms(rep.Alone[0].P50), f3(hp.P50Ms), f2(hp.SlowdownP50) + "x", f3(hp.P99Ms), f2(hp.SlowdownP99) + "x"})
+		hp, lp := rep.Results[0], rep.Results[1]
+		name := g.Slice.String() + ", " + g.Switch.String()
+		if g.Slice == gpu.Slice && g.Switch == gpu.Switch {
+			name += " (default)"
+		}
+		calib = append(calib, []string{name, ms(rep.Alone[0].P50), f3(hp.P50Ms), f2(hp.SlowdownP50) + "x", f2(hp.SlowdownP99) + "x", pct(lp.ThroughputRPS * rep.Alone[1].Mean.Seconds())})
 	}
 
 	// The grid, for each hold mode.
