@@ -63,36 +63,16 @@ func DefaultConfig() Config {
 // withDefaults fills zero fields from DefaultConfig and validates.
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
-	if c.SMs == 0 {
-		c.SMs = d.SMs
-	}
-	if c.Limits == (SMLimits{}) {
-		c.Limits = d.Limits
-	}
-	if c.Epsilon == 0 {
-		c.Epsilon = d.Epsilon
-	}
-	if c.Inflight == 0 {
-		c.Inflight = d.Inflight
-	}
-	if c.InflightWork == 0 {
-		c.InflightWork = d.InflightWork
-	}
-	if c.SwitchOverhead == 0 {
-		c.SwitchOverhead = d.SwitchOverhead
-	}
-	if c.MaxSwitchOverhead == 0 {
-		c.MaxSwitchOverhead = d.MaxSwitchOverhead
-	}
-	if c.AgeStep == 0 {
-		c.AgeStep = d.AgeStep
-	}
-	if c.AgeCap == 0 {
-		c.AgeCap = d.AgeCap
-	}
-	if c.Quantum == 0 {
-		c.Quantum = d.Quantum
-	}
+	orDefault(&c.SMs, d.SMs)
+	orDefault(&c.Limits, d.Limits)
+	orDefault(&c.Epsilon, d.Epsilon)
+	orDefault(&c.Inflight, d.Inflight)
+	orDefault(&c.InflightWork, d.InflightWork)
+	orDefault(&c.SwitchOverhead, d.SwitchOverhead)
+	orDefault(&c.MaxSwitchOverhead, d.MaxSwitchOverhead)
+	orDefault(&c.AgeStep, d.AgeStep)
+	orDefault(&c.AgeCap, d.AgeCap)
+	orDefault(&c.Quantum, d.Quantum)
 	switch {
 	case c.SMs < 1:
 		return c, fmt.Errorf("SMs: %d must be at least 1", c.SMs)
@@ -114,4 +94,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("quantum: %v is negative", c.Quantum)
 	}
 	return c, nil
+}
+
+// orDefault sets *v to d when *v is its type's zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }

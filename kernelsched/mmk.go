@@ -1,6 +1,7 @@
 package kernelsched
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -137,7 +138,7 @@ func (m *mmk) releaseOffline(s *Scheduler, top int, now time.Duration) {
 			continue
 		}
 		m.scratch = append(m.scratch[:0], s.queues[p]...)
-		slices.SortFunc(m.scratch, func(a, b *Task) int { return compareSeq(a.pending[a.head].Seq, b.pending[b.head].Seq) })
+		slices.SortFunc(m.scratch, func(a, b *Task) int { return cmp.Compare(a.pending[a.head].Seq, b.pending[b.head].Seq) })
 		for _, t := range m.scratch {
 			if t.Spec.Online {
 				continue
@@ -153,14 +154,4 @@ func (m *mmk) releaseOffline(s *Scheduler, top int, now time.Duration) {
 			}
 		}
 	}
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

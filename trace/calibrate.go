@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -79,7 +80,7 @@ func ProfileAlone(t SimTask, gpu GPUConfig, sched kernelsched.Config, runs int) 
 	}
 	b := kernelsched.NewProfileBuilder(t.Trace.Name)
 	for _, run := range res.runs {
-		slices.SortStableFunc(run, func(a, b kernelsched.Observation) int { return cmpDur(a.Start, b.Start) })
+		slices.SortStableFunc(run, func(a, b kernelsched.Observation) int { return cmp.Compare(a.Start, b.Start) })
 		if err := b.AddRun(run); err != nil {
 			return nil, fmt.Errorf("profile %q: %w", t.Name, err)
 		}

@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"embed"
 	"encoding/json"
@@ -108,7 +109,7 @@ func ReadKernelTrace(name string, r io.Reader) (*KernelTrace, error) {
 	slices.Sort(keys)
 	for _, i := range keys {
 		ks := iters[i]
-		slices.SortStableFunc(ks, func(a, b Kernel) int { return cmpDur(a.Start, b.Start) })
+		slices.SortStableFunc(ks, func(a, b Kernel) int { return cmp.Compare(a.Start, b.Start) })
 		base := min(ks[0].Start, ks[0].Launch)
 		for j := range ks {
 			ks[j].Start -= base
@@ -120,16 +121,6 @@ func ReadKernelTrace(name string, r io.Reader) (*KernelTrace, error) {
 		return nil, fmt.Errorf("trace %s: no kernel belongs to an iteration", name)
 	}
 	return t, nil
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func parseRecord(b []byte) (int, Kernel, error) {
