@@ -73,6 +73,9 @@ func (c Config) withDefaults() (Config, error) {
 	orDefault(&c.AgeStep, d.AgeStep)
 	orDefault(&c.AgeCap, d.AgeCap)
 	orDefault(&c.Quantum, d.Quantum)
+	if err := c.Limits.validate(); err != nil {
+		return c, err
+	}
 	switch {
 	case c.SMs < 1:
 		return c, fmt.Errorf("SMs: %d must be at least 1", c.SMs)

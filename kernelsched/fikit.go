@@ -50,9 +50,7 @@ func (f *fikit) gap(s *Scheduler, top int, now time.Duration) (wake, window time
 			continue
 		}
 		window = min(window, t.windowEnd)
-		if !t.Busy() && t.gapUntil > now {
-			wake = min(wake, t.gapUntil)
-		}
+		wake = min(wake, t.wakeAt(now))
 	}
 	return wake, window
 }

@@ -83,3 +83,16 @@ func (b *bench) schedule(now time.Duration) []string {
 	b.released = append(b.released, names...)
 	return names
 }
+
+// drain completes every released kernel at now and schedules.
+func (b *bench) drain(now time.Duration) []string {
+	b.t.Helper()
+	for _, tk := range b.s.Tasks() {
+		for len(tk.out) > 0 {
+			if err := b.s.Complete(now, tk.ID, tk.out[0].seq); err != nil {
+				b.t.Fatal(err)
+			}
+		}
+	}
+	return b.schedule(now)
+}

@@ -34,19 +34,30 @@ func (h *holder) run(s *Scheduler, now time.Duration, limited bool) time.Duratio
 		return Never
 	}
 	releaseAll(s, h.cur, now, limited)
-	if !h.cur.Busy() && h.cur.gapUntil > now {
-		return h.cur.gapUntil
-	}
-	return Never
+	return h.cur.wakeAt(now)
 }
 
-// waitingTasks calls f for every task with a held launch, by priority.
-func waitingTasks(s *Scheduler, f func(*Task)) {
+// pickWaiting returns the task with a held launch that beats all others
+// by better (better(a, b): a goes before b), leaving out those skip names;
+// nil when none waits.
+func pickWaiting(s *Scheduler, skip func(*Task) bool, better func(a, b *Task) bool) *Task {
+	var best *Task
 	for p := range NumPriorities {
 		for _, t := range s.queues[p] {
-			f(t)
+			if !skip(t) && (best == nil || better(t, best)) {
+				best = t
+			}
 		}
 	}
+	return best
+}
+
+// other is a skip that leaves out the holder.
+func (h *holder) other(t *Task) bool { return t == h.cur }
+
+// byPriority prefers the higher priority, then the older launch.
+func byPriority(a, b *Task) bool {
+	return a.Spec.Priority < b.Spec.Priority || (a.Spec.Priority == b.Spec.Priority && older(a, b))
 }
 
 // older reports whether a's head launch arrived before b's.
@@ -64,12 +75,7 @@ func (*exclusive) Name() string { return "exclusive" }
 
 func (e *exclusive) Schedule(s *Scheduler, now time.Duration) time.Duration {
 	e.h.settle(now)
-	var next *Task
-	waitingTasks(s, func(t *Task) {
-		if t != e.h.cur && (next == nil || older(t, next)) {
-			next = t
-		}
-	})
+	next := pickWaiting(s, e.h.other, older)
 	if e.h.cur == nil || (next != nil && now-e.h.since >= s.cfg.Quantum) {
 		if next != nil {
 			e.h.take(next, now)
@@ -96,16 +102,11 @@ func (*hpf) Name() string { return "hpf" }
 
 func (f *hpf) Schedule(s *Scheduler, now time.Duration) time.Duration {
 	f.h.settle(now)
-	var best *Task
-	waitingTasks(s, func(t *Task) {
-		if t == f.h.cur {
-			return
+	best := pickWaiting(s, f.h.other, func(a, b *Task) bool {
+		if a.Spec.Priority != b.Spec.Priority || a.Remaining() == b.Remaining() {
+			return byPriority(a, b)
 		}
-		if best == nil || t.Spec.Priority < best.Spec.Priority ||
-			(t.Spec.Priority == best.Spec.Priority && (t.Remaining() < best.Remaining() ||
-				(t.Remaining() == best.Remaining() && older(t, best)))) {
-			best = t
-		}
+		return a.Remaining() < b.Remaining()
 	})
 	if best != nil && HPFSwitch(f.h.cur, best, s.cfg.SwitchOverhead) {
 		f.h.take(best, now)
@@ -137,13 +138,7 @@ func (*piv) Name() string { return "piv" }
 
 func (v *piv) Schedule(s *Scheduler, now time.Duration) time.Duration {
 	v.h.settle(now)
-	var best *Task
-	waitingTasks(s, func(t *Task) {
-		if t != v.h.cur && (best == nil || t.Spec.Priority < best.Spec.Priority ||
-			(t.Spec.Priority == best.Spec.Priority && older(t, best))) {
-			best = t
-		}
-	})
+	best := pickWaiting(s, v.h.other, byPriority)
 	if best != nil && (v.h.cur == nil || best.Spec.Priority < v.h.cur.Spec.Priority) {
 		v.h.take(best, now)
 	}

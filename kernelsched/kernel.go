@@ -2,6 +2,8 @@ package kernelsched
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -9,8 +11,15 @@ import (
 // Dim3 is a CUDA launch dimension: x, y, z.
 type Dim3 [3]uint32
 
-// Count is x*y*z.
-func (d Dim3) Count() uint64 { return uint64(d[0]) * uint64(d[1]) * uint64(d[2]) }
+// Count is x*y*z, saturated at the largest uint64.
+func (d Dim3) Count() uint64 {
+	xy := uint64(d[0]) * uint64(d[1]) // fits: both below 2^32
+	hi, lo := bits.Mul64(xy, uint64(d[2]))
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
+}
 
 // Valid reports whether every component is at least 1.
 func (d Dim3) Valid() bool { return d[0] > 0 && d[1] > 0 && d[2] > 0 }

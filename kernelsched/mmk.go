@@ -26,11 +26,20 @@ import (
 // contention-checked launch.
 type mmk struct {
 	hooks
-	fill      bool
-	fk        fikit
-	waited    []time.Duration // per task: online work launched while its head waited
-	contended []uint64        // online kernels released that failed the check
+	fill bool
+	fk   fikit
+	// waited is, per task, the online work launched while its head launch
+	// (headSeq) waited; a new head starts from zero.
+	waited  []time.Duration
+	headSeq []uint64
+	// contended are the online kernels released that failed the check.
+	contended []contendedKernel
 	scratch   []*Task
+}
+
+type contendedKernel struct {
+	task TaskID
+	seq  uint64
 }
 
 func newMMK(fill bool) *mmk { return &mmk{fill: fill} }
@@ -42,21 +51,30 @@ func (m *mmk) Name() string {
 	return "mmk"
 }
 
-func (m *mmk) TaskAdded(_ *Scheduler, t *Task) {
+func (m *mmk) TaskAdded(_ *Scheduler, _ *Task) {
 	m.waited = append(m.waited, 0)
+	m.headSeq = append(m.headSeq, 0)
 }
 
-// Arrived starts the wait of a task's new head launch.
-func (m *mmk) Arrived(_ *Scheduler, t *Task, _ *Launch, _ time.Duration) {
-	if t.Pending() == 1 {
-		m.waited[t.ID] = 0
-	}
+// TaskRemoved forgets the removed task's contended kernels: they will
+// never complete.
+func (m *mmk) TaskRemoved(_ *Scheduler, t *Task) {
+	m.contended = slices.DeleteFunc(m.contended, func(c contendedKernel) bool { return c.task == t.ID })
 }
 
-func (m *mmk) Completed(_ *Scheduler, _ *Task, seq uint64, _ time.Duration) {
-	if i := slices.Index(m.contended, seq); i >= 0 {
+func (m *mmk) Completed(_ *Scheduler, t *Task, seq uint64, _ time.Duration) {
+	if i := slices.Index(m.contended, contendedKernel{t.ID, seq}); i >= 0 {
 		m.contended = slices.Delete(m.contended, i, i+1)
 	}
+}
+
+// wait returns the online work t's head launch has waited, starting a new
+// count when the head changed since the last look.
+func (m *mmk) wait(t *Task) *time.Duration {
+	if seq := t.pending[t.head].Seq; m.headSeq[t.ID] != seq {
+		m.headSeq[t.ID], m.waited[t.ID] = seq, 0
+	}
+	return &m.waited[t.ID]
 }
 
 // Threshold is MMK's Thres for an offline launch of task t: its
@@ -79,7 +97,9 @@ func (m *mmk) Schedule(s *Scheduler, now time.Duration) time.Duration {
 			// kernels it released for the offline waits.
 			n := len(s.buf)
 			wake = m.fk.Schedule(s, now)
-			m.countOnline(s, s.buf[n:])
+			for i := n; i < len(s.buf); i++ {
+				m.countOnline(s, &s.buf[i])
+			}
 		}
 	}
 	m.releaseOnline(s, top, now)
@@ -104,27 +124,25 @@ func (m *mmk) releaseOnline(s *Scheduler, top int, now time.Duration) {
 			for t.Pending() > 0 {
 				l := &t.pending[t.head]
 				if !s.Fits(t, l) {
-					m.contended = append(m.contended, l.Seq)
+					m.contended = append(m.contended, contendedKernel{t.ID, l.Seq})
 				}
 				r := s.Release(t, now)
-				m.countOnline(s, []Launch{r})
+				m.countOnline(s, &r)
 			}
 		}
 	}
 }
 
-// countOnline adds the predicted durations of released online kernels to
-// the waits of every offline task whose head is held.
-func (m *mmk) countOnline(s *Scheduler, rel []Launch) {
-	for _, r := range rel {
-		if !s.tasks[r.Task].Spec.Online {
-			continue
-		}
-		for p := range NumPriorities {
-			for _, t := range s.queues[p] {
-				if !t.Spec.Online {
-					m.waited[t.ID] += r.Est.SK
-				}
+// countOnline adds the predicted duration of a released kernel, if it is
+// online, to the waits of every offline task whose head is held.
+func (m *mmk) countOnline(s *Scheduler, r *Launch) {
+	if !s.tasks[r.Task].Spec.Online {
+		return
+	}
+	for p := range NumPriorities {
+		for _, t := range s.queues[p] {
+			if !t.Spec.Online {
+				*m.wait(t) += r.Est.SK
 			}
 		}
 	}
@@ -146,10 +164,9 @@ func (m *mmk) releaseOffline(s *Scheduler, top int, now time.Duration) {
 			for s.CanRelease(t, s.Preemptible(t)) {
 				l := &t.pending[t.head]
 				pass := len(m.contended) == 0 && s.Fits(t, l)
-				if !pass && m.waited[t.ID] < Threshold(s, t, l) {
+				if !pass && *m.wait(t) < Threshold(s, t, l) {
 					break
 				}
-				m.waited[t.ID] = 0
 				s.Release(t, now)
 			}
 		}

@@ -59,12 +59,11 @@ type Occupancy struct {
 // calculation of the CUDA occupancy calculator. smCount is the SMs the
 // launch may use (the instance's SMs times the MPS percentage).
 func (l SMLimits) Occupancy(s Shape, smCount int) (Occupancy, error) {
-	threads := int(s.Block.Count())
 	switch {
 	case !s.Grid.Valid() || !s.Block.Valid():
 		return Occupancy{}, fmt.Errorf("occupancy: grid %v and block %v must have no zero dimension", s.Grid, s.Block)
-	case threads > l.MaxThreadsPerBlock:
-		return Occupancy{}, fmt.Errorf("occupancy: block of %d threads exceeds %d", threads, l.MaxThreadsPerBlock)
+	case s.Block.Count() > uint64(l.MaxThreadsPerBlock):
+		return Occupancy{}, fmt.Errorf("occupancy: block %v has %d threads, more than %d", s.Block, s.Block.Count(), l.MaxThreadsPerBlock)
 	case s.Regs < 0 || s.Regs > l.MaxRegsPerThread:
 		return Occupancy{}, fmt.Errorf("occupancy: %d registers per thread is outside 0..%d", s.Regs, l.MaxRegsPerThread)
 	case s.SharedMem < 0 || s.SharedMem > l.SharedMemPerBlock:
@@ -72,6 +71,7 @@ func (l SMLimits) Occupancy(s Shape, smCount int) (Occupancy, error) {
 	case smCount < 1:
 		return Occupancy{}, fmt.Errorf("occupancy: SM count %d must be at least 1", smCount)
 	}
+	threads := int(s.Block.Count())
 	warps := (threads + l.WarpSize - 1) / l.WarpSize
 	best, limit := l.MaxBlocksPerSM, "blocks"
 	if byThreads := l.MaxThreadsPerSM / (warps * l.WarpSize); byThreads < best {
@@ -92,9 +92,34 @@ func (l SMLimits) Occupancy(s Shape, smCount int) (Occupancy, error) {
 		return Occupancy{}, fmt.Errorf("occupancy: a block of %d threads, %d registers and %d bytes of shared memory does not fit one SM (%s)", threads, s.Regs, s.SharedMem, limit)
 	}
 	blocks := s.Grid.Count()
-	sms := int(min(uint64(smCount), (blocks+uint64(best)-1)/uint64(best)))
+	need := blocks / uint64(best) // SMs the grid fills, rounded up
+	if blocks%uint64(best) != 0 {
+		need++
+	}
+	sms := int(min(uint64(smCount), need))
 	resident := min(blocks, uint64(best)*uint64(sms))
 	return Occupancy{BlocksPerSM: best, SMs: sms, SharedMem: int64(resident) * int64(s.SharedMem), Limit: limit}, nil
 }
 
 func roundUp(v, unit int) int { return (v + unit - 1) / unit * unit }
+
+// validate rejects limits the occupancy calculation would divide by zero with.
+func (l SMLimits) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"warp size", l.WarpSize}, {"max threads per SM", l.MaxThreadsPerSM}, {"max blocks per SM", l.MaxBlocksPerSM},
+		{"registers per SM", l.RegistersPerSM}, {"register allocation unit", l.RegisterAllocUnit},
+		{"shared memory per SM", l.SharedMemPerSM}, {"max threads per block", l.MaxThreadsPerBlock},
+	} {
+		if f.v < 1 {
+			return fmt.Errorf("SM limits: %s %d must be at least 1", f.name, f.v)
+		}
+	}
+	if l.ReservedSharedMem < 0 || l.SharedMemPerBlock < 0 || l.MaxRegsPerThread < 0 {
+		return fmt.Errorf("SM limits: reserved shared memory %d, shared memory per block %d and registers per thread %d must not be negative",
+			l.ReservedSharedMem, l.SharedMemPerBlock, l.MaxRegsPerThread)
+	}
+	return nil
+}

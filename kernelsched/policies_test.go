@@ -2,6 +2,7 @@ package kernelsched
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -215,21 +216,144 @@ func TestDPRRQuotaMovesHolderToInactive(t *testing.T) {
 
 func TestPIVEvictsForHigherPriorityOnly(t *testing.T) {
 	b := newBench(t, "piv", Config{Inflight: 1})
-	// A task's first kernel is followed by a 20 us gap: it stays active.
 	p := func(n string) *TaskProfile {
-		return profileOf(n, map[string][2]time.Duration{n + "1": {10 * us, 20 * us}, n + "2": {10 * us, 0}})
+		return profileOf(n, map[string][2]time.Duration{n + "1": {10 * us, 20 * us}, n + "2": {10 * us, 20 * us}, n + "3": {10 * us, 0}})
 	}
 	b.task(TaskSpec{Name: "L", Priority: 5, Profile: p("L")})
 	b.task(TaskSpec{Name: "M", Priority: 5, Profile: p("M")})
 	b.task(TaskSpec{Name: "H", Priority: 1, Profile: p("H")})
 	b.arrive(0, "L", "L1")
 	b.arrive(1*us, "M", "M1") // equal priority: waits for L
-	b.complete(10*us, "L", "L1")
-	b.arrive(11*us, "L", "L2")
-	b.arrive(12*us, "H", "H1") // higher: L is evicted, L2 released only after H
-	b.complete(20*us, "L", "L2")
-	if want := []string{"L1", "L2", "H1"}; !slices.Equal(b.released, want) {
+	b.arrive(2*us, "L", "L2") // held: L keeps one kernel in flight
+	if want := []string{"L1"}; !slices.Equal(b.released, want) {
 		t.Fatalf("released %v, want %v", b.released, want)
+	}
+	if got := b.arrive(3*us, "H", "H1"); !slices.Equal(got, []string{"H1"}) {
+		t.Fatalf("H's arrival released %v, want [H1]: it evicts L at once", got)
+	}
+	b.complete(10*us, "L", "L1") // L1 ends; L2 stays held while H holds the GPU
+	b.complete(13*us, "H", "H1")
+	b.arrive(14*us, "H", "H2")
+	if want := []string{"L1", "H1", "H2"}; !slices.Equal(b.released, want) {
+		t.Fatalf("released %v, want %v", b.released, want)
+	}
+}
+
+func TestHPFShortestRemainingWithinAPriority(t *testing.T) {
+	long := &TaskProfile{Key: "long", Runs: 1, RunKernels: 2, RunSpan: 1000 * us,
+		Kernels: []KernelStat{{ID: kernelOf("a1"), Count: 1, SK: 10 * us, Gaps: 1, SG: 20 * us, SGMax: 20 * us}, {ID: kernelOf("a2"), Count: 1, SK: 10 * us}}}
+	short := &TaskProfile{Key: "short", Runs: 1, RunKernels: 1, RunSpan: 100 * us,
+		Kernels: []KernelStat{{ID: kernelOf("b1"), Count: 1, SK: 10 * us}}}
+	sortKernels(long.Kernels)
+	for _, tt := range []struct {
+		overhead time.Duration
+		want     []string
+	}{
+		{50 * us, []string{"a1", "b1", "a2"}},   // 1000 us left > 100 us + 50 us: B goes first
+		{2000 * us, []string{"a1", "a2", "b1"}}, // the switch costs more than it saves
+	} {
+		b := newBench(t, "hpf", Config{Inflight: 1, SwitchOverhead: tt.overhead})
+		b.task(TaskSpec{Name: "A", Priority: 3, Profile: long})
+		b.task(TaskSpec{Name: "B", Priority: 3, Profile: short})
+		b.arrive(0, "A", "a1")
+		b.arrive(1*us, "B", "b1")
+		b.arrive(2*us, "A", "a2")
+		b.complete(10*us, "A", "a1")
+		b.drain(20 * us)
+		b.drain(30 * us)
+		if !slices.Equal(b.released, tt.want) {
+			t.Errorf("overhead %v: released %v, want %v", tt.overhead, b.released, tt.want)
+		}
+	}
+}
+
+func TestHPFRunPositionRestartsAfterIdle(t *testing.T) {
+	prof := &TaskProfile{Key: "r", Runs: 1, RunKernels: 4, RunSpan: 400 * us, Kernels: []KernelStat{{ID: kernelOf("k"), Count: 4, SK: 10 * us, NextLaunchMax: 5 * us}}}
+	b := newBench(t, "hpf", Config{})
+	b.task(TaskSpec{Name: "R", Priority: 1, Profile: prof})
+	for i := range 3 {
+		b.arrive(time.Duration(i)*us, "R", "k")
+		b.complete(time.Duration(i)*us+us/2, "R", "k")
+	}
+	tk, _ := b.s.Task(b.tasks["R"])
+	if got := tk.Remaining(); got != 100*us {
+		t.Fatalf("after 3 of 4 kernels Remaining = %v, want 100us", got)
+	}
+	b.arrive(time.Second, "R", "k") // a new run after a second idle
+	if got := tk.Remaining(); got != 300*us {
+		t.Fatalf("one kernel into a new run Remaining = %v, want 300us", got)
+	}
+}
+
+func TestHolderWaitsForTheLaunchWindow(t *testing.T) {
+	// H's kernel ends at 10 us and its profile saw no GPU gap after it,
+	// but up to 200 us between its launch call and the next: H stays in
+	// its run until then, and a lower priority gets the GPU only after.
+	prof := &TaskProfile{Key: "h", Runs: 1, Kernels: []KernelStat{{ID: kernelOf("h1"), Count: 1, SK: 10 * us, NextLaunchMax: 200 * us}}}
+	for _, policy := range []string{"fikit", "hpf", "piv"} {
+		b := newBench(t, policy, Config{})
+		b.task(TaskSpec{Name: "H", Priority: 0, Profile: prof})
+		b.task(TaskSpec{Name: "L", Priority: 5, Profile: profileOf("L", map[string][2]time.Duration{"l1": {500 * us, 0}})})
+		b.arrive(0, "H", "h1")
+		b.complete(10*us, "H", "h1")
+		b.arrive(11*us, "L", "l1")
+		_, wake := b.s.Schedule(11 * us)
+		if wake != 200*us {
+			t.Fatalf("%s: wake %v, want 200us (the end of H's launch window)", policy, wake)
+		}
+		if got := b.schedule(wake); !slices.Equal(got, []string{"l1"}) {
+			t.Fatalf("%s: at the end of H's window released %v, want [l1]", policy, got)
+		}
+	}
+}
+
+func TestFFSTurnsPassTheIdleTasks(t *testing.T) {
+	b := newBench(t, "ffs", Config{SwitchOverhead: 50 * us, MaxSwitchOverhead: 0.05, Inflight: 1})
+	p := func(n string) *TaskProfile {
+		return profileOf(n, map[string][2]time.Duration{n: {10 * us, 0}})
+	}
+	b.task(TaskSpec{Name: "A", Priority: 5, Profile: p("a")}) // epoch 1 ms each
+	b.task(TaskSpec{Name: "B", Priority: 5, Profile: p("b")})
+	b.task(TaskSpec{Name: "C", Priority: 5, Profile: p("c")})
+	now := time.Duration(0)
+	// A and C always have work; B has one launch now and then and goes
+	// idle after it. Every task must get turns.
+	for i := range 40 {
+		for _, name := range []string{"A", "C"} {
+			if tk, _ := b.s.Task(b.tasks[name]); tk.Pending() == 0 {
+				b.arrive(now, name, strings.ToLower(name))
+			}
+		}
+		if tk, _ := b.s.Task(b.tasks["B"]); i%4 == 0 && tk.Pending() == 0 {
+			b.arrive(now, "B", "b")
+		}
+		now += 300 * us
+		b.drain(now)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if !slices.Contains(b.released, n) {
+			t.Errorf("task %s never got a turn: released %v", n, b.released)
+		}
+	}
+}
+
+func TestMMKRemovedOnlineTaskReleasesOffline(t *testing.T) {
+	s, _ := New("mmk", Config{})
+	on, _ := s.AddTask(TaskSpec{Name: "on", Priority: 0, Online: true})
+	off1, _ := s.AddTask(TaskSpec{Name: "off1", Priority: 5})
+	off2, _ := s.AddTask(TaskSpec{Name: "off2", Priority: 5})
+	s.Arrive(0, Launch{Task: off1, Kernel: wide("a"), Est: Estimate{SK: 50 * us, Known: true}})
+	s.Schedule(0)
+	s.Arrive(1*us, Launch{Task: on, Kernel: wide("o"), Est: Estimate{SK: 10 * us, Known: true}}) // contended
+	s.Schedule(1 * us)
+	if err := s.RemoveTask(on); err != nil { // the online process died with its kernel out
+		t.Fatal(err)
+	}
+	s.Arrive(2*us, Launch{Task: off2, Kernel: kernelOf("b"), Est: Estimate{SK: 10 * us, Known: true}})
+	tk, _ := s.Task(off1)
+	s.Complete(3*us, off1, tk.out[0].seq)
+	if rel, _ := s.Schedule(3 * us); len(rel) != 1 || rel[0].Task != off2 {
+		t.Fatalf("after the online task was removed released %v, want off2's launch", rel)
 	}
 }
 

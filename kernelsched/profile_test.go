@@ -178,7 +178,9 @@ func TestOccupancy(t *testing.T) {
 		{"registers bound", Shape{Grid: Dim3{1000, 1, 1}, Block: Dim3{256, 1, 1}, Regs: 64}, 132, 4, 132, "registers", ""},
 		{"shared memory bound", Shape{Grid: Dim3{264, 1, 1}, Block: Dim3{128, 1, 1}, SharedMem: 100 * 1024}, 132, 2, 132, "shared memory", ""},
 		{"capped by the MPS share", Shape{Grid: Dim3{1000, 1, 1}, Block: Dim3{1024, 1, 1}}, 66, 2, 66, "threads", ""},
-		{"too many threads", Shape{Grid: Dim3{1, 1, 1}, Block: Dim3{2048, 1, 1}}, 132, 0, 0, "", "exceeds"},
+		{"too many threads", Shape{Grid: Dim3{1, 1, 1}, Block: Dim3{2048, 1, 1}}, 132, 0, 0, "", "more than 1024"},
+		{"a block whose thread count overflows", Shape{Grid: Dim3{1, 1, 1}, Block: Dim3{1 << 30, 1 << 30, 1 << 30}}, 132, 0, 0, "", "more than 1024"},
+		{"a huge grid", Shape{Grid: Dim3{1 << 31, 1 << 31, 1 << 31}, Block: Dim3{32, 1, 1}}, 132, 32, 132, "blocks", ""},
 		{"zero grid", Shape{Grid: Dim3{0, 1, 1}, Block: Dim3{1, 1, 1}}, 132, 0, 0, "", "zero dimension"},
 		{"too much shared memory", Shape{Grid: Dim3{1, 1, 1}, Block: Dim3{1, 1, 1}, SharedMem: 300 * 1024}, 132, 0, 0, "", "shared memory"},
 	}

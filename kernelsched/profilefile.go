@@ -163,7 +163,7 @@ func (t profileTask) profile() (*TaskProfile, error) {
 	if t.Runs < 1 {
 		return nil, fmt.Errorf("runs: %d must be at least 1", t.Runs)
 	}
-	if err := checkTimes("run_kernels", t.RunKernels, "run_span_us", t.RunSpanUs, "run_busy_us", t.RunBusyUs); err != nil {
+	if err := checkTimes(field{"run_kernels", t.RunKernels}, field{"run_span_us", t.RunSpanUs}, field{"run_busy_us", t.RunBusyUs}); err != nil {
 		return nil, err
 	}
 	p := &TaskProfile{Key: t.Key, Runs: t.Runs, RunKernels: t.RunKernels, RunSpan: fromUs(t.RunSpanUs), RunBusy: fromUs(t.RunBusyUs)}
@@ -199,7 +199,8 @@ func (k profileKernel) stat() (KernelStat, error) {
 	case k.Smem < 0:
 		return KernelStat{}, fmt.Errorf("smem: %d is negative", k.Smem)
 	}
-	if err := checkTimes("sk_us", k.SKUs, "sk_std_us", k.SKStdUs, "sg_us", k.SGUs, "sg_std_us", k.SGStdUs, "sg_max_us", k.SGMaxUs, "next_launch_max_us", k.NextLaunchMaxUs); err != nil {
+	if err := checkTimes(field{"sk_us", k.SKUs}, field{"sk_std_us", k.SKStdUs}, field{"sg_us", k.SGUs},
+		field{"sg_std_us", k.SGStdUs}, field{"sg_max_us", k.SGMaxUs}, field{"next_launch_max_us", k.NextLaunchMaxUs}); err != nil {
 		return KernelStat{}, err
 	}
 	if k.SGMaxUs < k.SGUs {
@@ -215,13 +216,18 @@ func (k profileKernel) stat() (KernelStat, error) {
 // a time.Duration without overflow.
 const maxProfileUs = 86400e6
 
-// checkTimes takes field name, value pairs and reports the first value
-// that is not a number in 0..maxProfileUs.
-func checkTimes(pairs ...any) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v := pairs[i+1].(float64)
-		if math.IsNaN(v) || v < 0 || v > maxProfileUs {
-			return fmt.Errorf("%s: %v is outside 0..%v", pairs[i], v, maxProfileUs)
+// field is a named number of a profile file.
+type field struct {
+	name string
+	v    float64
+}
+
+// checkTimes reports the first field that is not a number in
+// 0..maxProfileUs.
+func checkTimes(fields ...field) error {
+	for _, f := range fields {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > maxProfileUs {
+			return fmt.Errorf("%s: %v is outside 0..%v", f.name, f.v, maxProfileUs)
 		}
 	}
 	return nil

@@ -10,6 +10,9 @@ import "time"
 type ffs struct {
 	hooks
 	h holder
+	// last is the task whose turn was last: the next turn goes to the
+	// first waiting task after it, even when it went idle meanwhile.
+	last TaskID
 }
 
 func (*ffs) Name() string { return "ffs" }
@@ -36,6 +39,7 @@ func (f *ffs) Schedule(s *Scheduler, now time.Duration) time.Duration {
 	if f.h.cur == nil || now-f.h.since >= epoch(s, f.h.cur) {
 		if next := f.next(s); next != nil {
 			f.h.take(next, now)
+			f.last = next.ID
 		} else if f.h.cur != nil {
 			f.h.since = now // nobody else waits: a new turn
 		}
@@ -47,15 +51,11 @@ func (f *ffs) Schedule(s *Scheduler, now time.Duration) time.Duration {
 	return wake
 }
 
-// next is the first waiting task after the holder in task order.
+// next is the first waiting task after the last turn's, in task order.
 func (f *ffs) next(s *Scheduler) *Task {
-	start := 0
-	if f.h.cur != nil {
-		start = int(f.h.cur.ID) + 1
-	}
 	n := len(s.tasks)
-	for i := range n {
-		t := s.tasks[(start+i)%n]
+	for i := 1; i <= n; i++ {
+		t := s.tasks[(int(f.last)+i)%n]
 		if t != f.h.cur && !t.removed && t.Pending() > 0 {
 			return t
 		}
@@ -131,19 +131,13 @@ func (d *dprr) Schedule(s *Scheduler, now time.Duration) time.Duration {
 // dynamic level (ties: the oldest launch). When the active queue has none
 // it swaps the queues and looks again.
 func (d *dprr) pick(s *Scheduler, now time.Duration) *Task {
+	skip := func(t *Task) bool { return t == d.h.cur || d.inactive[t.ID] }
+	higher := func(a, b *Task) bool {
+		la, lb := DPRRLevel(s, a, d.since[a.ID], now), DPRRLevel(s, b, d.since[b.ID], now)
+		return la > lb || (la == lb && older(a, b))
+	}
 	for range 2 {
-		var best *Task
-		bestLevel := 0
-		waitingTasks(s, func(t *Task) {
-			if t == d.h.cur || d.inactive[t.ID] {
-				return
-			}
-			lv := DPRRLevel(s, t, d.since[t.ID], now)
-			if best == nil || lv > bestLevel || (lv == bestLevel && older(t, best)) {
-				best, bestLevel = t, lv
-			}
-		})
-		if best != nil {
+		if best := pickWaiting(s, skip, higher); best != nil {
 			return best
 		}
 		any := false

@@ -26,6 +26,8 @@ type Scheduler struct {
 	used    usage         // demand of all released, unfinished kernels
 	predEnd time.Duration // predicted end of all released work, run one after another
 	lastNow time.Duration
+	// topPriority is the highest priority registered (NumPriorities: none).
+	topPriority int
 }
 
 // usage is the resources released kernels hold.
@@ -45,7 +47,7 @@ func New(policy string, cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, policy: p}, nil
+	return &Scheduler{cfg: cfg, policy: p, topPriority: NumPriorities}, nil
 }
 
 // Config is the scheduler's configuration with defaults filled in.
@@ -68,6 +70,7 @@ func (s *Scheduler) AddTask(spec TaskSpec) (TaskID, error) {
 	}
 	t.smCap = max(1, s.cfg.SMs*spec.MPSPercent/100)
 	s.tasks = append(s.tasks, t)
+	s.updateTop()
 	s.policy.TaskAdded(s, t)
 	return t.ID, nil
 }
@@ -89,6 +92,7 @@ func (s *Scheduler) RemoveTask(id TaskID) error {
 	}
 	s.nout -= len(t.out)
 	t.pending, t.head, t.out, t.removed = nil, 0, nil, true
+	s.updateTop()
 	s.policy.TaskRemoved(s, t)
 	return nil
 }
@@ -118,13 +122,15 @@ func (s *Scheduler) Arrive(now time.Duration, l Launch) (uint64, error) {
 		return 0, fmt.Errorf("task %q launch of %s: %w", t.Spec.Name, l.Kernel.Name, err)
 	}
 	s.observe(now)
+	if !t.Active(now) {
+		t.position = 0 // a new run begins
+	}
 	s.seq++
 	l.Seq, l.Arrived, l.SMs, l.SharedMemTotal = s.seq, now, occ.SMs, occ.SharedMem
 	if t.Pending() == 0 {
 		s.queues[t.Spec.Priority] = append(s.queues[t.Spec.Priority], t)
 	}
 	t.pending = append(t.pending, l)
-	t.lastArrive = now
 	t.callUntil = now + l.Est.NextLaunch
 	t.windowEnd = now // real-time feedback: the task's gap is over
 	s.policy.Arrived(s, t, &t.pending[len(t.pending)-1], now)
@@ -154,7 +160,6 @@ func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
 	s.used.bw -= r.bw
 	if len(t.out) == 0 {
 		// The real end refines the prediction of the gap after it.
-		t.predFree = now
 		if t.Pending() == 0 {
 			t.gapUntil = now + r.est.Hold
 			t.windowEnd = now
@@ -200,13 +205,12 @@ func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
 	start := max(now, s.predEnd)
 	end := start + l.Est.SK
 	s.predEnd = end
-	t.predFree = max(now, t.predFree) + l.Est.SK
 	t.gapUntil = end + l.Est.Hold
 	t.windowEnd = end
 	if l.Est.Known && l.Est.SG >= s.cfg.Epsilon {
 		t.windowEnd = end + l.Est.SG
 	}
-	r := released{seq: l.Seq, sms: l.SMs, smem: l.SharedMemTotal, bw: l.BandwidthGBs, est: l.Est, online: t.Spec.Online, predEnd: end}
+	r := released{seq: l.Seq, sms: l.SMs, smem: l.SharedMemTotal, bw: l.BandwidthGBs, est: l.Est}
 	t.out = append(t.out, r)
 	s.nout++
 	t.released++
@@ -261,13 +265,16 @@ func (s *Scheduler) Fits(t *Task, l *Launch) bool {
 
 // Preemptible reports whether a higher-priority task is registered, so
 // that t must keep its released kernels within Config.Inflight.
-func (s *Scheduler) Preemptible(t *Task) bool {
-	for _, o := range s.tasks {
-		if !o.removed && o.Spec.Priority < t.Spec.Priority {
-			return true
+func (s *Scheduler) Preemptible(t *Task) bool { return s.topPriority < t.Spec.Priority }
+
+// updateTop recomputes the highest registered priority.
+func (s *Scheduler) updateTop() {
+	s.topPriority = NumPriorities
+	for _, t := range s.tasks {
+		if !t.removed {
+			s.topPriority = min(s.topPriority, t.Spec.Priority)
 		}
 	}
-	return false
 }
 
 // CanRelease reports whether t has a held launch and, when limited, room

@@ -86,13 +86,11 @@ type Launch struct {
 
 // released is a kernel on its way to or on the GPU.
 type released struct {
-	seq     uint64
-	sms     int
-	smem    int64
-	bw      float64
-	est     Estimate
-	online  bool
-	predEnd time.Duration
+	seq  uint64
+	sms  int
+	smem int64
+	bw   float64
+	est  Estimate
 }
 
 // Task is a registered task as policies see it.
@@ -109,13 +107,11 @@ type Task struct {
 	removed bool
 
 	// Predictions after the task's last release or completion.
-	predFree  time.Duration // end of the task's released work
 	gapUntil  time.Duration // end of the predicted idle gap after it
 	callUntil time.Duration // latest predicted time of the next launch call
 	windowEnd time.Duration // end of the gap fikit may fill (closed on arrival)
 
 	released, completed uint64
-	lastArrive          time.Duration
 	position            int // kernels released in the current run (hpf's remaining time)
 }
 
@@ -139,7 +135,19 @@ func (t *Task) Busy() bool { return t.Pending() > 0 || len(t.out) > 0 }
 // Active reports a task that is busy or, by its profile, between two
 // kernels of the same run: the GPU is still its.
 func (t *Task) Active(now time.Duration) bool {
-	return t.Busy() || now < t.gapUntil || now < t.callUntil
+	return t.Busy() || now < t.idleAt()
+}
+
+// idleAt is when a task that is not busy stops being active.
+func (t *Task) idleAt() time.Duration { return max(t.gapUntil, t.callUntil) }
+
+// wakeAt is the timer a policy needs for a task that holds the GPU while
+// it is not busy: when it goes idle. Never when it is busy or idle already.
+func (t *Task) wakeAt(now time.Duration) time.Duration {
+	if t.Busy() || t.idleAt() <= now {
+		return Never
+	}
+	return t.idleAt()
 }
 
 // Released and Completed count the task's kernels.

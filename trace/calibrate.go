@@ -38,12 +38,13 @@ func CalibrateHostScale(t *KernelTrace, gpu GPUConfig, sched kernelsched.Config)
 	if hi <= t.IterTime*102/100 {
 		return 1, nil
 	}
-	lo, l, h := 0.0, 0.01, 1.0
+	l, h := 0.01, 1.0
 	if low, err := mean(l); err != nil {
 		return 0, err
 	} else if low >= t.IterTime {
 		return 1, nil
 	}
+	// Bisect: mean(l) stays below the target, mean(h) above it.
 	for range 30 {
 		mid := (l + h) / 2
 		m, err := mean(mid)
@@ -53,13 +54,10 @@ func CalibrateHostScale(t *KernelTrace, gpu GPUConfig, sched kernelsched.Config)
 		if m > t.IterTime {
 			h = mid
 		} else {
-			l, lo = mid, mid
+			l = mid
 		}
 	}
-	if lo == 0 {
-		lo = l
-	}
-	return lo, nil
+	return l, nil
 }
 
 // ProfileAlone is mmk's profiling phase in simulation: it runs the task

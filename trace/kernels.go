@@ -28,8 +28,8 @@ import (
 //go:embed data/*.jsonl.gz data/summary.txt
 var Builtin embed.FS
 
-// Kernel is one kernel of a trace. Times are relative to the start of its
-// iteration's first kernel.
+// Kernel is one kernel of a trace. Times are relative to the earliest
+// launch call or kernel start of its iteration.
 type Kernel struct {
 	ID        kernelsched.KernelID
 	Regs      int
@@ -110,7 +110,10 @@ func ReadKernelTrace(name string, r io.Reader) (*KernelTrace, error) {
 	for _, i := range keys {
 		ks := iters[i]
 		slices.SortStableFunc(ks, func(a, b Kernel) int { return cmp.Compare(a.Start, b.Start) })
-		base := min(ks[0].Start, ks[0].Launch)
+		base := ks[0].Start
+		for _, k := range ks {
+			base = min(base, k.Start, k.Launch)
+		}
 		for j := range ks {
 			ks[j].Start -= base
 			ks[j].Launch -= base
@@ -145,6 +148,9 @@ func parseRecord(b []byte) (int, Kernel, error) {
 	block, err := dim3("block", r.Block)
 	if err != nil {
 		return 0, Kernel{}, err
+	}
+	if n := block.Count(); n > uint64(kernelsched.Hopper.MaxThreadsPerBlock) {
+		return 0, Kernel{}, fmt.Errorf("block: %v has %d threads, more than %d", r.Block, n, kernelsched.Hopper.MaxThreadsPerBlock)
 	}
 	if r.Regs < 0 || r.Regs > 255 {
 		return 0, Kernel{}, fmt.Errorf("regs: %d is outside 0..255", r.Regs)

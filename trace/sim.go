@@ -123,16 +123,18 @@ type SimResult struct {
 //
 //   - Host: a task's process calls the launch API for each kernel of its
 //     iteration in order; between two calls it spends the trace's host
-//     time (launch_ts spacing, times HostScale). A call held by the
-//     scheduler (the hook) blocks the process until it is released. At
-//     the end of an iteration the process synchronises: the request ends
-//     when its last kernel has finished. A request's latency runs from
-//     its arrival to that end. Host synchronisations inside an iteration
-//     are not modelled.
+//     time (launch_ts spacing, times HostScale). A call the scheduler
+//     holds is queued by the hook and returns (HoldQueue, the default) or
+//     blocks the process until released (HoldBlock). At the end of an
+//     iteration the process synchronises: the request ends when all its
+//     kernels were released and have finished. A request's latency runs
+//     from its arrival to that end. Host synchronisations inside an
+//     iteration are not modelled.
 //   - Scheduler: every launch call is given to a kernelsched.Scheduler
-//     running the configured policy, with the task's profile built from
-//     its own trace; the scheduler's releases go to the GPU after
-//     LaunchLatency, and kernel completions go back to it.
+//     running the configured policy, with the task's profile (SimTask.
+//     Profile, or one built from its trace); the scheduler's releases go
+//     to the GPU after LaunchLatency, and kernel completions go back to
+//     it.
 //   - GPU: see GPUModel. Kernels run for their traced duration.
 func Simulate(cfg SimConfig) (*SimResult, error) {
 	s, err := newSim(cfg)
@@ -186,6 +188,26 @@ type simTask struct {
 	latencies   []time.Duration
 	kernels     int
 	callAt      []time.Duration // launch call time by kernel index (profiling)
+}
+
+// durationOf converts nanoseconds, saturating far beyond any simulated
+// duration instead of overflowing.
+func durationOf(ns float64) time.Duration {
+	const limit = float64(math.MaxInt64 / 4)
+	return time.Duration(min(ns, limit))
+}
+
+// tag names a kernel of a task's trace: its iteration and its index there.
+// Launches carry it, so a kernel released after its process moved on to
+// another request is still found.
+func tag(iter, i int) int { return iter<<32 | i }
+
+func untag(t int) (iter, i int) { return t >> 32, t & (1<<32 - 1) }
+
+// kernel returns the traced kernel a tag names.
+func (t *simTask) kernel(tg int) *kernelRef {
+	it, i := untag(tg)
+	return &t.iters[it][i]
 }
 
 // kernelRef is one traced kernel ready to launch.
@@ -276,7 +298,7 @@ func (s *sim) addTask(i int, ts SimTask) (*simTask, error) {
 		for j := range it {
 			refs[j] = kernelRef{k: &it[j], est: prof.Estimate(it[j].ID)}
 			if j > 0 {
-				refs[j].hostGap = time.Duration(float64(it[j].Launch-it[j-1].Launch) * scale)
+				refs[j].hostGap = durationOf(float64(max(0, it[j].Launch-it[j-1].Launch)) * scale)
 			}
 		}
 		t.iters = append(t.iters, refs)
@@ -328,7 +350,7 @@ func (s *sim) run() error {
 }
 
 func (s *sim) exp(t *simTask) time.Duration {
-	return time.Duration(t.rng.ExpFloat64() / t.spec.Rate * 1e9)
+	return durationOf(t.rng.ExpFloat64() / t.spec.Rate * 1e9)
 }
 
 func (s *sim) handle(e event) error {
@@ -386,7 +408,7 @@ func (s *sim) call(t *simTask) error {
 	}
 	r := &t.iters[t.iter][t.next]
 	seq, err := s.sched.Arrive(s.now, kernelsched.Launch{
-		Task: t.id, Kernel: r.k.ID, Regs: r.k.Regs, SharedMem: r.k.SharedMem, Est: r.est, Tag: t.next,
+		Task: t.id, Kernel: r.k.ID, Regs: r.k.Regs, SharedMem: r.k.SharedMem, Est: r.est, Tag: tag(t.iter, t.next),
 	})
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
@@ -404,8 +426,9 @@ func (s *sim) call(t *simTask) error {
 		return err
 	}
 	if t.waiting && s.cfg.Hold == HoldQueue {
-		// The hook queued the launch: the call returns now.
-		s.advanceHost(t, s.now)
+		// The hook queued the launch: the call returns after the round
+		// trip to the scheduler.
+		s.advanceHost(t, s.now+s.cfg.DecisionLatency)
 	}
 	return nil
 }
@@ -428,7 +451,7 @@ func (s *sim) schedule() error {
 	for i := range rel {
 		l := &rel[i]
 		t := s.tasks[l.Task]
-		r := &t.iters[t.iter][l.Tag]
+		r := t.kernel(l.Tag)
 		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs}
 		t.outstanding++
 		t.held--
@@ -480,14 +503,15 @@ func (s *sim) complete() error {
 			s.spans = append(s.spans, Span{Task: k.task, Start: k.start, End: s.now})
 		}
 		if s.cfg.observe && k.task == 0 {
-			r := t.iters[t.iter][k.tag].k
-			s.obs = append(s.obs, kernelsched.Observation{ID: r.ID, Regs: r.Regs, SharedMem: r.SharedMem, Start: k.start, End: s.now, Launch: t.callAt[k.tag]})
+			r := t.kernel(k.tag).k
+			_, i := untag(k.tag)
+			s.obs = append(s.obs, kernelsched.Observation{ID: r.ID, Regs: r.Regs, SharedMem: r.SharedMem, Start: k.start, End: s.now, Launch: t.callAt[i]})
 		}
 		if t.blocked && t.outstanding+t.held < s.cfg.QueueDepth {
 			t.blocked = false
 			s.push(s.now, evCall, k.task)
 		}
-		if t.inReq && t.allLaunched && t.outstanding == 0 {
+		if t.inReq && t.allLaunched && t.held == 0 && t.outstanding == 0 {
 			s.finishRequest(t)
 		}
 	}

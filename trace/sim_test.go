@@ -273,3 +273,30 @@ func FuzzParseTaskSpec(f *testing.F) {
 		}
 	})
 }
+
+func TestEveryRequestRunsAllItsKernels(t *testing.T) {
+	// Iterations of different lengths, a low priority whose launches are
+	// held: a request ends only when all its kernels were released and ran.
+	uneven := synthetic("u", 8, 20*time.Microsecond, 5*time.Microsecond)
+	uneven.Iterations = append(uneven.Iterations, uneven.Iterations[0][:2])
+	for _, hold := range []HoldMode{HoldQueue, HoldBlock} {
+		for _, p := range kernelsched.Policies() {
+			tasks := pairTasks(t, "resnet50_infer_bs1", "vgg19_train_bs32")
+			tasks = append(tasks, SimTask{Name: "u", Trace: uneven, Priority: 7, Arrival: BackToBack})
+			res, err := Simulate(SimConfig{Policy: p, Duration: 300 * time.Millisecond, GPU: DefaultGPU(), Hold: hold, Tasks: tasks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, tr := range res.Tasks {
+				min := 0
+				for r := range tr.Requests {
+					its := tasks[i].Trace.Iterations
+					min += len(its[r%len(its)])
+				}
+				if tr.Kernels < min {
+					t.Errorf("%s %s task %s: %d requests done with %d kernels run, want at least %d", hold, p, tr.Name, tr.Requests, tr.Kernels, min)
+				}
+			}
+		}
+	}
+}

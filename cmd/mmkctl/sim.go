@@ -99,6 +99,16 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 	if f.parallel < 1 {
 		return fmt.Errorf("flag --parallel: %d must be at least 1", f.parallel)
 	}
+	// Zero fields of the scheduler's configuration mean "the default".
+	if f.epsilon <= 0 {
+		return fmt.Errorf("flag --epsilon: %v must be positive (to fill every gap, give 1ns)", f.epsilon)
+	}
+	if f.inflight < 1 {
+		return fmt.Errorf("flag --inflight: %d must be at least 1", f.inflight)
+	}
+	if f.sms < 1 {
+		return fmt.Errorf("flag --sms: %d must be at least 1", f.sms)
+	}
 	e := trace.Experiment{
 		Policies: policies, Duration: f.duration, Seed: f.seed, Parallel: f.parallel,
 		Sched:           kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},

@@ -53,6 +53,7 @@ func TestSimKernelsErrors(t *testing.T) {
 		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--timeline", "x.svg", "--timeline-window", "5ms"}, "flag --timeline-window"},
 		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--gpu", "tpu", "--duration", "10ms"}, "gpu model"},
 		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--hold", "wait", "--duration", "10ms"}, "hold mode"},
+		{[]string{"sim", "kernels", "--task", "a:resnet50_infer_bs1:0", "--epsilon", "0s"}, "flag --epsilon: 0s must be positive"},
 	}
 	for _, tt := range tests {
 		if _, err := mmkctl(t, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
