@@ -1,0 +1,389 @@
+// Package profiling runs a profiling campaign on a real GPU: each run of
+// the plan starts its workload processes under MPS at their percentages,
+// measures them and the GPU, and appends one sample per job to a CSV
+// file. The next run's processes are prepared (Python imports, model
+// built on the CPU) while the current run measures. A campaign that stops
+// midway resumes where it stopped: runs already in the file are skipped.
+package profiling
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mmkgpu/mmk/predictor"
+)
+
+// Meter measures the GPU between Start and Stop.
+type Meter interface {
+	Start() error
+	Stop() (predictor.Util, error)
+}
+
+// Config is one campaign.
+type Config struct {
+	// Python and Script run one workload (bench/workloads/workload.py).
+	Python, Script string
+	// Warmup and Measure are each workload's warm-up and measured time.
+	Warmup, Measure time.Duration
+	Runs            []predictor.Run
+	// Out is the CSV file; Header its provenance (new files only).
+	Out        string
+	Header     predictor.Header
+	HeaderKeys []string
+	// ClientEnv is the environment a workload at an MPS percentage needs.
+	ClientEnv func(percent int) []string
+	// SMs is the instance's SMs, recorded in each sample.
+	SMs   int
+	Meter Meter
+	// Log receives progress lines.
+	Log io.Writer
+	// Deadline: no run starts after it (zero: none).
+	Deadline time.Time
+	// Timeout bounds each step of a process (ready, measuring, result).
+	Timeout time.Duration
+}
+
+// Result counts a campaign's runs.
+type Result struct {
+	Done, AlreadyDone, Failed, Left int
+}
+
+// result is a workload's final JSON line.
+type result struct {
+	Job       string  `json:"job"`
+	Batch     int     `json:"batch"`
+	Iters     int     `json:"iters"`
+	ItemsPerS float64 `json:"items_per_s"`
+	IterMsP50 float64 `json:"iter_ms_p50"`
+}
+
+// Collect runs the campaign's runs that Out does not hold yet.
+func Collect(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 3 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	done, utils, err := readDone(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := os.OpenFile(cfg.Out, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return Result{}, fmt.Errorf("profile: %w", err)
+	}
+	defer f.Close()
+
+	var res Result
+	var todo []predictor.Run
+	for _, r := range cfg.Runs {
+		if done[r.Key()] {
+			res.AlreadyDone++
+		} else {
+			todo = append(todo, r)
+		}
+	}
+	fmt.Fprintf(cfg.Log, "profile: %d runs, %d already in %s, %d to do\n", len(cfg.Runs), res.AlreadyDone, cfg.Out, len(todo))
+	start := time.Now()
+	var next *group
+	defer func() {
+		if next != nil {
+			next.kill()
+		}
+	}()
+	for i, run := range todo {
+		if ctx.Err() != nil || (!cfg.Deadline.IsZero() && time.Now().After(cfg.Deadline)) {
+			res.Left = len(todo) - i
+			break
+		}
+		cur := next
+		if cur == nil {
+			cur = prepare(ctx, cfg, run)
+		}
+		next = nil
+		if i+1 < len(todo) {
+			next = prepare(ctx, cfg, todo[i+1])
+		}
+		samples, err := execute(ctx, cfg, cur, utils)
+		if err != nil {
+			res.Failed++
+			fmt.Fprintf(cfg.Log, "profile: run %s failed: %v\n", run.Key(), err)
+			continue
+		}
+		for _, s := range samples {
+			if _, err := f.WriteString(strings.Join(s.Record(), ",") + "\n"); err != nil {
+				return res, fmt.Errorf("profile: write %s: %w", cfg.Out, err)
+			}
+		}
+		if err := f.Sync(); err != nil {
+			return res, fmt.Errorf("profile: write %s: %w", cfg.Out, err)
+		}
+		res.Done++
+		el := time.Since(start)
+		eta := time.Duration(float64(el) / float64(i+1) * float64(len(todo)-i-1))
+		fmt.Fprintf(cfg.Log, "profile: [%d/%d] %s %s (elapsed %s, about %s left)\n", i+1, len(todo), run.Key(), describe(samples), el.Round(time.Second), eta.Round(time.Second))
+	}
+	return res, ctx.Err()
+}
+
+func describe(ss []predictor.Sample) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = fmt.Sprintf("%s %.1f items/s %.2f ms", s.Job, s.ItemsPerS, s.IterMs)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// readDone creates Out with its header if it does not exist, else reads
+// the runs it holds and the utilisations of its alone runs.
+func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
+	done, utils := map[string]bool{}, map[string]predictor.Util{}
+	f, err := os.Open(cfg.Out)
+	if errors.Is(err, os.ErrNotExist) {
+		nf, err := os.OpenFile(cfg.Out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("profile: %w", err)
+		}
+		if err := predictor.WriteHeader(nf, cfg.Header, cfg.HeaderKeys); err != nil {
+			nf.Close()
+			return nil, nil, err
+		}
+		return done, utils, nf.Close()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("profile: %w", err)
+	}
+	defer f.Close()
+	_, samples, err := predictor.ReadSamples(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("profile: resume from %s: %w", cfg.Out, err)
+	}
+	for _, s := range samples {
+		done[s.Run] = true
+		if s.CoRunners == 0 {
+			utils[s.Run] = s.RunUtil
+		}
+	}
+	return done, utils, nil
+}
+
+// group is the processes of one run, being prepared.
+type group struct {
+	run   predictor.Run
+	procs []*proc
+	ready chan error
+}
+
+// proc is one workload process and its output lines.
+type proc struct {
+	member predictor.Member
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *tailBuffer
+}
+
+// prepare starts a run's processes and waits, in the background, for
+// each to say it is ready.
+func prepare(ctx context.Context, cfg Config, run predictor.Run) *group {
+	g := &group{run: run, ready: make(chan error, 1)}
+	go func() {
+		for _, m := range run {
+			p, err := startProc(ctx, cfg, m)
+			if err != nil {
+				g.ready <- err
+				return
+			}
+			g.procs = append(g.procs, p)
+		}
+		for _, p := range g.procs {
+			if err := p.expect("ready", cfg.Timeout); err != nil {
+				g.ready <- err
+				return
+			}
+		}
+		g.ready <- nil
+	}()
+	return g
+}
+
+func startProc(ctx context.Context, cfg Config, m predictor.Member) (*proc, error) {
+	cmd := exec.CommandContext(ctx, cfg.Python, cfg.Script, "--job", m.Job, "--wait-go",
+		"--warmup", fmt.Sprint(cfg.Warmup.Seconds()), "--seconds", fmt.Sprint(cfg.Measure.Seconds()))
+	cmd.Env = append(os.Environ(), cfg.ClientEnv(m.Percent)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Job, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Job, err)
+	}
+	p := &proc{member: m, cmd: cmd, stdin: stdin, lines: make(chan string, 16), stderr: &tailBuffer{max: 2048}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", m.Job, cfg.Python, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	return p, nil
+}
+
+// expect waits for a line starting with prefix and returns it.
+func (p *proc) expect(prefix string, timeout time.Duration) error {
+	_, err := p.line(prefix, timeout)
+	return err
+}
+
+func (p *proc) line(prefix string, timeout time.Duration) (string, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return "", fmt.Errorf("%s@%d exited before %q: %s", p.member.Job, p.member.Percent, prefix, p.stderr.String())
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		case <-t.C:
+			return "", fmt.Errorf("%s@%d: no %q within %s", p.member.Job, p.member.Percent, prefix, timeout)
+		}
+	}
+}
+
+func (g *group) kill() {
+	<-g.ready
+	for _, p := range g.procs {
+		p.stdin.Close()
+		if p.cmd.Process != nil {
+			p.cmd.Process.Kill()
+		}
+		p.cmd.Wait()
+	}
+}
+
+// execute runs a prepared group: go, measure the GPU while every process
+// measures, collect the results.
+func execute(ctx context.Context, cfg Config, g *group, utils map[string]predictor.Util) ([]predictor.Sample, error) {
+	if err := <-g.ready; err != nil {
+		g.ready <- err
+		g.kill()
+		return nil, err
+	}
+	g.ready <- nil
+	defer g.kill()
+	for _, p := range g.procs {
+		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+			return nil, fmt.Errorf("%s: %w", p.member.Job, err)
+		}
+	}
+	for _, p := range g.procs {
+		if err := p.expect("measuring", cfg.Timeout); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Meter.Start(); err != nil {
+		return nil, err
+	}
+	results := make([]result, len(g.procs))
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, p := range g.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := p.line("{", cfg.Timeout)
+			if err == nil {
+				err = json.Unmarshal([]byte(l), &results[i])
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	runUtil, merr := cfg.Meter.Stop()
+	if err := errors.Join(append(errs, merr)...); err != nil {
+		return nil, err
+	}
+	return samples(cfg, g.run, results, runUtil, utils)
+}
+
+// samples turns a run's results into one sample per job. An alone run's
+// GPU utilisation becomes that job's features at that percentage.
+func samples(cfg Config, run predictor.Run, results []result, runUtil predictor.Util, utils map[string]predictor.Util) ([]predictor.Sample, error) {
+	key := run.Key()
+	if len(run) == 1 {
+		utils[key] = runUtil
+	}
+	var out []predictor.Sample
+	for i, m := range run {
+		r := results[i]
+		if r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 {
+			return nil, fmt.Errorf("%s@%d: bad result %+v", m.Job, m.Percent, r)
+		}
+		jobUtil, ok := utils[predictor.Run{{m.Job, 100}}.Key()]
+		if !ok {
+			return nil, fmt.Errorf("%s: no alone run at 100 %% yet (its features)", m.Job)
+		}
+		var co predictor.Util
+		for j, c := range run {
+			if j == i {
+				continue
+			}
+			u, ok := utils[predictor.Run{c}.Key()]
+			if !ok {
+				return nil, fmt.Errorf("%s: no alone run at %d %% (co-runner features)", c.Job, c.Percent)
+			}
+			co = co.Add(u)
+		}
+		out = append(out, predictor.Sample{
+			Run: key, Job: m.Job, Kind: predictor.KindOf(m.Job), Batch: r.Batch, MPSPercent: m.Percent, SMs: cfg.SMs,
+			CoRunners: len(run) - 1, JobUtil: jobUtil, CoUtil: co, ItemsPerS: r.ItemsPerS, IterMs: r.IterMsP50, RunUtil: runUtil,
+		})
+	}
+	return out, nil
+}
+
+// tailBuffer keeps the last bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
