@@ -55,9 +55,10 @@ type PlanSpec struct {
 
 // Plan lists the runs of a campaign in the order to run them: every job
 // alone at 100 %, then alone at the other percentages, then the
-// co-located runs, drawn from the seed (distinct jobs, percentages in
-// steps of 10 from 10 to 100, half of them summing to at most 100 % and
-// half oversubscribing the GPU, as MPS allows). Keys do not repeat.
+// co-located runs, drawn from the seed: distinct jobs, each at one of the
+// alone percentages (so its co-runners' features are measured), half of
+// the runs summing to at most 100 % and half oversubscribing the GPU, as
+// MPS allows. Keys do not repeat.
 func Plan(spec PlanSpec) ([]Run, error) {
 	if len(spec.Jobs) < 3 && spec.Triples > 0 || len(spec.Jobs) < 2 && spec.Pairs > 0 {
 		return nil, fmt.Errorf("plan: %d jobs cannot make pairs and triples", len(spec.Jobs))
@@ -89,28 +90,47 @@ func Plan(spec PlanSpec) ([]Run, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x6d6d6b))
+	pcts := slices.Clone(spec.AlonePercents)
+	slices.Sort(pcts)
+	pcts = slices.Compact(pcts)
 	for _, group := range []struct{ size, count int }{{2, spec.Pairs}, {3, spec.Triples}} {
 		for made, tries := 0, 0; made < group.count; tries++ {
 			if tries > 100*group.count+1000 {
 				return nil, fmt.Errorf("plan: cannot draw %d distinct runs of %d jobs from %d jobs", group.count, group.size, len(spec.Jobs))
 			}
-			perm := rng.Perm(len(spec.Jobs))[:group.size]
-			budget := 10 // tenths of the GPU: at most 100 %, or oversubscribed
-			if made%2 == 1 {
-				budget = 10 * group.size
+			// Half the runs fit the GPU (percentages summing to at most
+			// 100), half oversubscribe it, as MPS allows.
+			budget := 100
+			if made%2 == 1 || group.size*pcts[0] > budget {
+				budget = 100 * group.size
 			}
-			r := make(Run, group.size)
-			left := budget
-			for i, ji := range perm {
-				most := min(10, left-(group.size-1-i)) // leave 10 % for each later member
-				n := 1 + rng.IntN(most)
-				left -= n
-				r[i] = Member{Job: spec.Jobs[ji], Percent: 10 * n}
-			}
-			if add(r) {
+			if r, ok := drawRun(rng, spec.Jobs, pcts, group.size, budget); ok && add(r) {
 				made++
 			}
 		}
 	}
 	return runs, nil
+}
+
+// drawRun draws size distinct jobs at percentages from pcts (sorted) that
+// sum to at most budget; ok is false when the draw does not fit.
+func drawRun(rng *rand.Rand, jobs []string, pcts []int, size, budget int) (Run, bool) {
+	perm := rng.Perm(len(jobs))[:size]
+	r := make(Run, size)
+	left := budget
+	for i, ji := range perm {
+		// Leave the smallest percentage for each later member.
+		most := left - (size-1-i)*pcts[0]
+		n := 0
+		for n < len(pcts) && pcts[n] <= most {
+			n++
+		}
+		if n == 0 {
+			return nil, false
+		}
+		p := pcts[rng.IntN(n)]
+		left -= p
+		r[i] = Member{Job: jobs[ji], Percent: p}
+	}
+	return r, true
 }

@@ -342,7 +342,7 @@ func samples(cfg Config, run predictor.Run, results []result, runUtil predictor.
 		if r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 {
 			return nil, fmt.Errorf("%s@%d: bad result %+v", m.Job, m.Percent, r)
 		}
-		jobUtil, ok := utils[predictor.Run{{m.Job, 100}}.Key()]
+		jobUtil, ok := utils[predictor.Run{{Job: m.Job, Percent: 100}}.Key()]
 		if !ok {
 			return nil, fmt.Errorf("%s: no alone run at 100 %% yet (its features)", m.Job)
 		}

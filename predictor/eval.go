@@ -1,0 +1,122 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Errors is how far a model's predictions are from the measurements.
+type Errors struct {
+	N int `json:"n"`
+	// RelError is the mean of |predicted - measured| / measured.
+	RelError float64 `json:"rel_error"`
+	// AbsError is the mean absolute error divided by the mean measured
+	// value of the job type: a fraction, comparable across job types whose
+	// targets are in different units.
+	AbsError float64 `json:"abs_error"`
+	// MAE is the mean absolute error in the target's units (ms or items/s;
+	// per job type only).
+	MAE float64 `json:"mae,omitempty"`
+}
+
+// JobErrors are the errors on one job type.
+type JobErrors struct {
+	Job  string `json:"job"`
+	Kind Kind   `json:"kind"`
+	Errors
+}
+
+// Evaluation is a model's errors on a dataset, overall and per job type.
+type Evaluation struct {
+	Overall Errors      `json:"overall"`
+	PerJob  []JobErrors `json:"per_job"`
+}
+
+// Evaluate predicts every sample and measures the errors. A sample whose
+// job type the model does not know is an error.
+func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("evaluate: no samples")
+	}
+	if err := m.Schema.Check(SchemaOf(samples)); err != nil {
+		return nil, fmt.Errorf("evaluate: %w", err)
+	}
+	type acc struct{ n, rel, abs, target float64 }
+	per := map[string]*acc{}
+	preds := make([]float64, len(samples))
+	for i, s := range samples {
+		p, err := m.Predict(InputOf(s))
+		if err != nil {
+			return nil, fmt.Errorf("evaluate sample %d: %w", i, err)
+		}
+		preds[i] = p
+		a := per[s.Job]
+		if a == nil {
+			a = &acc{}
+			per[s.Job] = a
+		}
+		a.n++
+		a.target += s.Target()
+		a.abs += math.Abs(p - s.Target())
+		a.rel += math.Abs(p-s.Target()) / s.Target()
+	}
+	ev := &Evaluation{}
+	var relSum, normSum float64
+	for i, s := range samples {
+		a := per[s.Job]
+		relSum += math.Abs(preds[i]-s.Target()) / s.Target()
+		normSum += math.Abs(preds[i]-s.Target()) / (a.target / a.n)
+	}
+	n := float64(len(samples))
+	ev.Overall = Errors{N: len(samples), RelError: relSum / n, AbsError: normSum / n}
+	jobs := make([]string, 0, len(per))
+	for j := range per {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	for _, j := range jobs {
+		a := per[j]
+		ev.PerJob = append(ev.PerJob, JobErrors{Job: j, Kind: KindOf(j), Errors: Errors{
+			N: int(a.n), RelError: a.rel / a.n, AbsError: a.abs / a.target, MAE: a.abs / a.n,
+		}})
+	}
+	return ev, nil
+}
+
+// Split shuffles samples with the seed and splits off the last fraction
+// test as the test set (MMK: 80/20).
+func Split(samples []Sample, test float64, seed uint64) (train, held []Sample) {
+	s := slices.Clone(samples)
+	rng := rand.New(rand.NewPCG(seed, 0x73706c6974))
+	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+	k := int(math.Round(float64(len(s)) * (1 - test)))
+	return s[:k], s[k:]
+}
+
+// Comparison is one model kind's errors on the held-out samples.
+type Comparison struct {
+	Model string `json:"model"`
+	Errors
+	PerJob []JobErrors `json:"per_job"`
+}
+
+// Compare trains a random forest, a linear regression and a single tree
+// on the training split and evaluates them on the held-out one.
+func Compare(train, test []Sample, cfg ForestConfig) ([]Comparison, error) {
+	var out []Comparison
+	for _, kind := range []string{KindForest, KindLinear, KindTree} {
+		m, err := Train(kind, train, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := Evaluate(m, test)
+		if err != nil {
+			return nil, fmt.Errorf("compare %s: %w", kind, err)
+		}
+		name := map[string]string{KindForest: "rf", KindLinear: "lr", KindTree: "tree"}[kind]
+		out = append(out, Comparison{Model: name, Errors: ev.Overall, PerJob: ev.PerJob})
+	}
+	return out, nil
+}

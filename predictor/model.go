@@ -1,0 +1,212 @@
+package predictor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Model formats.
+const (
+	ModelFormat  = "mmk-predictor"
+	ModelVersion = 1
+)
+
+// Model kinds.
+const (
+	KindForest = "random-forest"
+	KindTree   = "tree"
+	KindLinear = "linear"
+)
+
+// regressor predicts a log target from a feature row.
+type regressor interface {
+	Predict(x []float64) float64
+}
+
+// Model is a trained predictor with its feature schema.
+type Model struct {
+	Format  string  `json:"format"`
+	Version int     `json:"version"`
+	Kind    string  `json:"kind"`
+	Schema  Schema  `json:"schema"`
+	Forest  *Forest `json:"forest,omitempty"`
+	Tree    *Tree   `json:"tree,omitempty"`
+	Linear  *Linear `json:"linear,omitempty"`
+	// Trained says what the model learned from.
+	Trained TrainInfo `json:"trained"`
+}
+
+// TrainInfo is a model's provenance.
+type TrainInfo struct {
+	Rows   int               `json:"rows"`
+	Header map[string]string `json:"header,omitempty"`
+	Params ForestConfig      `json:"params"`
+}
+
+func (m *Model) reg() regressor {
+	switch {
+	case m.Forest != nil:
+		return m.Forest
+	case m.Tree != nil:
+		return m.Tree
+	}
+	return m.Linear
+}
+
+// Train fits a model of the given kind to samples.
+func Train(kind string, samples []Sample, cfg ForestConfig) (*Model, error) {
+	if len(samples) == 0 {
+		return nil, errors.New("train: no samples")
+	}
+	schema := SchemaOf(samples)
+	x, y, err := schema.Matrix(samples)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	m := &Model{Format: ModelFormat, Version: ModelVersion, Kind: kind, Schema: schema, Trained: TrainInfo{Rows: len(samples), Params: cfg}}
+	switch kind {
+	case KindForest:
+		m.Forest, err = GrowForest(x, y, cfg)
+	case KindTree:
+		rows := make([]int, len(x))
+		for i := range rows {
+			rows[i] = i
+		}
+		t := GrowTree(x, y, rows, TreeConfig{MaxDepth: cfg.Tree.MaxDepth, MinLeaf: cfg.Tree.MinLeaf}, nil)
+		m.Forest, m.Tree = nil, &t
+	case KindLinear:
+		m.Linear, err = FitLinear(x, y)
+	default:
+		return nil, fmt.Errorf("train: model kind %q is not one of %s, %s, %s", kind, KindForest, KindTree, KindLinear)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	return m, nil
+}
+
+// Predict is the model's estimate for an input, in the target's units
+// (ms for online jobs, items/s for offline jobs).
+func (m *Model) Predict(in Input) (float64, error) {
+	v, err := m.Schema.Vector(in)
+	if err != nil {
+		return 0, err
+	}
+	return math.Exp(m.reg().Predict(v)), nil
+}
+
+// Save writes the model as JSON, atomically.
+func (m *Model) Save(path string) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	return nil
+}
+
+// LoadModel reads and validates a model file.
+func LoadModel(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	m, err := ReadModel(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ReadModel decodes and validates a model: its format and version, its
+// schema against this build's features, and every tree's node indices.
+func ReadModel(r io.Reader) (*Model, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var m Model
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode model: %w", err)
+	}
+	switch {
+	case m.Format != ModelFormat:
+		return nil, fmt.Errorf("format: %q is not %q", m.Format, ModelFormat)
+	case m.Version != ModelVersion:
+		return nil, fmt.Errorf("version: %d is not supported (this build reads %d)", m.Version, ModelVersion)
+	case len(m.Schema.Jobs) == 0 || !slices.IsSorted(m.Schema.Jobs):
+		return nil, errors.New("schema.jobs: empty or not sorted")
+	}
+	want := NewSchema(m.Schema.Jobs)
+	if err := m.Schema.Check(want); err != nil {
+		return nil, err
+	}
+	nf := len(m.Schema.Features())
+	switch m.Kind {
+	case KindForest:
+		if m.Forest == nil || len(m.Forest.Trees) == 0 {
+			return nil, errors.New("forest: no trees")
+		}
+		for i := range m.Forest.Trees {
+			if err := m.Forest.Trees[i].validate(nf); err != nil {
+				return nil, fmt.Errorf("forest.trees[%d]: %w", i, err)
+			}
+		}
+	case KindTree:
+		if m.Tree == nil {
+			return nil, errors.New("tree: missing")
+		}
+		if err := m.Tree.validate(nf); err != nil {
+			return nil, fmt.Errorf("tree: %w", err)
+		}
+	case KindLinear:
+		if m.Linear == nil || len(m.Linear.Coef) != nf+1 {
+			return nil, fmt.Errorf("linear: want %d coefficients", nf+1)
+		}
+	default:
+		return nil, fmt.Errorf("kind: %q is not one of %s, %s, %s", m.Kind, KindForest, KindTree, KindLinear)
+	}
+	return &m, nil
+}
+
+// validate checks that every inner node names a feature and two later
+// nodes, so Predict terminates and never indexes out of range.
+func (t *Tree) validate(features int) error {
+	if len(t.Nodes) == 0 {
+		return errors.New("no nodes")
+	}
+	for i, n := range t.Nodes {
+		if math.IsNaN(n.Value) || math.IsInf(n.Value, 0) {
+			return fmt.Errorf("nodes[%d].v: %v", i, n.Value)
+		}
+		if n.Feature < 0 {
+			continue
+		}
+		if n.Feature >= features {
+			return fmt.Errorf("nodes[%d].f: feature %d of %d", i, n.Feature, features)
+		}
+		if int(n.Left) <= i || int(n.Right) <= i || int(n.Left) >= len(t.Nodes) || int(n.Right) >= len(t.Nodes) {
+			return fmt.Errorf("nodes[%d]: children %d and %d must come after it, below %d", i, n.Left, n.Right, len(t.Nodes))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package predictor
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sample(run, job string, pct, co int, target float64) Sample {
+	s := Sample{Run: run, Job: job, Kind: KindOf(job), Batch: 32, MPSPercent: pct, SMs: 132, CoRunners: co,
+		JobUtil: Util{80, 40, 30, 99, 45}, CoUtil: Util{SM: float64(10 * co)}, RunUtil: Util{70, 35, 25, 98, 40}}
+	if s.Kind == Online {
+		s.IterMs, s.ItemsPerS = target, 32000/target
+	} else {
+		s.ItemsPerS, s.IterMs = target, 32000/target
+	}
+	return s
+}
+
+func writeSamples(t testing.TB, ss []Sample) []byte {
+	var b bytes.Buffer
+	if err := WriteHeader(&b, Header{"gpu": "NVIDIA H200"}, []string{"gpu"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		b.WriteString(strings.Join(s.Record(), ",") + "\n")
+	}
+	return b.Bytes()
+}
+
+func TestSamplesRoundTrip(t *testing.T) {
+	want := []Sample{sample("resnet50_infer@100", "resnet50_infer", 100, 0, 5.38), sample("a@50+bert_train@50", "bert_train", 50, 1, 225.5)}
+	h, got, err := ReadSamples(bytes.NewReader(writeSamples(t, want)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h["gpu"] != "NVIDIA H200" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("header %v, samples\n got %+v\nwant %+v", h, got, want)
+	}
+}
+
+func TestReadSamplesNamesLineAndColumn(t *testing.T) {
+	good := string(writeSamples(t, []Sample{sample("r@100", "resnet50_infer", 100, 0, 5)}))
+	tests := []struct{ name, from, to, want string }{
+		{"bad percentage", ",online,32,100,", ",online,32,101,", "samples line 4 column 5 (mps_pct): \"101\""},
+		{"bad kind", ",online,", ",batch,", "column 3 (kind)"},
+		{"not a number", ",80,40,", ",eighty,40,", "column 8 (job_sm_util)"},
+		{"zero target", ",6400,5,70,", ",6400,0,70,", "column 19 (iter_ms): \"0\" must be positive"},
+		{"header", "items_per_s", "items", "column 18: header \"items\""},
+		{"missing field", ",online,32,", ",32,", "wrong number of fields"},
+	}
+	for _, tt := range tests {
+		_, _, err := ReadSamples(strings.NewReader(strings.Replace(good, tt.from, tt.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func FuzzReadSamples(f *testing.F) {
+	f.Add(writeSamples(f, []Sample{sample("r@100", "resnet50_infer", 100, 0, 5)}))
+	f.Add([]byte("# x=y\n" + strings.Join(Columns, ",") + "\n"))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, ss, err := ReadSamples(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, s := range ss {
+			if s.Target() <= 0 || s.MPSPercent < 1 || s.MPSPercent > 100 || s.Job == "" {
+				t.Fatalf("accepted an invalid sample %+v", s)
+			}
+		}
+		// What reads must write and read back the same.
+		_, again, err := ReadSamples(bytes.NewReader(writeSamples(t, ss)))
+		if err != nil || len(again) != len(ss) {
+			t.Fatalf("re-reading %d samples: %d, %v", len(ss), len(again), err)
+		}
+	})
+}
+
+func TestPlan(t *testing.T) {
+	spec := PlanSpec{Jobs: []string{"a_infer", "b_train", "c_train", "d_infer"}, AlonePercents: []int{10, 50, 100}, Pairs: 5, Triples: 4, Seed: 3}
+	runs, err := Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 4*3+5+4 {
+		t.Fatalf("%d runs, want 21", len(runs))
+	}
+	again, _ := Plan(spec)
+	if !reflect.DeepEqual(runs, again) {
+		t.Fatal("the same seed gave another plan")
+	}
+	seen := map[string]bool{}
+	for i, r := range runs {
+		if seen[r.Key()] {
+			t.Fatalf("run %s twice", r.Key())
+		}
+		seen[r.Key()] = true
+		if i < 4 && (len(r) != 1 || r[0].Percent != 100) {
+			t.Fatalf("run %d is %s: alone runs at 100 %% come first", i, r.Key())
+		}
+		back, err := ParseRunKey(r.Key())
+		if err != nil || back.Key() != r.Key() {
+			t.Fatalf("key %s does not parse back: %v", r.Key(), err)
+		}
+		for _, m := range r {
+			if m.Percent%10 != 0 || m.Percent < 10 || m.Percent > 100 {
+				t.Fatalf("run %s: percentage %d", r.Key(), m.Percent)
+			}
+		}
+	}
+	if _, err := Plan(PlanSpec{Jobs: spec.Jobs, AlonePercents: []int{50}}); err == nil {
+		t.Fatal("a plan without alone runs at 100 % was accepted")
+	}
+	if _, err := ParseRunKey("a@x+b@10"); err == nil || !strings.Contains(err.Error(), `part "a@x"`) {
+		t.Fatalf("ParseRunKey: %v", err)
+	}
+}

@@ -1,0 +1,62 @@
+package predictor
+
+import "fmt"
+
+// Profile is what profiling knows of a job type: its utilisation alone
+// at each MPS percentage it was measured at (100 % gives its features).
+type Profile struct {
+	Job   string
+	Alone map[int]Util
+}
+
+// CoRunner is another job in the same partition, at its MPS percentage.
+type CoRunner struct {
+	Profile Profile
+	Percent int
+}
+
+// STP is the estimate the partition algorithm asks for (MMK's stp): a
+// job's throughput (items/s, offline jobs) or latency (ms, online jobs)
+// in a partition of sms SMs at an MPS percentage, next to co-runners.
+type STP interface {
+	STP(job Profile, sms, percent int, co []CoRunner) (float64, error)
+}
+
+// ModelSTP answers STP with a trained model.
+type ModelSTP struct{ Model *Model }
+
+var _ STP = ModelSTP{}
+
+// STP builds the Table I features and asks the model.
+func (p ModelSTP) STP(job Profile, sms, percent int, co []CoRunner) (float64, error) {
+	ju, ok := job.Alone[100]
+	if !ok {
+		return 0, fmt.Errorf("stp: job %s has no profile alone at 100 %%", job.Job)
+	}
+	var cu Util
+	for _, c := range co {
+		u, ok := c.Profile.Alone[c.Percent]
+		if !ok {
+			return 0, fmt.Errorf("stp: co-runner %s has no profile alone at %d %%", c.Profile.Job, c.Percent)
+		}
+		cu = cu.Add(u)
+	}
+	return p.Model.Predict(Input{Job: job.Job, MPSPercent: percent, SMs: sms, CoRunners: len(co), JobUtil: ju, CoUtil: cu})
+}
+
+// Profiles collects every job type's alone utilisations from a dataset.
+func Profiles(samples []Sample) map[string]Profile {
+	out := map[string]Profile{}
+	for _, s := range samples {
+		if s.CoRunners != 0 {
+			continue
+		}
+		p, ok := out[s.Job]
+		if !ok {
+			p = Profile{Job: s.Job, Alone: map[int]Util{}}
+			out[s.Job] = p
+		}
+		p.Alone[s.MPSPercent] = s.RunUtil
+	}
+	return out
+}
