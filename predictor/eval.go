@@ -28,10 +28,18 @@ type JobErrors struct {
 	Errors
 }
 
-// Evaluation is a model's errors on a dataset, overall and per job type.
+// Evaluation is a model's errors on a dataset, overall, per job type and
+// per number of co-runners (0: the job alone).
 type Evaluation struct {
-	Overall Errors      `json:"overall"`
-	PerJob  []JobErrors `json:"per_job"`
+	Overall     Errors      `json:"overall"`
+	PerJob      []JobErrors `json:"per_job"`
+	PerCoRunner []CoErrors  `json:"per_co_runners"`
+}
+
+// CoErrors are the errors on the samples with a number of co-runners.
+type CoErrors struct {
+	CoRunners int `json:"co_runners"`
+	Errors
 }
 
 // Evaluate predicts every sample and measures the errors. A sample whose
@@ -64,10 +72,26 @@ func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
 	}
 	ev := &Evaluation{}
 	var relSum, normSum float64
+	byCo := map[int]*Errors{}
 	for i, s := range samples {
 		a := per[s.Job]
-		relSum += math.Abs(preds[i]-s.Target()) / s.Target()
-		normSum += math.Abs(preds[i]-s.Target()) / (a.target / a.n)
+		rel := math.Abs(preds[i]-s.Target()) / s.Target()
+		norm := math.Abs(preds[i]-s.Target()) / (a.target / a.n)
+		relSum += rel
+		normSum += norm
+		e := byCo[s.CoRunners]
+		if e == nil {
+			e = &Errors{}
+			byCo[s.CoRunners] = e
+		}
+		e.N++
+		e.RelError += rel
+		e.AbsError += norm
+	}
+	for co := 0; len(ev.PerCoRunner) < len(byCo); co++ {
+		if e := byCo[co]; e != nil {
+			ev.PerCoRunner = append(ev.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
+		}
 	}
 	n := float64(len(samples))
 	ev.Overall = Errors{N: len(samples), RelError: relSum / n, AbsError: normSum / n}
@@ -99,7 +123,8 @@ func Split(samples []Sample, test float64, seed uint64) (train, held []Sample) {
 type Comparison struct {
 	Model string `json:"model"`
 	Errors
-	PerJob []JobErrors `json:"per_job"`
+	PerJob      []JobErrors `json:"per_job"`
+	PerCoRunner []CoErrors  `json:"per_co_runners"`
 }
 
 // Compare trains a random forest, a linear regression and a single tree
@@ -116,7 +141,7 @@ func Compare(train, test []Sample, cfg ForestConfig) ([]Comparison, error) {
 			return nil, fmt.Errorf("compare %s: %w", kind, err)
 		}
 		name := map[string]string{KindForest: "rf", KindLinear: "lr", KindTree: "tree"}[kind]
-		out = append(out, Comparison{Model: name, Errors: ev.Overall, PerJob: ev.PerJob})
+		out = append(out, Comparison{Model: name, Errors: ev.Overall, PerJob: ev.PerJob, PerCoRunner: ev.PerCoRunner})
 	}
 	return out, nil
 }

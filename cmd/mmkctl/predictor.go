@@ -196,10 +196,18 @@ func newPredictorCompareCommand(a *app) *cobra.Command {
 			}
 			var rows [][]string
 			for _, c := range cmp {
-				rows = append(rows, []string{c.Model, fmt.Sprint(c.N), pct2(c.RelError), pct2(c.AbsError)})
+				row := []string{c.Model, fmt.Sprint(c.N), pct2(c.RelError), pct2(c.AbsError)}
+				for _, g := range c.PerCoRunner {
+					row = append(row, fmt.Sprintf("%s (%d)", pct2(g.RelError), g.N))
+				}
+				rows = append(rows, row)
 			}
 			fmt.Fprintf(p.w, "trained on %d samples, tested on %d held out (seed %d)\n", len(train), len(held), ff.seed)
-			if err := p.Table("", []string{"MODEL", "N", "REL_ERROR", "ABS_ERROR"}, rows); err != nil {
+			header := []string{"MODEL", "N", "REL_ERROR", "ABS_ERROR"}
+			for _, g := range cmp[0].PerCoRunner {
+				header = append(header, fmt.Sprintf("REL_ERROR_%d_CO", g.CoRunners))
+			}
+			if err := p.Table("", header, rows); err != nil {
 				return err
 			}
 			for _, c := range cmp {
