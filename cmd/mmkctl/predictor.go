@@ -33,6 +33,19 @@ func readSamplesFile(flag, path string) (predictor.Header, []predictor.Sample, e
 	return h, s, nil
 }
 
+// loadModelAndSamples loads the --model file and the --data samples.
+func loadModelAndSamples(model, data string) (*predictor.Model, []predictor.Sample, error) {
+	m, err := predictor.LoadModel(model)
+	if err != nil {
+		return nil, nil, fmt.Errorf("flag --model: %w", err)
+	}
+	_, samples, err := readSamplesFile("data", data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, samples, nil
+}
+
 // forestFlags are the model's hyper-parameters.
 type forestFlags struct {
 	trees, depth, maxFeatures, minLeaf int
@@ -122,11 +135,7 @@ func newPredictorEvalCommand(a *app) *cobra.Command {
 		Short: "Measure a model's absolute and relative error, per job type",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := predictor.LoadModel(model)
-			if err != nil {
-				return fmt.Errorf("flag --model: %w", err)
-			}
-			_, samples, err := readSamplesFile("data", data)
+			m, samples, err := loadModelAndSamples(model, data)
 			if err != nil {
 				return err
 			}
@@ -236,11 +245,7 @@ func newPredictorPredictCommand(a *app) *cobra.Command {
 utilisation alone) come from the alone runs in --data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := predictor.LoadModel(model)
-			if err != nil {
-				return fmt.Errorf("flag --model: %w", err)
-			}
-			_, samples, err := readSamplesFile("data", data)
+			m, samples, err := loadModelAndSamples(model, data)
 			if err != nil {
 				return err
 			}
