@@ -88,10 +88,14 @@ func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
 		e.RelError += rel
 		e.AbsError += norm
 	}
-	for co := 0; len(ev.PerCoRunner) < len(byCo); co++ {
-		if e := byCo[co]; e != nil {
-			ev.PerCoRunner = append(ev.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
-		}
+	cos := make([]int, 0, len(byCo))
+	for co := range byCo {
+		cos = append(cos, co)
+	}
+	slices.Sort(cos)
+	for _, co := range cos {
+		e := byCo[co]
+		ev.PerCoRunner = append(ev.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
 	}
 	n := float64(len(samples))
 	ev.Overall = Errors{N: len(samples), RelError: relSum / n, AbsError: normSum / n}

@@ -51,11 +51,12 @@ type TrainInfo struct {
 	Params ForestConfig      `json:"params"`
 }
 
+// reg is the regressor Kind names (ReadModel checks it is the only one).
 func (m *Model) reg() regressor {
-	switch {
-	case m.Forest != nil:
+	switch m.Kind {
+	case KindForest:
 		return m.Forest
-	case m.Tree != nil:
+	case KindTree:
 		return m.Tree
 	}
 	return m.Linear
@@ -142,8 +143,10 @@ func ReadModel(r io.Reader) (*Model, error) {
 		return nil, fmt.Errorf("format: %q is not %q", m.Format, ModelFormat)
 	case m.Version != ModelVersion:
 		return nil, fmt.Errorf("version: %d is not supported (this build reads %d)", m.Version, ModelVersion)
-	case len(m.Schema.Jobs) == 0 || !slices.IsSorted(m.Schema.Jobs):
-		return nil, errors.New("schema.jobs: empty or not sorted")
+	case len(m.Schema.Jobs) == 0 || !slices.IsSorted(m.Schema.Jobs) || len(slices.Compact(slices.Clone(m.Schema.Jobs))) != len(m.Schema.Jobs):
+		return nil, errors.New("schema.jobs: empty, not sorted or with a job twice")
+	case (m.Forest != nil) != (m.Kind == KindForest) || (m.Tree != nil) != (m.Kind == KindTree) || (m.Linear != nil) != (m.Kind == KindLinear):
+		return nil, fmt.Errorf("kind %q: the file must hold that model and no other", m.Kind)
 	}
 	want := NewSchema(m.Schema.Jobs)
 	if err := m.Schema.Check(want); err != nil {

@@ -153,6 +153,9 @@ func ReadSamples(r io.Reader) (Header, []Sample, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+			return nil, nil, fmt.Errorf("samples line %d: %w", pe.Line+line, pe.Err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("samples: %w", err)
 		}
@@ -192,8 +195,8 @@ func parseSample(rec []string) (Sample, error) {
 	if s.Job == "" {
 		return s, bad(1, "is empty")
 	}
-	if s.Kind != Online && s.Kind != Offline {
-		return s, bad(2, "is not online or offline")
+	if s.Kind != KindOf(s.Job) {
+		return s, bad(2, fmt.Sprintf("is not %s, the kind of %s (*_infer jobs are online, others offline)", KindOf(s.Job), s.Job))
 	}
 	var err error
 	if s.Batch, err = integer(3, 1, 1<<20); err != nil {

@@ -45,10 +45,11 @@ func TestReadSamplesNamesLineAndColumn(t *testing.T) {
 	tests := []struct{ name, from, to, want string }{
 		{"bad percentage", ",online,32,100,", ",online,32,101,", "samples line 4 column 5 (mps_pct): \"101\""},
 		{"bad kind", ",online,", ",batch,", "column 3 (kind)"},
+		{"kind against the job", ",online,", ",offline,", "is not online, the kind of resnet50_infer"},
 		{"not a number", ",80,40,", ",eighty,40,", "column 8 (job_sm_util)"},
 		{"zero target", ",6400,5,70,", ",6400,0,70,", "column 19 (iter_ms): \"0\" must be positive"},
 		{"header", "items_per_s", "items", "column 18: header \"items\""},
-		{"missing field", ",online,32,", ",32,", "wrong number of fields"},
+		{"missing field", ",online,32,", ",32,", "samples line 4: wrong number of fields"},
 	}
 	for _, tt := range tests {
 		_, _, err := ReadSamples(strings.NewReader(strings.Replace(good, tt.from, tt.to, 1)))

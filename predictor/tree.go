@@ -66,7 +66,8 @@ type pair struct{ v, d float64 }
 // error of the two sides, thresholds halfway between consecutive distinct
 // values, ties to the first feature and the lowest threshold; a node
 // stays a leaf when no split lowers the error, it is pure, or a bound is
-// reached. rng draws the features of each split when MaxFeatures is set.
+// reached. rng draws the features of each split when MaxFeatures is set
+// (then ties go to the first feature drawn).
 func GrowTree(x [][]float64, y []float64, rows []int, cfg TreeConfig, rng *rand.Rand) Tree {
 	if cfg.MinLeaf < 1 {
 		cfg.MinLeaf = 1
@@ -105,10 +106,23 @@ func (g *grower) grow(rows []int, depth int) int32 {
 			j--
 		}
 	}
+	if i == 0 || i == len(rows) {
+		return idx // cannot happen with midpoint; never recurse on the same rows
+	}
 	left := g.grow(rows[:i], depth+1)
 	right := g.grow(rows[i:], depth+1)
 	g.nodes[idx] = Node{Feature: f, Threshold: thr, Left: left, Right: right, Value: mean}
 	return idx
+}
+
+// midpoint is a threshold between lo < hi that sends lo left and hi
+// right: halfway, or hi itself when lo and hi are neighbouring floats and
+// halfway rounds to lo.
+func midpoint(lo, hi float64) float64 {
+	if m := lo + (hi-lo)/2; m > lo {
+		return m
+	}
+	return hi
 }
 
 // meanSSE is the mean of y over rows and the sum of squared deviations.
@@ -179,7 +193,7 @@ func (g *grower) bestSplit(rows []int, mean, nodeSSE float64) (feature int, thre
 			nl, nr := float64(i), float64(n-i)
 			sse := (sq - sum*sum/nl) + ((totalSq - sq) - (total-sum)*(total-sum)/nr)
 			if sse < best-tol {
-				best, feature, threshold, ok = sse, f, (lo+hi)/2, true
+				best, feature, threshold, ok = sse, f, midpoint(lo, hi), true
 			}
 		}
 	}

@@ -128,6 +128,18 @@ func TestForestIsDeterministicAndBeatsATree(t *testing.T) {
 	}
 }
 
+// TestTreeSplitsNeighbouringFloats: halfway between two neighbouring
+// floats rounds to the lower one; the split must still separate them
+// (it once recursed on the same rows until the stack overflowed).
+func TestTreeSplitsNeighbouringFloats(t *testing.T) {
+	x := [][]float64{{1}, {math.Nextafter(1, 2)}}
+	y := []float64{1, 2}
+	tr := GrowTree(x, y, []int{0, 1}, TreeConfig{}, nil)
+	if len(tr.Nodes) != 3 || tr.Predict(x[0]) != 1 || tr.Predict(x[1]) != 2 {
+		t.Fatalf("tree %+v", tr.Nodes)
+	}
+}
+
 func TestLinearRecoversCoefficients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([][]float64, 100)

@@ -3,14 +3,18 @@
   python3 workload.py --job resnet50_train --batch 32 [--warmup 1 --seconds 2] [--wait-go]
 
 With --wait-go the script imports torch and builds the model on the CPU,
-prints "ready" and waits for a line on stdin before it touches the GPU, so
+prints "ready" and waits for "go" on stdin before it touches the GPU, so
 that a campaign can prepare the next run while the current one measures.
-It prints "measuring" when its measured window starts and, at the end, one
-JSON line: {"job", "batch", "iters", "items_per_s", "iter_ms_p50"}.
+After its warm-up it prints "warm" and waits for "measure"; it then
+measures until "stop" arrives, so that co-located jobs measure the same
+window. Without --wait-go it measures --seconds after its warm-up. At the
+end it prints one JSON line: {"job", "batch", "iters", "items_per_s",
+"iter_ms_p50"}.
 """
 import argparse
 import json
 import sys
+import threading
 import time
 
 import torch
@@ -106,10 +110,31 @@ def main():
         torch.cuda.synchronize()
         if time.perf_counter() >= end:
             break
+    stop = threading.Event()
+    if args.wait_go:
+        print("warm", flush=True)
+        # Keep the GPU busy as in the run until every co-runner is warm.
+        measure = threading.Event()
+
+        def control():
+            for line in sys.stdin:
+                if line.startswith("measure"):
+                    measure.set()
+                elif line.startswith("stop"):
+                    stop.set()
+                    return
+            stop.set()
+
+        threading.Thread(target=control, daemon=True).start()
+        while not measure.is_set() and not stop.is_set():
+            step()
+            torch.cuda.synchronize()
+    else:
+        threading.Timer(args.seconds, stop.set).start()
     print("measuring", flush=True)
     times = []
     start = time.perf_counter()
-    while time.perf_counter() - start < args.seconds or len(times) < 3:
+    while not stop.is_set() or len(times) < 3:
         t0 = time.perf_counter()
         step()
         torch.cuda.synchronize()

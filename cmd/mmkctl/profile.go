@@ -121,7 +121,13 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 	if meter.Warning != "" {
 		fmt.Fprintln(stderr, "profile:", meter.Warning)
 	}
-	d := &mps.Daemon{PipeDir: filepath.Join(f.mpsDir, "pipe"), LogDir: filepath.Join(f.mpsDir, "log"), Device: strconv.Itoa(f.gpu)}
+	// CUDA numbers GPUs fastest first, NVML by PCI bus: name the GPU by
+	// UUID so MPS runs where the meter looks.
+	device := g.UUID
+	if device == "" {
+		device = strconv.Itoa(f.gpu)
+	}
+	d := &mps.Daemon{PipeDir: filepath.Join(f.mpsDir, "pipe"), LogDir: filepath.Join(f.mpsDir, "log"), Device: device}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := d.Start(ctx); err != nil {

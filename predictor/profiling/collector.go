@@ -8,6 +8,7 @@ package profiling
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 	"github.com/mmkgpu/mmk/predictor"
 )
 
@@ -120,10 +124,14 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			fmt.Fprintf(cfg.Log, "profile: run %s failed: %v\n", run.Key(), err)
 			continue
 		}
+		// One write per run: a crash leaves whole runs, or a torn last
+		// line that the next start cuts off.
+		var b strings.Builder
 		for _, s := range samples {
-			if _, err := f.WriteString(strings.Join(s.Record(), ",") + "\n"); err != nil {
-				return res, fmt.Errorf("profile: write %s: %w", cfg.Out, err)
-			}
+			b.WriteString(strings.Join(s.Record(), ",") + "\n")
+		}
+		if _, err := f.WriteString(b.String()); err != nil {
+			return res, fmt.Errorf("profile: write %s: %w", cfg.Out, err)
 		}
 		if err := f.Sync(); err != nil {
 			return res, fmt.Errorf("profile: write %s: %w", cfg.Out, err)
@@ -163,10 +171,22 @@ func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("profile: %w", err)
 	}
-	defer f.Close()
-	_, samples, err := predictor.ReadSamples(f)
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("profile: %w", err)
+	}
+	samples, keep, err := completeRuns(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("profile: resume from %s: %w", cfg.Out, err)
+	}
+	if len(keep) != len(data) {
+		// A crash tore the last line or left a run half written: drop it,
+		// the run is measured again.
+		fmt.Fprintf(cfg.Log, "profile: %s ends in an unfinished run; removing it\n", cfg.Out)
+		if err := atomicfile.Write(cfg.Out, keep); err != nil {
+			return nil, nil, fmt.Errorf("profile: %w", err)
+		}
 	}
 	for _, s := range samples {
 		done[s.Run] = true
@@ -175,6 +195,52 @@ func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 		}
 	}
 	return done, utils, nil
+}
+
+// completeRuns parses a samples file and returns its samples of complete
+// runs and the file's bytes without a torn last line or the rows of runs
+// that have fewer samples than members.
+func completeRuns(data []byte) ([]predictor.Sample, []byte, error) {
+	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
+		data = data[:i+1]
+	}
+	_, samples, err := predictor.ReadSamples(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, err
+	}
+	count := map[string]int{}
+	for _, s := range samples {
+		count[s.Run]++
+	}
+	var partial []string
+	for run, n := range count {
+		members, err := predictor.ParseRunKey(run)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n != len(members) {
+			partial = append(partial, run)
+		}
+	}
+	if len(partial) == 0 {
+		return samples, data, nil
+	}
+	var kept []predictor.Sample
+	lines := strings.SplitAfter(string(data), "\n")
+	var out strings.Builder
+	for _, l := range lines {
+		run, _, _ := strings.Cut(l, ",")
+		if !strings.HasPrefix(l, "#") && slices.Contains(partial, run) {
+			continue
+		}
+		out.WriteString(l)
+	}
+	for _, s := range samples {
+		if !slices.Contains(partial, s.Run) {
+			kept = append(kept, s)
+		}
+	}
+	return kept, []byte(out.String()), nil
 }
 
 // group is the processes of one run, being prepared.
@@ -221,6 +287,11 @@ func startProc(ctx context.Context, cfg Config, m predictor.Member) (*proc, erro
 	cmd := exec.CommandContext(ctx, cfg.Python, cfg.Script, "--job", m.Job, "--wait-go",
 		"--warmup", fmt.Sprint(cfg.Warmup.Seconds()), "--seconds", fmt.Sprint(cfg.Measure.Seconds()))
 	cmd.Env = append(os.Environ(), cfg.ClientEnv(m.Percent)...)
+	// Its own process group, killed whole: a helper process of the
+	// workload must not keep the run (or its output pipes) alive.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Job, err)
@@ -273,7 +344,7 @@ func (g *group) kill() {
 	for _, p := range g.procs {
 		p.stdin.Close()
 		if p.cmd.Process != nil {
-			p.cmd.Process.Kill()
+			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		p.cmd.Wait()
 	}
@@ -289,10 +360,17 @@ func execute(ctx context.Context, cfg Config, g *group, utils map[string]predict
 	}
 	g.ready <- nil
 	defer g.kill()
+	if err := send(g, "go"); err != nil {
+		return nil, err
+	}
+	// Every process warms up, then all measure the same window.
 	for _, p := range g.procs {
-		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.member.Job, err)
+		if err := p.expect("warm", cfg.Timeout); err != nil {
+			return nil, err
 		}
+	}
+	if err := send(g, "measure"); err != nil {
+		return nil, err
 	}
 	for _, p := range g.procs {
 		if err := p.expect("measuring", cfg.Timeout); err != nil {
@@ -300,6 +378,18 @@ func execute(ctx context.Context, cfg Config, g *group, utils map[string]predict
 		}
 	}
 	if err := cfg.Meter.Start(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-time.After(cfg.Measure):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	runUtil, merr := cfg.Meter.Stop()
+	if merr != nil {
+		return nil, merr
+	}
+	if err := send(g, "stop"); err != nil {
 		return nil, err
 	}
 	results := make([]result, len(g.procs))
@@ -322,26 +412,37 @@ func execute(ctx context.Context, cfg Config, g *group, utils map[string]predict
 		}()
 	}
 	wg.Wait()
-	runUtil, merr := cfg.Meter.Stop()
-	if err := errors.Join(append(errs, merr)...); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return samples(cfg, g.run, results, runUtil, utils)
+}
+
+// send writes a control line to every process of a group.
+func send(g *group, line string) error {
+	for _, p := range g.procs {
+		if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+			return fmt.Errorf("%s: %w", p.member.Job, err)
+		}
+	}
+	return nil
 }
 
 // samples turns a run's results into one sample per job. An alone run's
 // GPU utilisation becomes that job's features at that percentage.
 func samples(cfg Config, run predictor.Run, results []result, runUtil predictor.Util, utils map[string]predictor.Util) ([]predictor.Sample, error) {
 	key := run.Key()
+	for i, m := range run {
+		if r := results[i]; r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 {
+			return nil, fmt.Errorf("%s@%d: bad result %+v", m.Job, m.Percent, r)
+		}
+	}
 	if len(run) == 1 {
-		utils[key] = runUtil
+		utils[key] = runUtil // a valid alone run gives the job's features
 	}
 	var out []predictor.Sample
 	for i, m := range run {
 		r := results[i]
-		if r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 {
-			return nil, fmt.Errorf("%s@%d: bad result %+v", m.Job, m.Percent, r)
-		}
 		jobUtil, ok := utils[predictor.Run{{Job: m.Job, Percent: 100}}.Key()]
 		if !ok {
 			return nil, fmt.Errorf("%s: no alone run at 100 %% yet (its features)", m.Job)

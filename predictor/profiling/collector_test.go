@@ -5,19 +5,24 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mmkgpu/mmk/predictor"
 )
 
-// fakeWorkload speaks workload.py's protocol without a GPU: its speed is
-// its MPS percentage. A job named boom_* dies before it is ready.
+// fakeWorkload speaks workload.py's protocol (ready, go, warm, measure,
+// measuring, stop, result) without a GPU: its speed is its MPS
+// percentage. A job named boom_* dies before it is ready.
 const fakeWorkload = `job=$2
 case $job in boom_*) echo "no such model" >&2; exit 3;; esac
 echo ready
 read line || exit 0
+echo warm
+read line || exit 0
 echo measuring
+read line || exit 0
 pct=${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:-100}
 echo "{\"job\":\"$job\",\"batch\":8,\"iters\":10,\"items_per_s\":$pct,\"iter_ms_p50\":$((1000 / pct))}"
 `
@@ -94,5 +99,35 @@ func TestCollectResumesAndSkipsFailures(t *testing.T) {
 		if s.CoRunners > 0 && s.CoUtil.DRAM != 2*float64(s.CoRunners) {
 			t.Fatalf("%s in %s: co-runner features %v", s.Job, s.Run, s.CoUtil)
 		}
+	}
+}
+
+func TestCollectDropsAnUnfinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	runs, err := predictor.Plan(predictor.PlanSpec{Jobs: []string{"a_infer", "b_train"}, AlonePercents: []int{100}, Pairs: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := campaign(t, dir, runs); err != nil || res.Done != 3 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	// A crash in the middle of the pair's second line: the pair's first
+	// row stands whole, its second is torn.
+	path := filepath.Join(dir, "samples.csv")
+	data, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(data), "\n")
+	torn := strings.Join(lines[:len(lines)-2], "") + lines[len(lines)-2][:10]
+	if err := os.WriteFile(path, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := campaign(t, dir, runs)
+	if err != nil || res.AlreadyDone != 2 || res.Done != 1 {
+		t.Fatalf("after the crash: %+v, %v", res, err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	_, samples, err := predictor.ReadSamples(f)
+	if err != nil || len(samples) != 4 {
+		t.Fatalf("%d samples, %v; want 4 (2 alone, 2 of the pair)", len(samples), err)
 	}
 }
