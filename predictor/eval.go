@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -88,23 +89,13 @@ func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
 		e.RelError += rel
 		e.AbsError += norm
 	}
-	cos := make([]int, 0, len(byCo))
-	for co := range byCo {
-		cos = append(cos, co)
-	}
-	slices.Sort(cos)
-	for _, co := range cos {
+	for _, co := range slices.Sorted(maps.Keys(byCo)) {
 		e := byCo[co]
 		ev.PerCoRunner = append(ev.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
 	}
 	n := float64(len(samples))
 	ev.Overall = Errors{N: len(samples), RelError: relSum / n, AbsError: normSum / n}
-	jobs := make([]string, 0, len(per))
-	for j := range per {
-		jobs = append(jobs, j)
-	}
-	slices.Sort(jobs)
-	for _, j := range jobs {
+	for _, j := range slices.Sorted(maps.Keys(per)) {
 		a := per[j]
 		ev.PerJob = append(ev.PerJob, JobErrors{Job: j, Kind: KindOf(j), Errors: Errors{
 			N: int(a.n), RelError: a.rel / a.n, AbsError: a.abs / a.target, MAE: a.abs / a.n,

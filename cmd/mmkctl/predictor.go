@@ -60,6 +60,18 @@ func (f *forestFlags) add(cmd *cobra.Command) {
 	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "random seed")
 }
 
+// samplesAndConfig reads the --data samples and makes the forest's
+// configuration for their features.
+func (f *forestFlags) samplesAndConfig(data string) (predictor.Header, []predictor.Sample, predictor.ForestConfig, error) {
+	h, samples, err := readSamplesFile("data", data)
+	if err != nil {
+		return nil, nil, predictor.ForestConfig{}, err
+	}
+	schema := predictor.SchemaOf(samples)
+	cfg, err := f.config(len(schema.Features()))
+	return h, samples, cfg, err
+}
+
 func (f *forestFlags) config(features int) (predictor.ForestConfig, error) {
 	switch {
 	case f.trees < 1:
@@ -87,15 +99,11 @@ func newPredictorTrainCommand(a *app) *cobra.Command {
 		Short: "Train a model on profiling samples",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, samples, err := readSamplesFile("data", data)
+			h, samples, cfg, err := ff.samplesAndConfig(data)
 			if err != nil {
 				return err
 			}
 			schema := predictor.SchemaOf(samples)
-			cfg, err := ff.config(len(schema.Features()))
-			if err != nil {
-				return err
-			}
 			m, err := predictor.Train(modelKind(kind), samples, cfg)
 			if err != nil {
 				return err
@@ -185,12 +193,7 @@ func newPredictorCompareCommand(a *app) *cobra.Command {
 			if !(test > 0 && test < 1) {
 				return fmt.Errorf("flag --test: %v is not a fraction in (0, 1)", test)
 			}
-			_, samples, err := readSamplesFile("data", data)
-			if err != nil {
-				return err
-			}
-			schema := predictor.SchemaOf(samples)
-			cfg, err := ff.config(len(schema.Features()))
+			_, samples, cfg, err := ff.samplesAndConfig(data)
 			if err != nil {
 				return err
 			}
