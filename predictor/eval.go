@@ -104,14 +104,23 @@ func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
 	return ev, nil
 }
 
-// Split shuffles samples with the seed and splits off the last fraction
-// test as the test set (MMK: 80/20).
+// Split shuffles samples with the seed and splits off the fraction test
+// of them as the test set (MMK: 80/20). Profile samples (IsProfile: each
+// job alone at 100 %) are inputs of every prediction, so they always stay
+// in the training set and the fraction is taken of the others.
 func Split(samples []Sample, test float64, seed uint64) (train, held []Sample) {
-	s := slices.Clone(samples)
+	var s []Sample
+	for _, smp := range samples {
+		if IsProfile(smp) {
+			train = append(train, smp)
+		} else {
+			s = append(s, smp)
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x73706c6974))
 	rng.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 	k := int(math.Round(float64(len(s)) * (1 - test)))
-	return s[:k], s[k:]
+	return append(train, s[:k]...), s[k:]
 }
 
 // Comparison is one model kind's errors on the held-out samples.

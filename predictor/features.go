@@ -26,13 +26,17 @@ func InputOf(s Sample) Input {
 
 // Schema is the feature layout of a model: one column per job type
 // (one-hot), then the numeric features. The target is the natural log of
-// the job's latency (online) or throughput (offline), so that one model
-// serves jobs whose targets differ by orders of magnitude.
+// the job's latency (online) or throughput (offline) relative to the same
+// job alone at 100 % (Base, part of the job's profile like its
+// utilisation): one model serves jobs whose targets differ by orders of
+// magnitude, and learns how MPS shares and co-runners change them.
 type Schema struct {
-	Jobs     []string `json:"jobs"`
-	Numeric  []string `json:"numeric"`
-	Target   string   `json:"target"`
-	Kinds    []Kind   `json:"kinds"`
+	Jobs    []string `json:"jobs"`
+	Numeric []string `json:"numeric"`
+	Target  string   `json:"target"`
+	Kinds   []Kind   `json:"kinds"`
+	// Base is, per job type, the log of its target alone at 100 %.
+	Base     map[string]float64 `json:"base_log_target"`
 	features []string
 }
 
@@ -44,7 +48,23 @@ var numericFeatures = []string{
 }
 
 // targetLog names the target transform.
-const targetLog = "log(iter_ms) for online jobs, log(items_per_s) for offline jobs"
+const targetLog = "log(target / target alone at 100 %); target = iter_ms for online jobs, items_per_s for offline jobs"
+
+// IsProfile reports whether a sample is part of its job's profile: the
+// job alone at 100 %, which gives its utilisation features and the base
+// of its target. Profile samples are always trained on, never tested.
+func IsProfile(s Sample) bool { return s.CoRunners == 0 && s.MPSPercent == 100 }
+
+// Bases are the log targets of the profile samples, by job type.
+func Bases(samples []Sample) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range samples {
+		if IsProfile(s) {
+			out[s.Job] = math.Log(s.Target())
+		}
+	}
+	return out
+}
 
 // NewSchema is the schema for these job types (sorted, deduplicated).
 func NewSchema(jobs []string) Schema {
@@ -113,7 +133,8 @@ func (s *Schema) Vector(in Input) ([]float64, error) {
 	return v, nil
 }
 
-// Matrix is the feature rows and log targets of samples.
+// Matrix is the feature rows and targets (log, relative to the job's
+// base) of samples.
 func (s *Schema) Matrix(samples []Sample) ([][]float64, []float64, error) {
 	x := make([][]float64, len(samples))
 	y := make([]float64, len(samples))
@@ -122,7 +143,7 @@ func (s *Schema) Matrix(samples []Sample) ([][]float64, []float64, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("sample %d (run %s): %w", i, smp.Run, err)
 		}
-		x[i], y[i] = v, math.Log(smp.Target())
+		x[i], y[i] = v, math.Log(smp.Target())-s.Base[smp.Job]
 	}
 	return x, y, nil
 }

@@ -68,6 +68,12 @@ func Train(kind string, samples []Sample, cfg ForestConfig) (*Model, error) {
 		return nil, errors.New("train: no samples")
 	}
 	schema := SchemaOf(samples)
+	schema.Base = Bases(samples)
+	for _, j := range schema.Jobs {
+		if _, ok := schema.Base[j]; !ok {
+			return nil, fmt.Errorf("train: job type %s has no run alone at 100 %% (its profile)", j)
+		}
+	}
 	x, y, err := schema.Matrix(samples)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -101,7 +107,7 @@ func (m *Model) Predict(in Input) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return math.Exp(m.reg().Predict(v)), nil
+	return math.Exp(m.reg().Predict(v) + m.Schema.Base[in.Job]), nil
 }
 
 // Save writes the model as JSON, atomically.
@@ -151,6 +157,11 @@ func ReadModel(r io.Reader) (*Model, error) {
 	want := NewSchema(m.Schema.Jobs)
 	if err := m.Schema.Check(want); err != nil {
 		return nil, err
+	}
+	for _, j := range m.Schema.Jobs {
+		if b, ok := m.Schema.Base[j]; !ok || math.IsNaN(b) || math.IsInf(b, 0) {
+			return nil, fmt.Errorf("schema.base_log_target: job type %s has no finite base", j)
+		}
 	}
 	nf := len(m.Schema.Features())
 	switch m.Kind {

@@ -36,9 +36,21 @@ func synthSamples(n int, seed uint64) []Sample {
 }
 
 func TestTrainEvaluateCompare(t *testing.T) {
-	train, test := Split(synthSamples(600, 1), 0.2, 1)
-	if len(train) != 480 || len(test) != 120 {
-		t.Fatalf("split %d/%d, want 480/120", len(train), len(test))
+	all := synthSamples(600, 1)
+	train, test := Split(all, 0.2, 1)
+	profiles := 0
+	for _, s := range all {
+		if IsProfile(s) {
+			profiles++
+		}
+	}
+	if len(train)+len(test) != 600 || len(test) != int(math.Round(0.2*float64(600-profiles))) {
+		t.Fatalf("split %d/%d with %d profile samples", len(train), len(test), profiles)
+	}
+	for _, s := range test {
+		if IsProfile(s) {
+			t.Fatalf("profile sample %+v in the test set", s)
+		}
 	}
 	schema := SchemaOf(train)
 	cmp, err := Compare(train, test, DefaultForest(len(schema.Features())))
@@ -48,7 +60,7 @@ func TestTrainEvaluateCompare(t *testing.T) {
 	byName := map[string]Comparison{}
 	for _, c := range cmp {
 		byName[c.Model] = c
-		if c.N != 120 || len(c.PerJob) != 4 {
+		if c.N != len(test) || len(c.PerJob) != 4 {
 			t.Fatalf("%s: %+v", c.Model, c)
 		}
 	}
