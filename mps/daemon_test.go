@@ -9,17 +9,22 @@ import (
 	"testing"
 )
 
-// fakeControl stands in for nvidia-cuda-mps-control: -d records that the
-// daemon runs (in its pipe directory, as the real one does); commands on
-// stdin answer only while it runs; quit stops it.
+// fakeControl stands in for nvidia-cuda-mps-control and speaks its
+// protocol: -d starts the daemon (a file in its pipe directory marks it
+// running); commands on stdin answer only while it runs; quit stops it;
+// the default percentage and pinned-memory limit are remembered.
 const fakeControl = `#!/bin/sh
 state="$CUDA_MPS_PIPE_DIRECTORY/running"
 if [ "$1" = "-d" ]; then touch "$state"; echo "started" >> "$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
 read cmd
 [ -f "$state" ] || { echo "Cannot find MPS control daemon process" >&2; exit 1; }
-case "$cmd" in
+set -- $cmd
+case "$1" in
 get_server_list) echo 4242 ;;
 quit) rm "$state" ;;
+set_default_active_thread_percentage) echo "$2" > "$CUDA_MPS_PIPE_DIRECTORY/percent"; echo "$2" ;;
+get_default_active_thread_percentage) cat "$CUDA_MPS_PIPE_DIRECTORY/percent" 2>/dev/null || echo 100 ;;
+set_default_device_pinned_mem_limit) echo "$2 $3" > "$CUDA_MPS_PIPE_DIRECTORY/pinned" ;;
 *) echo "unknown command $cmd" >&2; exit 1 ;;
 esac
 `
@@ -58,5 +63,84 @@ func TestDaemonLifecycle(t *testing.T) {
 	}
 	if err := (&Daemon{}).Start(ctx); err == nil {
 		t.Error("a daemon without directories started")
+	}
+}
+
+func writeFake(t *testing.T) string {
+	t.Helper()
+	ctl := filepath.Join(t.TempDir(), "control")
+	if err := os.WriteFile(ctl, []byte(fakeControl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ctl
+}
+
+func TestManagerEnsureRestartsACrashedDaemon(t *testing.T) {
+	root := t.TempDir()
+	m, err := NewManager(Options{Root: root, Control: writeFake(t), DefaultPercent: 40, PinnedMemLimit: "2G"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	inst := Instance{Key: "gpu0", Device: "GPU-1234"}
+	d, err := m.Ensure(ctx, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := m.Ensure(ctx, inst); err != nil || again != d {
+		t.Fatalf("a running daemon was not reused: %v", err)
+	}
+	if out, err := d.Command(ctx, "get_default_active_thread_percentage"); err != nil || out != "40" {
+		t.Fatalf("default percentage %q, %v; want 40", out, err)
+	}
+	if pinned, _ := os.ReadFile(filepath.Join(d.PipeDir, "pinned")); strings.TrimSpace(string(pinned)) != "0 2G" {
+		t.Fatalf("pinned memory limit %q", pinned)
+	}
+	// The daemon dies: health fails, Ensure starts a new one.
+	os.Remove(filepath.Join(d.PipeDir, "running"))
+	if err := m.Health(ctx, "gpu0"); err == nil {
+		t.Fatal("a dead daemon is healthy")
+	}
+	if _, err := m.Ensure(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Health(ctx, "gpu0"); err != nil {
+		t.Fatal(err)
+	}
+	log, err := d.ControlLog()
+	if err != nil || strings.Count(log, "started") != 2 {
+		t.Fatalf("control log %q, %v: want two starts", log, err)
+	}
+	env, err := m.ClientEnv("gpu0", 30)
+	if err != nil || !slices.Contains(env, "CUDA_VISIBLE_DEVICES=GPU-1234") || !slices.Contains(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30") {
+		t.Fatalf("client env %v, %v", env, err)
+	}
+	if _, err := m.Ensure(ctx, Instance{Key: "gpu1", Device: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Keys(); !slices.Equal(got, []string{"gpu0", "gpu1"}) {
+		t.Fatalf("keys %v", got)
+	}
+	if err := m.QuitAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Keys()) != 0 || m.Health(ctx, "gpu0") == nil {
+		t.Fatal("daemons left after QuitAll")
+	}
+}
+
+func TestManagerRejectsBadInput(t *testing.T) {
+	if _, err := NewManager(Options{}); err == nil {
+		t.Error("a manager without a root directory")
+	}
+	if _, err := NewManager(Options{Root: "x", DefaultPercent: 101}); err == nil || !strings.Contains(err.Error(), "101") {
+		t.Errorf("default percentage 101: %v", err)
+	}
+	m, _ := NewManager(Options{Root: t.TempDir(), Control: writeFake(t)})
+	if _, err := m.Ensure(context.Background(), Instance{Key: "../etc", Device: "0"}); err == nil || !strings.Contains(err.Error(), `instance key "../etc"`) {
+		t.Errorf("bad key: %v", err)
+	}
+	if _, err := m.ClientEnv("gpu9", 50); err == nil || !strings.Contains(err.Error(), `no daemon for instance "gpu9"`) {
+		t.Errorf("unknown instance: %v", err)
 	}
 }
