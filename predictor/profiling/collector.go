@@ -89,15 +89,15 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	defer f.Close()
 
 	var res Result
-	var todo []predictor.Run
+	var remaining []predictor.Run
 	for _, r := range cfg.Runs {
 		if done[r.Key()] {
 			res.AlreadyDone++
 		} else {
-			todo = append(todo, r)
+			remaining = append(remaining, r)
 		}
 	}
-	fmt.Fprintf(cfg.Log, "profile: %d runs, %d already in %s, %d to do\n", len(cfg.Runs), res.AlreadyDone, cfg.Out, len(todo))
+	fmt.Fprintf(cfg.Log, "profile: %d runs, %d already in %s, %d to do\n", len(cfg.Runs), res.AlreadyDone, cfg.Out, len(remaining))
 	start := time.Now()
 	var next *group
 	defer func() {
@@ -105,9 +105,9 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			next.kill()
 		}
 	}()
-	for i, run := range todo {
+	for i, run := range remaining {
 		if ctx.Err() != nil || (!cfg.Deadline.IsZero() && time.Now().After(cfg.Deadline)) {
-			res.Left = len(todo) - i
+			res.Left = len(remaining) - i
 			break
 		}
 		cur := next
@@ -115,8 +115,8 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			cur = prepare(ctx, cfg, run)
 		}
 		next = nil
-		if i+1 < len(todo) {
-			next = prepare(ctx, cfg, todo[i+1])
+		if i+1 < len(remaining) {
+			next = prepare(ctx, cfg, remaining[i+1])
 		}
 		samples, err := execute(ctx, cfg, cur, utils)
 		if err != nil {
@@ -138,8 +138,8 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.Done++
 		el := time.Since(start)
-		eta := time.Duration(float64(el) / float64(i+1) * float64(len(todo)-i-1))
-		fmt.Fprintf(cfg.Log, "profile: [%d/%d] %s %s (elapsed %s, about %s left)\n", i+1, len(todo), run.Key(), describe(samples), el.Round(time.Second), eta.Round(time.Second))
+		eta := time.Duration(float64(el) / float64(i+1) * float64(len(remaining)-i-1))
+		fmt.Fprintf(cfg.Log, "profile: [%d/%d] %s %s (elapsed %s, about %s left)\n", i+1, len(remaining), run.Key(), describe(samples), el.Round(time.Second), eta.Round(time.Second))
 	}
 	return res, ctx.Err()
 }
