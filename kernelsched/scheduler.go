@@ -154,7 +154,6 @@ func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
 	r := t.out[i]
 	t.out = append(t.out[:i], t.out[i+1:]...)
 	s.nout--
-	t.completed++
 	s.used.sms -= r.sms
 	s.used.smem -= r.smem
 	s.used.bw -= r.bw
@@ -213,7 +212,6 @@ func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
 	r := released{seq: l.Seq, sms: l.SMs, smem: l.SharedMemTotal, bw: l.BandwidthGBs, est: l.Est}
 	t.out = append(t.out, r)
 	s.nout++
-	t.released++
 	t.position++
 	s.used.sms += r.sms
 	s.used.smem += r.smem
@@ -231,14 +229,6 @@ func (s *Scheduler) dequeue(t *Task) {
 		}
 	}
 }
-
-// Waiting returns the tasks of priority p with held launches, in the
-// order they started waiting.
-func (s *Scheduler) Waiting(p int) []*Task { return s.queues[p] }
-
-// PredictedEnd is when all released work would end if kernels ran one
-// after another, as predicted by the profiles.
-func (s *Scheduler) PredictedEnd() time.Duration { return s.predEnd }
 
 // Fits is the contention check: whether launch l of task t fits, in SMs,
 // shared memory and bandwidth, what the released, unfinished kernels of

@@ -111,8 +111,7 @@ type Task struct {
 	callUntil time.Duration // latest predicted time of the next launch call
 	windowEnd time.Duration // end of the gap fikit may fill (closed on arrival)
 
-	released, completed uint64
-	position            int // kernels released in the current run (hpf's remaining time)
+	position int // kernels released in the current run (hpf's remaining time)
 }
 
 // Pending is the number of held launches.
@@ -149,10 +148,6 @@ func (t *Task) wakeAt(now time.Duration) time.Duration {
 	}
 	return t.idleAt()
 }
-
-// Released and Completed count the task's kernels.
-func (t *Task) Released() uint64  { return t.released }
-func (t *Task) Completed() uint64 { return t.completed }
 
 // Remaining predicts how long the task's current run still needs, from
 // its profile's mean run span and the kernels released since the run

@@ -34,7 +34,6 @@ type Schema struct {
 	Jobs    []string `json:"jobs"`
 	Numeric []string `json:"numeric"`
 	Target  string   `json:"target"`
-	Kinds   []Kind   `json:"kinds"`
 	// Base is, per job type, the log of its target alone at 100 %.
 	Base     map[string]float64 `json:"base_log_target"`
 	features []string
@@ -72,9 +71,6 @@ func NewSchema(jobs []string) Schema {
 	slices.Sort(jobs)
 	jobs = slices.Compact(jobs)
 	s := Schema{Jobs: jobs, Numeric: slices.Clone(numericFeatures), Target: targetLog}
-	for _, j := range jobs {
-		s.Kinds = append(s.Kinds, KindOf(j))
-	}
 	return s
 }
 
