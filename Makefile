@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build tools test bench lint fuzz results results-kernelsched results-predictor run clean
+.PHONY: all build tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
@@ -43,10 +43,17 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadKernelTrace -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzReadSamples -fuzztime $(FUZZTIME) ./predictor
+	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
 
 ## results: regenerate docs/results (simulations and the predictor's comparison; a few minutes)
 PROFILES ?= data/profiles/h200-2026-11-22.csv
-results: results-kernelsched results-predictor
+results: results-kernelsched results-predictor results-partition
+## results-partition: the job-level policies on testbed, large and openb (needs ../shared/cluster-traces)
+results-partition:
+	$(GO) run ./bench/partition -o docs/results/partition.md
+## kernel-effects: re-measure the kernel scheduler's effect table the job simulator uses
+kernel-effects:
+	$(GO) run ./bench/kerneleffects -o trace/data/kernel-effects.json
 results-kernelsched:
 	$(GO) run ./bench/kernelsched -o docs/results/kernelsched.md
 results-predictor: build

@@ -21,3 +21,46 @@
 // are in use, and each profile has a maximum instance count. Placements are
 // counted in memory slices, as NVML's nvmlGpuInstancePlacement_t does.
 package partitioner
+
+// # Algorithm 1 (hybrid MIG + MPS partitioning)
+//
+// [Decide] is MMK's Algorithm 1 with MPSConfig, as a pure function of the
+// current placements, the waiting jobs and an [Estimator] (MMK's stp).
+// Where the paper is silent, mmk chooses as follows.
+//
+//   - Speeds add up. The estimator returns each job's speed relative to
+//     the job alone on the whole GPU (throughput ratio offline, inverse
+//     latency ratio online), so that online and offline jobs can be summed
+//     into one system throughput.
+//   - Greedy placement. Jobs are taken largest memory first. Each goes to
+//     the instance, on any GPU, where it raises the predicted total most,
+//     among those with the memory left and an SM share left for it. A job
+//     no instance can take waits, and waiting jobs keep their arrival
+//     order.
+//   - MPSConfig. A job's demand is the smallest percentage (10, 20, ...)
+//     at which it reaches 95 % of its speed at 100 %. Jobs are ordered
+//     online first, then by speed per share at their demand. Each gets its
+//     demand while the instance's 100 % lasts. What is left goes, 10 % at
+//     a time, to the job whose speed it raises most. Running online jobs
+//     keep their percentage and get no leftovers. Percentages never sum
+//     above 100.
+//   - Re-sharing costs a restart. MPS fixes a client's percentage when its
+//     context starts, so changing a running job's percentage restarts it.
+//     An instance is re-shared after jobs leave only when that raises its
+//     predicted total by Options.MinGain (default 5 %).
+//   - MIG. Only on a GPU where no online job runs does the search try
+//     every maximal layout of the model. A layout is maximal when no
+//     instance can be added. A non-maximal layout leaves slices idle that
+//     a maximal one containing it could use. Each candidate gets the same
+//     greedy placement of the GPU's jobs plus the waiting ones, and must
+//     keep a place for every job already on the GPU. It is adopted when
+//     its predicted total beats the current one by MinGain.
+//   - Output. The [Plan] gives every GPU's layout and placements, the
+//     jobs still waiting, and per GPU the [Reconfiguration] from
+//     [PlanReconfiguration], the jobs to restart (instance destroyed or
+//     changed, or percentage changed) and the jobs to start.
+//
+// Options also express the baselines the simulator compares against. With
+// MIGUnderOnline, MIG changes under online jobs too (MIGER-like).
+// MaxJobsPerInstance 1 gives MIG only (MISO-like). ArrivalOrder gives first
+// come, first served.

@@ -7,6 +7,8 @@ import "fmt"
 type Profile struct {
 	Job   string
 	Alone map[int]Util
+	// SMs is the instance size the job was profiled on.
+	SMs int
 }
 
 // CoRunner is another job in the same partition, at its MPS percentage.
@@ -53,7 +55,7 @@ func Profiles(samples []Sample) map[string]Profile {
 		}
 		p, ok := out[s.Job]
 		if !ok {
-			p = Profile{Job: s.Job, Alone: map[int]Util{}}
+			p = Profile{Job: s.Job, Alone: map[int]Util{}, SMs: s.SMs}
 			out[s.Job] = p
 		}
 		p.Alone[s.MPSPercent] = s.RunUtil

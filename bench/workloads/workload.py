@@ -9,13 +9,15 @@ After its warm-up it prints "warm" and waits for "measure"; it then
 measures until "stop" arrives, so that co-located jobs measure the same
 window. Without --wait-go it measures --seconds after its warm-up. At the
 end it prints one JSON line: {"job", "batch", "iters", "items_per_s",
-"iter_ms_p50"}.
+"iter_ms_p50", "first_iter_s", "peak_reserved_mib", "device_used_mib"}.
 """
 import argparse
 import json
 import sys
 import threading
 import time
+
+T0 = time.perf_counter()
 
 import torch
 import torchvision
@@ -105,9 +107,12 @@ def main():
                 model(*x)
 
     end = time.perf_counter() + args.warmup
+    first_iter_s = None
     while True:
         step()
         torch.cuda.synchronize()
+        if first_iter_s is None:
+            first_iter_s = time.perf_counter() - T0
         if time.perf_counter() >= end:
             break
     stop = threading.Event()
@@ -141,10 +146,17 @@ def main():
         times.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
     times.sort()
+    free, whole = torch.cuda.mem_get_info()
     print(json.dumps({
         "job": args.job, "batch": batch, "iters": len(times),
         "items_per_s": round(len(times) * batch / total, 3),
         "iter_ms_p50": round(times[len(times) // 2] * 1e3, 3),
+        # Start-up to the first finished iteration (imports, model build,
+        # CUDA context, first step), and device memory in use at the end
+        # (CUDA context included: exact when the job runs alone).
+        "first_iter_s": round(first_iter_s, 3),
+        "peak_reserved_mib": torch.cuda.max_memory_reserved() // 2**20,
+        "device_used_mib": (whole - free) // 2**20,
     }), flush=True)
 
 

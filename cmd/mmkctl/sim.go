@@ -18,7 +18,7 @@ func newSimCommand(a *app) *cobra.Command {
 		Use:   "sim",
 		Short: "Simulate scheduling on real traces",
 	}
-	cmd.AddCommand(newSimKernelsCommand(a))
+	cmd.AddCommand(newSimKernelsCommand(a), newSimJobsCommand(a))
 	return cmd
 }
 

@@ -61,3 +61,43 @@ func TestSimKernelsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSimJobs(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "cdf.svg")
+	out, err := mmkctl(t, "sim", "jobs", "--workload", "testbed", "--gpus", "2", "--policy", "default,mmk", "-o", "json", "--plot", svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(got.Results) != 2 || got.Results[1]["policy"] != "mmk" || got.Results[1]["workload"] != "testbed" {
+		t.Fatalf("results: %s", out)
+	}
+	for _, key := range []string{"avg_jct_s", "makespan_s", "stp", "reconfigs"} {
+		if v, ok := got.Results[1][key].(float64); !ok || (key != "reconfigs" && v <= 0) {
+			t.Errorf("result %q = %v", key, got.Results[1][key])
+		}
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil || strings.Count(string(data), "<polyline") != 2 {
+		t.Fatalf("plot: %v, %d bytes", err, len(data))
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "fair"}, `flag --policy: "fair"`},
+		{[]string{"--gpus", "0"}, "flag --gpus: 0"},
+		{[]string{"--gpu-model", "V100"}, "flag --gpu-model"},
+		{[]string{"--workload", "openb:x"}, "flag --workload"},
+	} {
+		_, err := mmkctl(t, append([]string{"sim", "jobs"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

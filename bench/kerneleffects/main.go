@@ -1,0 +1,71 @@
+// Command kerneleffects regenerates trace/data/kernel-effects.json: for
+// every pair of an online and an offline built-in trace, what MMK's kernel
+// policy does to both when they share an instance under MPS, measured in
+// the kernel-level simulator (trace.MeasureKernelEffect). The job-level
+// simulator reads the table for its MMK policy.
+//
+//	go run ./bench/kerneleffects -o trace/data/kernel-effects.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/trace"
+)
+
+func main() {
+	out := flag.String("o", "trace/data/kernel-effects.json", "output file")
+	policy := flag.String("policy", "fikit+mmk", "kernel policy")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	if err := run(*out, *policy, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "kerneleffects:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, policy string, seed uint64) error {
+	var pairs [][2]string
+	for _, on := range trace.JobTraceOnline() {
+		for _, off := range trace.JobTraceOffline() {
+			pairs = append(pairs, [2]string{on, off})
+		}
+	}
+	effects := make([]trace.KernelEffect, len(pairs))
+	errs := make([]error, len(pairs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for i, p := range pairs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			effects[i], errs[i] = trace.MeasureKernelEffect(p[0], p[1], policy, seed)
+			mu.Lock()
+			done++
+			fmt.Fprintf(os.Stderr, "\r%d/%d pairs", done, len(pairs))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintln(os.Stderr)
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(effects, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(out, append(b, '\n'))
+}

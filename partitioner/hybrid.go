@@ -1,0 +1,446 @@
+package partitioner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Job is what the hybrid partition algorithm knows of a job.
+type Job struct {
+	// ID names the job uniquely.
+	ID string `json:"id"`
+	// Type is the workload type the estimator knows the job by, e.g.
+	// "resnet50_train".
+	Type string `json:"type"`
+	// Online marks latency-critical jobs: their MPS share is kept while
+	// they run and, under MMK's rule, MIG is not changed under them.
+	Online bool `json:"online"`
+	// MemoryMiB is the job's device memory, CUDA context included.
+	MemoryMiB int64 `json:"memoryMiB"`
+}
+
+// Share is a job at an MPS active-thread percentage: a co-runner.
+type Share struct {
+	Job     Job
+	Percent int
+}
+
+// Estimator is MMK's stp: a job's speed in a GPU instance of sms SMs (on a
+// GPU of gpuSMs SMs) at an MPS percentage, next to co-runners in the same
+// instance. Speed is relative to the job alone on the whole GPU at 100 %:
+// throughput ratio for offline jobs, inverse latency ratio for online jobs,
+// so that speeds of different jobs add up to a system throughput.
+type Estimator interface {
+	Speed(job Job, sms, gpuSMs, percent int, co []Share) (float64, error)
+}
+
+// Placed is a job in a GPU instance at an MPS percentage.
+type Placed struct {
+	Job Job `json:"job"`
+	// Instance indexes the GPU's Layout.Instances.
+	Instance int `json:"instance"`
+	// Percent is the job's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, 10..100.
+	Percent int `json:"percent"`
+	// Speed is the estimator's speed for the job where it is placed.
+	Speed float64 `json:"speed"`
+}
+
+// GPUPlan is one GPU's layout and the jobs in its instances. A GPU with
+// MIG disabled is a layout of one instance of the whole-GPU profile.
+type GPUPlan struct {
+	Layout Layout   `json:"layout"`
+	Jobs   []Placed `json:"jobs"`
+}
+
+// Total is the sum of the GPU's predicted job speeds.
+func (g GPUPlan) Total() float64 {
+	t := 0.0
+	for _, p := range g.Jobs {
+		t += p.Speed
+	}
+	return t
+}
+
+// Request is the input of one decision: what runs where now, and the jobs
+// waiting to be placed (new arrivals and earlier ones that did not fit), in
+// arrival order. Finished jobs are already gone from GPUs.
+type Request struct {
+	GPUs    []GPUPlan
+	Pending []Job
+}
+
+// Options tune a decision. The zero value is MMK's rule with defaults.
+type Options struct {
+	// Profiles restricts the layout search (nil: the model's defaults).
+	Profiles []string
+	// MinGain is the relative rise in a GPU's total predicted speed that
+	// a MIG or MPS change of running jobs must bring, since it restarts
+	// them (default 0.05).
+	MinGain float64
+	// FixedMIG never changes a GPU's layout (mig.manage off).
+	FixedMIG bool
+	// MIGUnderOnline allows MIG changes on a GPU where an online job runs
+	// (MIGER-like); MMK never does this.
+	MIGUnderOnline bool
+	// FixOnlinePercent keeps running online jobs' percentages (MMK's QoS
+	// rule); without it every running job may be re-shared.
+	FixOnlinePercent bool
+	// MaxJobsPerInstance caps the jobs an instance holds (0: no cap; 1:
+	// MIG only, MISO-like).
+	MaxJobsPerInstance int
+	// ArrivalOrder places pending jobs first come, first served instead
+	// of largest memory first.
+	ArrivalOrder bool
+}
+
+// DefaultMinGain is Options.MinGain when unset.
+const DefaultMinGain = 0.05
+
+// GPUChange is how one GPU moves to its planned state.
+type GPUChange struct {
+	GPU int `json:"gpu"`
+	// MIG is the reconfiguration of the GPU's instances; nil when the
+	// layout stays.
+	MIG *Reconfiguration `json:"mig,omitempty"`
+	// Restart lists the running jobs that must stop and start again:
+	// their instance is destroyed or changes, or their MPS percentage
+	// changes (MPS fixes a client's percentage when its context starts).
+	Restart []string `json:"restart,omitempty"`
+	// Start lists the pending jobs this plan places.
+	Start []string `json:"start,omitempty"`
+}
+
+// Plan is a decision: every GPU's target state, the jobs left waiting, and
+// the changes that lead there.
+type Plan struct {
+	GPUs    []GPUPlan   `json:"gpus"`
+	Waiting []Job       `json:"waiting,omitempty"`
+	Changes []GPUChange `json:"changes,omitempty"`
+	// Total is the predicted system throughput: the sum of job speeds.
+	Total float64 `json:"total"`
+}
+
+// Decide runs MMK's Algorithm 1 once. See the package documentation for
+// the algorithm and the choices made where the paper is silent.
+func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
+	if opt.MinGain == 0 {
+		opt.MinGain = DefaultMinGain
+	}
+	d := &decider{est: NewCache(est), opt: opt}
+	gpus := make([]GPUPlan, len(req.GPUs))
+	for g, cur := range req.GPUs {
+		if cur.Layout.Model == nil {
+			return nil, fmt.Errorf("gpu %d: layout has no model", g)
+		}
+		for _, p := range cur.Jobs {
+			if p.Instance < 0 || p.Instance >= len(cur.Layout.Instances) {
+				return nil, fmt.Errorf("gpu %d: job %s is in instance %d, the layout %s has %d", g, p.Job.ID, p.Instance, cur.Layout, len(cur.Layout.Instances))
+			}
+		}
+		gpus[g] = GPUPlan{Layout: cur.Layout, Jobs: slices.Clone(cur.Jobs)}
+	}
+	pending := req.Pending
+	if !opt.ArrivalOrder {
+		pending = byMemory(pending)
+	}
+	seen := map[string]bool{}
+	for _, g := range req.GPUs {
+		for _, p := range g.Jobs {
+			seen[p.Job.ID] = true
+		}
+	}
+	for _, j := range pending {
+		if seen[j.ID] {
+			return nil, fmt.Errorf("job id %q is given twice", j.ID)
+		}
+		seen[j.ID] = true
+	}
+
+	// 1. MPS: re-share instances whose jobs changed (a finish frees share),
+	//    then place each pending job greedily where it adds most.
+	for g := range gpus {
+		for i := range gpus[g].Layout.Instances {
+			if err := d.reshare(&gpus[g], i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var waiting []Job
+	for _, j := range pending {
+		ok, err := d.placeBest(gpus, j)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			waiting = append(waiting, j)
+		}
+	}
+
+	// 2. MIG: on each GPU where no online job runs, search every layout.
+	if !opt.FixedMIG {
+		for g := range gpus {
+			if !opt.MIGUnderOnline && runsOnline(req.GPUs[g]) {
+				continue
+			}
+			var err error
+			waiting, err = d.searchLayout(&gpus[g], waiting)
+			if err != nil {
+				return nil, fmt.Errorf("gpu %d: %w", g, err)
+			}
+		}
+	}
+
+	arrival := map[string]int{}
+	for k, j := range req.Pending {
+		arrival[j.ID] = k
+	}
+	slices.SortFunc(waiting, func(a, b Job) int { return cmp.Compare(arrival[a.ID], arrival[b.ID]) })
+	plan := &Plan{GPUs: gpus, Waiting: waiting}
+	for g := range gpus {
+		plan.Total += gpus[g].Total()
+		ch, err := change(g, req.GPUs[g], gpus[g])
+		if err != nil {
+			return nil, err
+		}
+		if ch.MIG != nil || len(ch.Restart) > 0 || len(ch.Start) > 0 {
+			plan.Changes = append(plan.Changes, ch)
+		}
+	}
+	return plan, nil
+}
+
+// byMemory sorts jobs by memory, largest first, keeping arrival order
+// among equals (Algorithm 1, line 1).
+func byMemory(jobs []Job) []Job {
+	out := slices.Clone(jobs)
+	slices.SortStableFunc(out, func(a, b Job) int { return cmp.Compare(b.MemoryMiB, a.MemoryMiB) })
+	return out
+}
+
+func runsOnline(g GPUPlan) bool {
+	return slices.ContainsFunc(g.Jobs, func(p Placed) bool { return p.Job.Online })
+}
+
+// decider holds one decision's estimator cache and options.
+type decider struct {
+	est *Cache
+	opt Options
+}
+
+// inInstance returns the jobs of instance i.
+func inInstance(g *GPUPlan, i int) []Placed {
+	var out []Placed
+	for _, p := range g.Jobs {
+		if p.Instance == i {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// replaceInstance sets instance i's jobs.
+func replaceInstance(g *GPUPlan, i int, jobs []Placed) {
+	g.Jobs = slices.DeleteFunc(g.Jobs, func(p Placed) bool { return p.Instance == i })
+	g.Jobs = append(g.Jobs, jobs...)
+	slices.SortStableFunc(g.Jobs, func(a, b Placed) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), strings.Compare(a.Job.ID, b.Job.ID))
+	})
+}
+
+func instanceTotal(jobs []Placed) float64 {
+	t := 0.0
+	for _, p := range jobs {
+		t += p.Speed
+	}
+	return t
+}
+
+func memoryUsed(jobs []Placed) int64 {
+	var m int64
+	for _, p := range jobs {
+		m += p.Job.MemoryMiB
+	}
+	return m
+}
+
+// reshare runs MPSConfig on instance i of g and applies it when it raises
+// the instance's predicted total by MinGain (it restarts offline jobs).
+func (d *decider) reshare(g *GPUPlan, i int) error {
+	cur := inInstance(g, i)
+	if len(cur) == 0 {
+		return nil
+	}
+	jobs := make([]Job, len(cur))
+	for k, p := range cur {
+		jobs[k] = p.Job
+	}
+	// Current speeds first: co-runners may have left since they were set.
+	now, err := d.speeds(g.Layout, i, cur)
+	if err != nil {
+		return err
+	}
+	replaceInstance(g, i, now)
+	next, ok, err := d.mpsConfig(g.Layout, i, jobs, now)
+	if err != nil || !ok {
+		return err
+	}
+	if instanceTotal(next) > instanceTotal(now)*(1+d.opt.MinGain) {
+		replaceInstance(g, i, next)
+	}
+	return nil
+}
+
+// placeBest puts job j into the instance of any GPU where it raises the
+// predicted total most (Algorithm 1's greedy step). It reports false when
+// no instance has the memory and an SM share left for it.
+func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
+	bestG, bestI, bestGain := -1, -1, 0.0
+	var best []Placed
+	for g := range gpus {
+		for i := range gpus[g].Layout.Instances {
+			next, gain, ok, err := d.tryAdd(&gpus[g], i, j)
+			if err != nil {
+				return false, err
+			}
+			if ok && (bestG < 0 || gain > bestGain) {
+				bestG, bestI, bestGain, best = g, i, gain, next
+			}
+		}
+	}
+	if bestG < 0 {
+		return false, nil
+	}
+	replaceInstance(&gpus[bestG], bestI, best)
+	return true, nil
+}
+
+// tryAdd is instance i of g with j added and re-shared, and the gain in
+// predicted total; ok is false if j does not fit.
+func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, error) {
+	in := g.Layout.Instances[i]
+	cur := inInstance(g, i)
+	if memoryUsed(cur)+j.MemoryMiB > in.Profile.MemoryMiB || (d.opt.MaxJobsPerInstance > 0 && len(cur) >= d.opt.MaxJobsPerInstance) {
+		return nil, 0, false, nil
+	}
+	jobs := make([]Job, 0, len(cur)+1)
+	for _, p := range cur {
+		jobs = append(jobs, p.Job)
+	}
+	jobs = append(jobs, j)
+	next, ok, err := d.mpsConfig(g.Layout, i, jobs, cur)
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	return next, instanceTotal(next) - instanceTotal(cur), true, nil
+}
+
+// searchLayout tries every layout of the GPU's model for the GPU's jobs
+// plus the waiting ones, greedily as in placeBest, and adopts the best if
+// it beats the current state by MinGain. It returns the jobs still waiting.
+func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
+	m := g.Layout.Model
+	profiles, err := m.SelectProfiles(d.opt.Profiles)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(g.Jobs)+len(waiting))
+	for _, p := range g.Jobs {
+		jobs = append(jobs, p.Job)
+	}
+	jobs = append(jobs, waiting...)
+	if !d.opt.ArrivalOrder {
+		jobs = byMemory(jobs)
+	}
+	if len(jobs) == 0 {
+		return waiting, nil
+	}
+	bestTotal := g.Total() * (1 + d.opt.MinGain)
+	var best *GPUPlan
+	var bestLeft []Job
+	for _, l := range layoutsFor(m, profiles) {
+		cand := []GPUPlan{{Layout: l}}
+		var left []Job
+		for _, j := range jobs {
+			ok, err := d.placeBest(cand, j)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				left = append(left, j)
+			}
+		}
+		// Jobs already on the GPU must keep a place.
+		if slices.ContainsFunc(left, func(j Job) bool {
+			return slices.ContainsFunc(g.Jobs, func(p Placed) bool { return p.Job.ID == j.ID })
+		}) {
+			continue
+		}
+		if t := cand[0].Total(); t > bestTotal {
+			bestTotal, best, bestLeft = t, &cand[0], left
+		}
+	}
+	if best == nil {
+		return waiting, nil
+	}
+	*g = *best
+	// What still waits keeps its arrival order.
+	return slices.DeleteFunc(slices.Clone(waiting), func(w Job) bool {
+		return !slices.ContainsFunc(bestLeft, func(j Job) bool { return j.ID == w.ID })
+	}), nil
+}
+
+// change compares a GPU's current and planned states.
+func change(g int, cur, next GPUPlan) (GPUChange, error) {
+	ch := GPUChange{GPU: g}
+	if !cur.Layout.Equal(next.Layout) {
+		r, err := PlanReconfiguration(cur.Layout.Model, InstancesOf(cur.Layout), next.Layout)
+		if err != nil {
+			return ch, fmt.Errorf("gpu %d: %w", g, err)
+		}
+		ch.MIG = r
+	}
+	was := map[string]Placed{}
+	for _, p := range cur.Jobs {
+		was[p.Job.ID] = p
+	}
+	for _, p := range next.Jobs {
+		old, ok := was[p.Job.ID]
+		switch {
+		case !ok:
+			ch.Start = append(ch.Start, p.Job.ID)
+		case old.Percent != p.Percent || cur.Layout.Instances[old.Instance].String() != next.Layout.Instances[p.Instance].String():
+			ch.Restart = append(ch.Restart, p.Job.ID)
+		}
+		delete(was, p.Job.ID)
+	}
+	if len(was) > 0 {
+		ids := make([]string, 0, len(was))
+		for id := range was {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ch, fmt.Errorf("gpu %d: running jobs %s lost their place", g, strings.Join(ids, ", "))
+	}
+	return ch, nil
+}
+
+// layoutsFor lists the layouts the search tries: the maximal ones (see
+// the package documentation), cached per model and profile set.
+func layoutsFor(m *Model, profiles []*Profile) []Layout {
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = p.Name
+	}
+	key := m.Key + "|" + strings.Join(names, ",") + "|" + strconv.Itoa(len(m.Profiles))
+	layoutCache.Lock()
+	defer layoutCache.Unlock()
+	if ls, ok := layoutCache.m[key]; ok && ls.model == m {
+		return ls.layouts
+	}
+	ls := m.MaximalLayouts(profiles)
+	layoutCache.m[key] = cachedLayouts{model: m, layouts: ls}
+	return ls
+}

@@ -1,0 +1,107 @@
+package predictor
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mmkgpu/mmk/partitioner"
+)
+
+// Estimator answers the partition algorithm's questions with a trained
+// model: it is the partitioner.Estimator of mmk.
+//
+// Profiles were measured on a whole GPU under MPS, so a MIG instance is
+// modelled by the SMs it gives the job: a job at percentage p of an
+// instance of s SMs on a GPU of S SMs is asked about as the job at
+// p·s/S % of the whole GPU it was profiled on. This ignores that a slice
+// also has a fraction of the memory bandwidth and L2 (MIG isolates them,
+// MPS does not), a documented approximation until slices are profiled.
+type Estimator struct {
+	Model    *Model
+	Profiles map[string]Profile
+}
+
+var _ partitioner.Estimator = Estimator{}
+
+// Speed is the job's predicted speed relative to its profile run (alone,
+// whole GPU, 100 %): throughput ratio offline, inverse latency ratio online.
+func (e Estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []partitioner.Share) (float64, error) {
+	prof, ok := e.Profiles[j.Type]
+	if !ok {
+		return 0, fmt.Errorf("predictor: no profile for job type %q", j.Type)
+	}
+	base, ok := e.Model.Schema.Base[j.Type]
+	if !ok {
+		return 0, fmt.Errorf("predictor: the model was not trained on job type %q", j.Type)
+	}
+	ju, ok := prof.Alone[100]
+	if !ok {
+		return 0, fmt.Errorf("predictor: job type %s has no profile alone at 100 %%", j.Type)
+	}
+	// Below the smallest profiled share, speed is taken as proportional
+	// to the SMs: the model is asked at that share and scaled down.
+	pct, scale := WholeGPUPercent(percent, sms, gpuSMs), 1.0
+	if lo := prof.lowest(); pct < lo {
+		pct, scale = lo, float64(pct)/float64(lo)
+	}
+	in := Input{Job: j.Type, MPSPercent: pct, SMs: prof.SMs, CoRunners: len(co), JobUtil: ju}
+	for _, c := range co {
+		cp, ok := e.Profiles[c.Job.Type]
+		if !ok {
+			return 0, fmt.Errorf("predictor: no profile for co-runner type %q", c.Job.Type)
+		}
+		u, err := cp.nearest(WholeGPUPercent(c.Percent, sms, gpuSMs))
+		if err != nil {
+			return 0, err
+		}
+		in.CoUtil = in.CoUtil.Add(u)
+	}
+	pred, err := e.Model.Predict(in)
+	if err != nil {
+		return 0, err
+	}
+	rel := pred / math.Exp(base)
+	if KindOf(j.Type) == Online {
+		rel = 1 / rel
+	}
+	return rel * scale, nil
+}
+
+// lowest is the smallest percentage the job was profiled alone at.
+func (p Profile) lowest() int {
+	lo := 0
+	for q := range p.Alone {
+		if lo == 0 || q < lo {
+			lo = q
+		}
+	}
+	return lo
+}
+
+// WholeGPUPercent is the MPS percentage of the whole GPU that gives as
+// many SMs as percent of an instance of sms SMs (at least 1).
+func WholeGPUPercent(percent, sms, gpuSMs int) int {
+	if gpuSMs <= 0 || sms >= gpuSMs {
+		return percent
+	}
+	return max(1, int(math.Round(float64(percent)*float64(sms)/float64(gpuSMs))))
+}
+
+// nearest is the profile's utilisation at the measured percentage closest
+// to p (the lower one on a tie).
+func (p Profile) nearest(pct int) (Util, error) {
+	best, bestD := -1, 0
+	for q := range p.Alone {
+		d := q - pct
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bestD || (d == bestD && q < best) {
+			best, bestD = q, d
+		}
+	}
+	if best < 0 {
+		return Util{}, fmt.Errorf("predictor: job type %s has no profile", p.Job)
+	}
+	return p.Alone[best], nil
+}

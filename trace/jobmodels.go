@@ -1,0 +1,50 @@
+package trace
+
+import (
+	"fmt"
+
+	"github.com/mmkgpu/mmk/data"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/predictor"
+)
+
+// JobModels are what a job-level simulation needs besides its trace: the
+// ground truth, the predictor the policies decide with, and the kernel
+// scheduler's measured effects.
+type JobModels struct {
+	Truth   *SpeedModel
+	Est     partitioner.Estimator
+	Effects []KernelEffect
+	// TruthError is the ground truth's mean relative error on the
+	// measured co-located runs.
+	TruthError float64
+}
+
+// BuiltinJobModels builds the job models from the built-in H200 dataset:
+// the ground truth from its measurements, and a random forest (mmk's
+// default, 100 trees) trained on all of it with the given seed.
+func BuiltinJobModels(seed uint64) (*JobModels, error) {
+	_, samples, err := data.Samples()
+	if err != nil {
+		return nil, err
+	}
+	truth, err := NewSpeedModel(samples)
+	if err != nil {
+		return nil, err
+	}
+	schema := predictor.SchemaOf(samples)
+	cfg := predictor.DefaultForest(len(schema.Features()))
+	cfg.Seed = seed
+	model, err := predictor.Train(predictor.KindForest, samples, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("job models: %w", err)
+	}
+	effects, err := KernelEffects()
+	if err != nil {
+		return nil, err
+	}
+	return &JobModels{
+		Truth: truth, Est: predictor.Estimator{Model: model, Profiles: predictor.Profiles(samples)},
+		Effects: effects, TruthError: truth.FitError(samples),
+	}, nil
+}
