@@ -11,14 +11,7 @@ import (
 // share and a co-runner; below the smallest profiled share they scale
 // with the SMs; unknown types are errors that name them.
 func TestEstimator(t *testing.T) {
-	samples := synthSamples(400, 3)
-	for i := range samples {
-		samples[i].RunUtil = samples[i].JobUtil
-	}
-	m, err := Train(KindForest, samples, ForestConfig{Trees: 20, Tree: TreeConfig{MaxFeatures: 5}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	samples, m := smallForest(t)
 	est := Estimator{Model: m, Profiles: Profiles(samples)}
 	job := partitioner.Job{Type: "bert_train"}
 	speed := func(sms, pct int, co []partitioner.Share) float64 {

@@ -113,7 +113,9 @@ func TestModelSaveLoadAndSchema(t *testing.T) {
 	}
 }
 
-func TestModelSTP(t *testing.T) {
+// smallForest is a 20-tree forest on synthetic samples, and the samples.
+func smallForest(t *testing.T) ([]Sample, *Model) {
+	t.Helper()
 	samples := synthSamples(400, 3)
 	for i := range samples {
 		samples[i].RunUtil = samples[i].JobUtil
@@ -122,6 +124,11 @@ func TestModelSTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return samples, m
+}
+
+func TestModelSTP(t *testing.T) {
+	samples, m := smallForest(t)
 	prof := Profiles(samples)
 	stp := ModelSTP{Model: m}
 	alone, err := stp.STP(prof["bert_train"], 132, 100, nil)

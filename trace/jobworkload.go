@@ -139,22 +139,13 @@ func ReadOpenB(r io.Reader, n int, gpuMemMiB int64) ([]SimJob, error) {
 		if gpus != 1 || strings.TrimSpace(rec[col["scheduled_time"]]) == "" || strings.TrimSpace(rec[col["deletion_time"]]) == "" {
 			continue // several GPUs, or never scheduled or never ended
 		}
-		milli, err := num("gpu_milli")
-		if err != nil {
-			return nil, err
+		var v [4]int64
+		for k, c := range []string{"gpu_milli", "creation_time", "scheduled_time", "deletion_time"} {
+			if v[k], err = num(c); err != nil {
+				return nil, err
+			}
 		}
-		created, err := num("creation_time")
-		if err != nil {
-			return nil, err
-		}
-		sched, err := num("scheduled_time")
-		if err != nil {
-			return nil, err
-		}
-		deleted, err := num("deletion_time")
-		if err != nil {
-			return nil, err
-		}
+		milli, created, sched, deleted := v[0], v[1], v[2], v[3]
 		if milli <= 0 || milli > 1000 || deleted <= sched {
 			continue // no GPU share, or never ran
 		}
