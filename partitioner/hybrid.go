@@ -168,15 +168,9 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 			}
 		}
 	}
-	var waiting []Job
-	for _, j := range pending {
-		ok, err := d.placeBest(gpus, j)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			waiting = append(waiting, j)
-		}
+	waiting, err := d.placeAll(gpus, pending)
+	if err != nil {
+		return nil, err
 	}
 
 	// 2. MIG: on each GPU where no online job runs, search every layout.
@@ -317,6 +311,22 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 	return true, nil
 }
 
+// placeAll places jobs in order with placeBest and returns those that
+// found no place.
+func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
+	var left []Job
+	for _, j := range jobs {
+		ok, err := d.placeBest(gpus, j)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			left = append(left, j)
+		}
+	}
+	return left, nil
+}
+
 // tryAdd is instance i of g with j added and re-shared, and the gain in
 // predicted total; ok is false if j does not fit.
 func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, error) {
@@ -362,15 +372,9 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 	var bestLeft []Job
 	for _, l := range layoutsFor(m, profiles) {
 		cand := []GPUPlan{{Layout: l}}
-		var left []Job
-		for _, j := range jobs {
-			ok, err := d.placeBest(cand, j)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				left = append(left, j)
-			}
+		left, err := d.placeAll(cand, jobs)
+		if err != nil {
+			return nil, err
 		}
 		// Jobs already on the GPU must keep a place.
 		if slices.ContainsFunc(left, func(j Job) bool {

@@ -25,13 +25,16 @@ type JobExperiment struct {
 	Progress func(policy string, done, total int)
 }
 
-// Run simulates each policy in turn, in the order given.
+// Run simulates each policy in turn, in the order given. The policies
+// share one cache of the predictor's answers: they ask it the same
+// questions.
 func (e JobExperiment) Run() ([]*JobSimResult, error) {
 	var out []*JobSimResult
+	est := partitioner.NewCache(e.Models.Est)
 	for _, p := range e.Policies {
 		cfg := JobSimConfig{
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
-			Truth: e.Models.Truth, Est: e.Models.Est, Effects: e.Models.Effects,
+			Truth: e.Models.Truth, Est: est, Effects: e.Models.Effects,
 			MIGReconfig: e.MIGReconfig, MaxShare: e.MaxShare,
 		}
 		if e.Progress != nil {

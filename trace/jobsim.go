@@ -156,8 +156,7 @@ func SimulateJobs(cfg JobSimConfig) (*JobSimResult, error) {
 		if cfg.Est == nil {
 			return nil, fmt.Errorf("job sim: policy %s needs an estimator", cfg.Policy)
 		}
-		cfg.Est = partitioner.NewCache(cfg.Est)
-		s.cfg.Est = cfg.Est
+		s.cfg.Est = partitioner.NewCache(cfg.Est)
 		whole, err := partitioner.ParseLayout(cfg.Model, cfg.Model.Profiles[len(cfg.Model.Profiles)-1].Name)
 		if err != nil {
 			return nil, fmt.Errorf("job sim: whole-GPU layout: %w", err)

@@ -52,6 +52,18 @@ func LookupJobType(name string) (JobType, bool) {
 	return jobTypes[i], true
 }
 
+// jobTypesByKind splits the job types into online and offline ones.
+func jobTypesByKind() (on, off []JobType) {
+	for _, t := range jobTypes {
+		if t.Online {
+			on = append(on, t)
+		} else {
+			off = append(off, t)
+		}
+	}
+	return on, off
+}
+
 // JobTraceOnline lists the kernel traces standing for online job types.
 func JobTraceOnline() []string { return jobTraces(true) }
 
@@ -59,9 +71,14 @@ func JobTraceOnline() []string { return jobTraces(true) }
 func JobTraceOffline() []string { return jobTraces(false) }
 
 func jobTraces(online bool) []string {
+	on, off := jobTypesByKind()
+	types := off
+	if online {
+		types = on
+	}
 	var out []string
-	for _, t := range jobTypes {
-		if t.Online == online && !slices.Contains(out, t.Trace) {
+	for _, t := range types {
+		if !slices.Contains(out, t.Trace) {
 			out = append(out, t.Trace)
 		}
 	}

@@ -51,14 +51,7 @@ var (
 // arrivals.
 func SyntheticJobs(online, offline int, seed uint64) []SimJob {
 	rng := rand.New(rand.NewPCG(seed, 0x6a6f6273))
-	var on, off []JobType
-	for _, t := range jobTypes {
-		if t.Online {
-			on = append(on, t)
-		} else {
-			off = append(off, t)
-		}
-	}
+	on, off := jobTypesByKind()
 	kinds := make([]bool, 0, online+offline)
 	for range online {
 		kinds = append(kinds, true)
@@ -108,14 +101,7 @@ func ReadOpenB(r io.Reader, n int, gpuMemMiB int64) ([]SimJob, error) {
 			return nil, fmt.Errorf("openb: header lacks column %q", c)
 		}
 	}
-	var on, off []JobType
-	for _, t := range jobTypes {
-		if t.Online {
-			on = append(on, t)
-		} else {
-			off = append(off, t)
-		}
-	}
+	on, off := jobTypesByKind()
 	var out []SimJob
 	for line := 2; ; line++ {
 		rec, err := cr.Read()

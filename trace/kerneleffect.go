@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
@@ -36,7 +37,8 @@ const (
 )
 
 // MeasureKernelEffect runs one pair of built-in traces alone, under plain
-// MPS and under policy, and returns the policy's effect.
+// MPS and under policy (the four simulations in parallel), and returns
+// the policy's effect.
 func MeasureKernelEffect(online, offline, policy string, seed uint64) (KernelEffect, error) {
 	var tasks []SimTask
 	for _, name := range []string{online, offline} {
@@ -50,7 +52,7 @@ func MeasureKernelEffect(online, offline, policy string, seed uint64) (KernelEff
 	tasks[1].Priority, tasks[1].Arrival = 5, BackToBack
 	gpu := DefaultGPU()
 	gpu.Model, gpu.SMs = MPS, kernelsched.DefaultConfig().SMs
-	rep, err := Experiment{Tasks: tasks, Policies: []string{"fifo", policy}, Duration: kernelEffectDuration, Seed: seed, GPU: gpu}.Run()
+	rep, err := Experiment{Tasks: tasks, Policies: []string{"fifo", policy}, Duration: kernelEffectDuration, Seed: seed, GPU: gpu, Parallel: runtime.GOMAXPROCS(0)}.Run()
 	if err != nil {
 		return KernelEffect{}, fmt.Errorf("kernel effect %s + %s: %w", online, offline, err)
 	}

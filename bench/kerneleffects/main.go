@@ -12,8 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"sync"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
 	"github.com/mmkgpu/mmk/trace"
@@ -38,31 +36,14 @@ func run(out, policy string, seed uint64) error {
 		}
 	}
 	effects := make([]trace.KernelEffect, len(pairs))
-	errs := make([]error, len(pairs))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
 	for i, p := range pairs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			effects[i], errs[i] = trace.MeasureKernelEffect(p[0], p[1], policy, seed)
-			mu.Lock()
-			done++
-			fmt.Fprintf(os.Stderr, "\r%d/%d pairs", done, len(pairs))
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	fmt.Fprintln(os.Stderr)
-	for _, err := range errs {
-		if err != nil {
+		var err error
+		if effects[i], err = trace.MeasureKernelEffect(p[0], p[1], policy, seed); err != nil {
 			return err
 		}
+		fmt.Fprintf(os.Stderr, "\r%d/%d pairs", i+1, len(pairs))
 	}
+	fmt.Fprintln(os.Stderr)
 	b, err := json.MarshalIndent(effects, "", "  ")
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,7 +75,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	var policies []string
 	for _, p := range strings.Split(f.policies, ",") {
 		p = strings.TrimSpace(p)
-		if !containsString(trace.JobPolicies(), p) {
+		if !slices.Contains(trace.JobPolicies(), p) {
 			return fmt.Errorf("flag --policy: %q is not one of %s", p, strings.Join(trace.JobPolicies(), ", "))
 		}
 		policies = append(policies, p)
@@ -129,13 +130,4 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 			fmt.Sprintf("%.2fx", r.OnlineSlowdown), fmt.Sprint(r.Unfinished)})
 	}
 	return p.Table("", []string{"POLICY", "WORKLOAD", "AVG_JCT_S", "MAKESPAN_S", "STP", "RECONFIGS", "RESTARTS", "ONLINE_JCT/ALONE", "UNFINISHED"}, rows)
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
