@@ -51,7 +51,10 @@ package partitioner
 //   - MIG. Only on a GPU where no online job runs does the search try
 //     every maximal layout of the model. A layout is maximal when no
 //     instance can be added. A non-maximal layout leaves slices idle that
-//     a maximal one containing it could use. Each candidate gets the same
+//     a maximal one containing it could use. Layouts with the same profiles
+//     at other placements predict the same speeds, so one per multiset of
+//     profiles is tried, and the GPU's current layout stands for its own
+//     (no needless MIG change). Each candidate gets the same
 //     greedy placement of the GPU's jobs plus the waiting ones, and must
 //     keep a place for every job already on the GPU. It is adopted when
 //     its predicted total beats the current one by MinGain.

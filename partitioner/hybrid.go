@@ -222,11 +222,21 @@ func runsOnline(g GPUPlan) bool {
 type decider struct {
 	est *Cache
 	opt Options
+	// Scratch space reused across MPSConfig calls.
+	cur   []Placed
+	jobs  []Job
+	wants []want
+	order []*want
+	co    []Share
 }
 
 // inInstance returns the jobs of instance i.
 func inInstance(g *GPUPlan, i int) []Placed {
-	var out []Placed
+	return appendInstance(nil, g, i)
+}
+
+// appendInstance appends the jobs of instance i to out.
+func appendInstance(out []Placed, g *GPUPlan, i int) []Placed {
 	for _, p := range g.Jobs {
 		if p.Instance == i {
 			out = append(out, p)
@@ -294,7 +304,15 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 	bestG, bestI, bestGain := -1, -1, 0.0
 	var best []Placed
 	for g := range gpus {
-		for i := range gpus[g].Layout.Instances {
+		// Empty instances of one profile on a GPU are alike: try the first.
+		var emptyTried []*Profile
+		for i, in := range gpus[g].Layout.Instances {
+			if !slices.ContainsFunc(gpus[g].Jobs, func(p Placed) bool { return p.Instance == i }) {
+				if slices.Contains(emptyTried, in.Profile) {
+					continue
+				}
+				emptyTried = append(emptyTried, in.Profile)
+			}
 			next, gain, ok, err := d.tryAdd(&gpus[g], i, j)
 			if err != nil {
 				return false, err
@@ -313,14 +331,31 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 
 // placeAll places jobs in order with placeBest and returns those that
 // found no place.
+//
+// A job like one that found no place since the last placement (same
+// type, memory and kind) finds none either, and is not tried again.
 func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 	var left []Job
+	type like struct {
+		typ    string
+		mem    int64
+		online bool
+	}
+	var failed []like // since the last placement; few
 	for _, j := range jobs {
+		k := like{j.Type, j.MemoryMiB, j.Online}
+		if slices.Contains(failed, k) {
+			left = append(left, j)
+			continue
+		}
 		ok, err := d.placeBest(gpus, j)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if ok {
+			failed = failed[:0]
+		} else {
+			failed = append(failed, k)
 			left = append(left, j)
 		}
 	}
@@ -331,15 +366,17 @@ func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 // predicted total; ok is false if j does not fit.
 func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, error) {
 	in := g.Layout.Instances[i]
-	cur := inInstance(g, i)
+	cur := appendInstance(d.cur[:0], g, i)
+	d.cur = cur
 	if memoryUsed(cur)+j.MemoryMiB > in.Profile.MemoryMiB || (d.opt.MaxJobsPerInstance > 0 && len(cur) >= d.opt.MaxJobsPerInstance) {
 		return nil, 0, false, nil
 	}
-	jobs := make([]Job, 0, len(cur)+1)
+	jobs := d.jobs[:0]
 	for _, p := range cur {
 		jobs = append(jobs, p.Job)
 	}
 	jobs = append(jobs, j)
+	d.jobs = jobs
 	next, ok, err := d.mpsConfig(g.Layout, i, jobs, cur)
 	if err != nil || !ok {
 		return nil, 0, false, err
@@ -370,7 +407,11 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 	bestTotal := g.Total() * (1 + d.opt.MinGain)
 	var best *GPUPlan
 	var bestLeft []Job
+	curKey := profileMultiset(g.Layout)
 	for _, l := range layoutsFor(m, profiles) {
+		if profileMultiset(l) == curKey {
+			l = g.Layout // the same instances where they already are
+		}
 		cand := []GPUPlan{{Layout: l}}
 		left, err := d.placeAll(cand, jobs)
 		if err != nil {
@@ -432,7 +473,9 @@ func change(g int, cur, next GPUPlan) (GPUChange, error) {
 }
 
 // layoutsFor lists the layouts the search tries: the maximal ones (see
-// the package documentation), cached per model and profile set.
+// the package documentation), one per multiset of profiles, cached per
+// model and profile set. Layouts with the same instances at other
+// placements predict the same speeds, so one stands for all.
 func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
@@ -444,7 +487,24 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	if ls, ok := layoutCache.m[key]; ok && ls.model == m {
 		return ls.layouts
 	}
-	ls := m.MaximalLayouts(profiles)
+	seen := map[string]bool{}
+	var ls []Layout
+	for _, l := range m.MaximalLayouts(profiles) {
+		if k := profileMultiset(l); !seen[k] {
+			seen[k] = true
+			ls = append(ls, l)
+		}
+	}
 	layoutCache.m[key] = cachedLayouts{model: m, layouts: ls}
 	return ls
+}
+
+// profileMultiset names a layout's instances' profiles, sorted.
+func profileMultiset(l Layout) string {
+	names := make([]string, len(l.Instances))
+	for i, in := range l.Instances {
+		names[i] = in.Profile.Name
+	}
+	slices.Sort(names)
+	return strings.Join(names, "+")
 }
