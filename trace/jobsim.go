@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -93,6 +94,14 @@ type JobSimResult struct {
 	// NormJCT is every finished job's JCT / alone time, ascending.
 	NormJCT    []float64 `json:"-"`
 	Unfinished int       `json:"unfinished,omitempty"`
+	// JobsPerGPU is the mean number of running jobs per GPU over the
+	// makespan.
+	JobsPerGPU float64 `json:"jobs_per_gpu"`
+	// MainLayout is the GPU layout (its profiles) held longest, summed
+	// over GPUs, and MainLayoutShare its share of GPU time; empty for
+	// policies without MIG.
+	MainLayout      string  `json:"main_layout,omitempty"`
+	MainLayoutShare float64 `json:"main_layout_share,omitempty"`
 }
 
 // simJob is a job's state in the simulation (times in seconds).
@@ -123,6 +132,9 @@ type jobSim struct {
 	// predErr sums |predicted - true| / true over placements.
 	predErr float64
 	predN   int
+	// jobTime sums running jobs × seconds; layoutTime seconds per layout.
+	jobTime    float64
+	layoutTime map[string]float64
 }
 
 // SimulateJobs runs one policy on a job trace.
@@ -229,6 +241,7 @@ func (s *jobSim) run() error {
 				j.remaining -= j.speed * (t - s.now)
 			}
 		}
+		s.account(t-s.now, len(run))
 		s.now = t
 		changed := false
 		for _, j := range run {
@@ -257,6 +270,22 @@ func (s *jobSim) run() error {
 	}
 	s.metrics()
 	return nil
+}
+
+// account adds dt seconds with n jobs running to the occupancy metrics.
+func (s *jobSim) account(dt float64, n int) {
+	s.jobTime += dt * float64(n)
+	for _, g := range s.plans {
+		names := make([]string, len(g.Layout.Instances))
+		for i, in := range g.Layout.Instances {
+			names[i] = in.Profile.Name
+		}
+		slices.Sort(names)
+		if s.layoutTime == nil {
+			s.layoutTime = map[string]float64{}
+		}
+		s.layoutTime[strings.Join(names, "+")] += dt
+	}
 }
 
 // remove takes a finished job off its GPU.
@@ -477,6 +506,19 @@ func (s *jobSim) metrics() {
 	}
 	if s.predN > 0 {
 		r.PredictionError = s.predErr / float64(s.predN)
+	}
+	if r.Makespan > 0 {
+		r.JobsPerGPU = s.jobTime / r.Makespan / float64(s.cfg.GPUs)
+	}
+	total := 0.0
+	for l, t := range s.layoutTime {
+		total += t
+		if t > r.MainLayoutShare || (t == r.MainLayoutShare && l < r.MainLayout) {
+			r.MainLayout, r.MainLayoutShare = l, t
+		}
+	}
+	if total > 0 {
+		r.MainLayoutShare /= total
 	}
 	slices.Sort(r.NormJCT)
 }

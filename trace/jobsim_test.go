@@ -62,6 +62,17 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 			if r.Makespan != r.AvgJCTS || len(r.NormJCT) != 1 || r.Unfinished != 0 {
 				t.Errorf("result %+v", r)
 			}
+			// One job runs (starting up included) for the whole makespan.
+			if math.Abs(r.JobsPerGPU-1) > 1e-9 {
+				t.Errorf("jobs per GPU %.4f, want 1", r.JobsPerGPU)
+			}
+			wantLayout, wantShare := "7g.80gb", 1.0
+			if p == JobDefault || p == JobMPS {
+				wantLayout, wantShare = "", 0
+			}
+			if r.MainLayout != wantLayout || math.Abs(r.MainLayoutShare-wantShare) > 1e-9 {
+				t.Errorf("layout held longest %q (%.2f), want %q (%.2f)", r.MainLayout, r.MainLayoutShare, wantLayout, wantShare)
+			}
 		})
 	}
 }
