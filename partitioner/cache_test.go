@@ -2,6 +2,7 @@ package partitioner
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,25 +79,65 @@ func TestCache(t *testing.T) {
 	}
 }
 
-func TestLayoutsForOnePerMultiset(t *testing.T) {
+// TestLayoutsFor: the search tries one layout per multiset of profiles,
+// none it tries dominates another, and every maximal layout is tried or
+// dominated by one that is.
+func TestLayoutsFor(t *testing.T) {
+	for _, name := range []string{"A100-80GB", "H200-141GB"} {
+		t.Run(name, func(t *testing.T) {
+			m, err := LookupModel(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			profiles, err := m.SelectProfiles(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tried := layoutsFor(m, profiles)
+			seen := map[string]bool{}
+			for _, a := range tried {
+				k := profileMultiset(a)
+				if seen[k] {
+					t.Errorf("profiles %s tried twice", k)
+				}
+				seen[k] = true
+				for _, b := range tried {
+					if profileMultiset(b) != k && dominates(b, a) {
+						t.Errorf("%s is tried, but %s dominates it", a, b)
+					}
+				}
+			}
+			for _, l := range m.MaximalLayouts(profiles) {
+				if !seen[profileMultiset(l)] && !slices.ContainsFunc(tried, func(b Layout) bool { return dominates(b, l) }) {
+					t.Errorf("maximal layout %s is neither tried nor dominated", l)
+				}
+			}
+			// [4g,3g] and [3g,2g,2g] (MMK observation 1) stay candidates.
+			for _, want := range []string{"4g,3g", "3g,2g,2g"} {
+				found := slices.ContainsFunc(tried, func(l Layout) bool { return profilesIn(l) == want })
+				if !found {
+					t.Errorf("%s not tried", want)
+				}
+			}
+		})
+	}
+}
+
+func TestDominates(t *testing.T) {
 	m := a100(t)
-	profiles, err := m.SelectProfiles(nil)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		b, a string
+		want bool
+	}{
+		{"4g.40gb@0+3g.40gb@4", "3g.40gb@0+3g.40gb@4", true},
+		{"3g.40gb@0+3g.40gb@4", "4g.40gb@0+3g.40gb@4", false},
+		{"7g.80gb", "3g.40gb@0+3g.40gb@4", false}, // fewer instances
+		{"3g.40gb@0+1g.20gb@4+1g.20gb@6", "3g.40gb@0+1g.20gb@4+1g.10gb@6", true},
+		{"3g.40gb@0+1g.20gb@4+1g.10gb@6", "3g.40gb@0+1g.20gb@4+1g.20gb@6", false},
 	}
-	want := map[string]bool{}
-	for _, l := range m.MaximalLayouts(profiles) {
-		want[profileMultiset(l)] = true
-	}
-	got := map[string]bool{}
-	for _, l := range layoutsFor(m, profiles) {
-		k := profileMultiset(l)
-		if got[k] {
-			t.Errorf("profiles %s tried twice", k)
+	for _, tc := range tests {
+		if got := dominates(layout(t, m, tc.b), layout(t, m, tc.a)); got != tc.want {
+			t.Errorf("dominates(%s, %s) = %v, want %v", tc.b, tc.a, got, tc.want)
 		}
-		got[k] = true
-	}
-	if len(got) != len(want) {
-		t.Errorf("%d multisets tried, want %d", len(got), len(want))
 	}
 }

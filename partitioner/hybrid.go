@@ -472,10 +472,11 @@ func change(g int, cur, next GPUPlan) (GPUChange, error) {
 	return ch, nil
 }
 
-// layoutsFor lists the layouts the search tries: the maximal ones (see
-// the package documentation), one per multiset of profiles, cached per
-// model and profile set. Layouts with the same instances at other
-// placements predict the same speeds, so one stands for all.
+// layoutsFor lists the layouts the search tries, cached per model and
+// profile set: the maximal ones (see the package documentation), one per
+// multiset of profiles (layouts with the same instances at other
+// placements predict the same speeds), without those another layout
+// dominates (as many instances, each at least as large).
 func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
@@ -488,15 +489,49 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 		return ls.layouts
 	}
 	seen := map[string]bool{}
-	var ls []Layout
+	var distinct []Layout
 	for _, l := range m.MaximalLayouts(profiles) {
 		if k := profileMultiset(l); !seen[k] {
 			seen[k] = true
-			ls = append(ls, l)
+			distinct = append(distinct, l)
+		}
+	}
+	var ls []Layout
+	for i, a := range distinct {
+		if !slices.ContainsFunc(distinct, func(b Layout) bool { return !b.Equal(distinct[i]) && dominates(b, a) && !dominates(a, b) }) {
+			ls = append(ls, a)
 		}
 	}
 	layoutCache.m[key] = cachedLayouts{model: m, layouts: ls}
 	return ls
+}
+
+// dominates reports whether layout b has as many instances as a and can
+// give each of a's instances its own instance at least as large in SMs
+// and memory (a and b have different profiles).
+func dominates(b, a Layout) bool {
+	if len(a.Instances) != len(b.Instances) {
+		return false
+	}
+	used := make([]bool, len(b.Instances))
+	var match func(k int) bool
+	match = func(k int) bool {
+		if k == len(a.Instances) {
+			return true
+		}
+		pa := a.Instances[k].Profile
+		for j, in := range b.Instances {
+			if !used[j] && in.Profile.SMs >= pa.SMs && in.Profile.MemoryMiB >= pa.MemoryMiB {
+				used[j] = true
+				if match(k + 1) {
+					return true
+				}
+				used[j] = false
+			}
+		}
+		return false
+	}
+	return match(0)
 }
 
 // profileMultiset names a layout's instances' profiles, sorted.
