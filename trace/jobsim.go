@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -511,7 +512,8 @@ func (s *jobSim) metrics() {
 		r.JobsPerGPU = s.jobTime / r.Makespan / float64(s.cfg.GPUs)
 	}
 	total := 0.0
-	for l, t := range s.layoutTime {
+	for _, l := range slices.Sorted(maps.Keys(s.layoutTime)) { // a fixed order: sums are exact to the bit
+		t := s.layoutTime[l]
 		total += t
 		if t > r.MainLayoutShare || (t == r.MainLayoutShare && l < r.MainLayout) {
 			r.MainLayout, r.MainLayoutShare = l, t
