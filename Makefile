@@ -8,13 +8,21 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
-## build: bin/mmkd and bin/mmkctl
-build:
+## build: bin/mmkd, bin/mmkctl and the hook
+build: hook
 	$(GO) build -o bin/ ./cmd/mmkd ./cmd/mmkctl
+
+## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH)
+CC ?= cc
+HOOK_CFLAGS ?= -O2 -g -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror
+hook: bin/libmmkhook.so
+bin/libmmkhook.so: $(wildcard hook/lib/*.c hook/lib/*.h)
+	@mkdir -p bin
+	$(CC) $(HOOK_CFLAGS) -shared -o $@ $(filter-out hook/lib/layout_check.c,$(wildcard hook/lib/*.c)) -ldl -lpthread
 
 ## tools: developer programs under bench/ (bin/nvmlprobe: read-only NVML facts of GPU 0)
 tools:

@@ -1,0 +1,191 @@
+/*
+ * inject.c: the hook's entry. The CUDA driver loads the library named by
+ * CUDA_INJECTION64_PATH at cuInit and calls InitializeInjection, before any
+ * kernel can be launched. The hook then subscribes to CUPTI callbacks and
+ * enables only the driver-API launch callback ids, so every kernel launch of
+ * the process, whichever API issued it, runs mmk_on_launch on the launching
+ * thread before the launch, and nothing else is slowed down.
+ *
+ * CUPTI is opened with dlopen (MMK_CUPTI_PATH, else libcupti.so.13, else
+ * libcupti.so): the hook links against no CUDA library and builds without
+ * the toolkit. No Go code runs in the job's process.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mmkhook.h"
+
+struct mmk_stats mmk_stats;
+
+static int log_on;
+static const char *stats_path;
+
+void mmk_log(int always, const char *fmt, ...)
+{
+	if (!always && !log_on)
+		return;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	char line[600];
+	int m = snprintf(line, sizeof line, "mmkhook[%d]: %.*s", (int)getpid(), n, buf);
+	if (m > 0)
+		(void)!write(2, line, (size_t)(m < (int)sizeof line ? m : (int)sizeof line - 1));
+}
+
+static const char *const api_names[MMK_API_COUNT] = {
+	"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+	"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernelMultiDevice",
+	"cuGraphLaunch", "cuGraphLaunch_ptsz", "legacy",
+};
+
+uint64_t mmk_hook_launches(void)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < MMK_API_COUNT; i++)
+		n += atomic_load_explicit(&mmk_stats.by_api[i], memory_order_relaxed);
+	return n;
+}
+
+int mmk_stats_json(char *buf, int len)
+{
+	if (len <= 0)
+		return 0;
+	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"by_api\":{",
+			 (int)getpid(), (unsigned long long)mmk_hook_launches(),
+			 (unsigned long long)atomic_load(&mmk_stats.unnamed), (unsigned long long)atomic_load(&mmk_stats.held),
+			 (unsigned long long)atomic_load(&mmk_stats.fail_open));
+	for (int i = 0; i < MMK_API_COUNT && n < len; i++)
+		n += snprintf(buf + n, (size_t)(len - n), "%s\"%s\":%llu", i ? "," : "", api_names[i],
+			      (unsigned long long)atomic_load(&mmk_stats.by_api[i]));
+	if (n < len)
+		n += snprintf(buf + n, (size_t)(len - n), "}}");
+	return n < len ? n : len - 1;
+}
+
+/* write_stats appends the counters to MMK_HOOK_STATS at exit. */
+static void write_stats(void)
+{
+	if (!stats_path)
+		return;
+	char buf[1024];
+	int n = mmk_stats_json(buf, sizeof buf - 1);
+	buf[n++] = '\n';
+	FILE *f = fopen(stats_path, "a");
+	if (!f) {
+		mmk_log(1, "stats %s: %s", stats_path, strerror(errno));
+		return;
+	}
+	fwrite(buf, 1, (size_t)n, f);
+	fclose(f);
+}
+
+static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk_CUpti_CallbackId cbid, const void *data)
+{
+	(void)userdata;
+	const mmk_CUpti_CallbackData *cb = data;
+	if (domain != MMK_CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != MMK_CUPTI_API_ENTER)
+		return;
+	struct mmk_launch l;
+	if (!mmk_decode(cbid, cb, &l))
+		return;
+	atomic_fetch_add_explicit(&mmk_stats.by_api[l.api], 1, memory_order_relaxed);
+	if (!l.name)
+		atomic_fetch_add_explicit(&mmk_stats.unnamed, 1, memory_order_relaxed);
+	mmk_name_id(&l);
+}
+
+static const mmk_CUpti_CallbackId launch_ids[] = {
+	MMK_CBID_cuLaunch, MMK_CBID_cuLaunchGrid, MMK_CBID_cuLaunchGridAsync,
+	MMK_CBID_cuLaunchKernel, MMK_CBID_cuLaunchKernel_ptsz,
+	MMK_CBID_cuLaunchCooperativeKernel, MMK_CBID_cuLaunchCooperativeKernel_ptsz,
+	MMK_CBID_cuLaunchCooperativeKernelMultiDevice,
+	MMK_CBID_cuGraphLaunch, MMK_CBID_cuGraphLaunch_ptsz,
+	MMK_CBID_cuLaunchKernelEx, MMK_CBID_cuLaunchKernelEx_ptsz,
+};
+
+typedef mmk_CUptiResult (*subscribe_fn)(mmk_CUpti_SubscriberHandle *, mmk_CUpti_CallbackFunc, void *);
+typedef mmk_CUptiResult (*enable_fn)(uint32_t, mmk_CUpti_SubscriberHandle, mmk_CUpti_CallbackDomain, mmk_CUpti_CallbackId);
+
+static void *open_cupti(void)
+{
+	const char *candidates[] = {getenv("MMK_CUPTI_PATH"), "libcupti.so.13", "libcupti.so"};
+	for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+		if (!candidates[i] || !*candidates[i])
+			continue;
+		void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+		if (h) {
+			mmk_log(0, "CUPTI from %s", candidates[i]);
+			return h;
+		}
+		mmk_log(0, "dlopen %s: %s", candidates[i], dlerror());
+	}
+	return NULL;
+}
+
+static int injected;
+
+/* InitializeInjection is what the CUDA driver calls. It returns 1 when the
+ * hook is in place; on any failure the job runs on unhooked (fail-open). */
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	if (injected++)
+		return 1;
+	const char *v = getenv("MMK_HOOK_LOG");
+	log_on = v && *v == '1';
+	stats_path = getenv("MMK_HOOK_STATS");
+	if (stats_path && !*stats_path)
+		stats_path = NULL;
+	void *h = open_cupti();
+	if (!h) {
+		mmk_log(1, "no CUPTI library (set MMK_CUPTI_PATH); launches are not seen");
+		return 0;
+	}
+	subscribe_fn subscribe = (subscribe_fn)dlsym(h, "cuptiSubscribe");
+	enable_fn enable = (enable_fn)dlsym(h, "cuptiEnableCallback");
+	if (!subscribe || !enable) {
+		mmk_log(1, "CUPTI lacks cuptiSubscribe or cuptiEnableCallback; launches are not seen");
+		return 0;
+	}
+	mmk_CUpti_SubscriberHandle sub;
+	mmk_CUptiResult r = subscribe(&sub, mmk_on_callback, NULL);
+	if (r != MMK_CUPTI_SUCCESS) {
+		mmk_log(1, "cuptiSubscribe: CUPTI error %d (another CUPTI subscriber, e.g. a profiler?); launches are not seen", r);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof launch_ids / sizeof *launch_ids; i++) {
+		r = enable(1, sub, MMK_CUPTI_CB_DOMAIN_DRIVER_API, launch_ids[i]);
+		if (r != MMK_CUPTI_SUCCESS)
+			mmk_log(1, "cuptiEnableCallback(%u): CUPTI error %d", launch_ids[i], r);
+	}
+	if (stats_path)
+		atexit(write_stats);
+	mmk_log(0, "hooked %zu launch callbacks", sizeof launch_ids / sizeof *launch_ids);
+	return 1;
+}
+
+/* mmk_hook_stats_json is for a job (or a test) that reads the counters
+ * through ctypes or dlsym. */
+__attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int len)
+{
+	return mmk_stats_json(buf, len);
+}
+
+/* mmk_hook_count is the number of launches seen so far. */
+__attribute__((visibility("default"))) unsigned long long mmk_hook_count(void)
+{
+	return (unsigned long long)mmk_hook_launches();
+}

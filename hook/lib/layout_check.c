@@ -1,0 +1,58 @@
+/*
+ * layout_check.c: built on the GPU machine against the real CUDA and CUPTI
+ * headers (bench/gpu/hook-probe.sh); it fails to compile if the hook's own
+ * declarations in cupti_decls.h differ from them. Not part of the hook.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include "cupti_decls.h"
+
+#define SAME_OFF(a, b, f) _Static_assert(offsetof(a, f) == offsetof(b, f), #a "." #f " moved")
+#define SAME_SIZE(a, b) _Static_assert(sizeof(a) == sizeof(b), #a " changed size")
+#define SAME(v, w) _Static_assert((int)(v) == (int)(w), #v " changed")
+
+SAME_SIZE(mmk_CUpti_CallbackData, CUpti_CallbackData);
+SAME_OFF(mmk_CUpti_CallbackData, CUpti_CallbackData, callbackSite);
+SAME_OFF(mmk_CUpti_CallbackData, CUpti_CallbackData, functionParams);
+SAME_OFF(mmk_CUpti_CallbackData, CUpti_CallbackData, symbolName);
+SAME_OFF(mmk_CUpti_CallbackData, CUpti_CallbackData, correlationId);
+SAME_SIZE(mmk_cuLaunchKernel_params, cuLaunchKernel_params);
+SAME_OFF(mmk_cuLaunchKernel_params, cuLaunchKernel_params, gridDimX);
+SAME_OFF(mmk_cuLaunchKernel_params, cuLaunchKernel_params, blockDimZ);
+SAME_OFF(mmk_cuLaunchKernel_params, cuLaunchKernel_params, sharedMemBytes);
+SAME_OFF(mmk_cuLaunchKernel_params, cuLaunchKernel_params, hStream);
+SAME_SIZE(mmk_cuLaunchKernel_params, cuLaunchKernel_ptsz_params);
+SAME_SIZE(mmk_cuLaunchKernelEx_params, cuLaunchKernelEx_params);
+SAME_OFF(mmk_cuLaunchKernelEx_params, cuLaunchKernelEx_params, f);
+SAME_SIZE(mmk_CUlaunchConfig, CUlaunchConfig);
+SAME_OFF(mmk_CUlaunchConfig, CUlaunchConfig, hStream);
+SAME_OFF(mmk_CUlaunchConfig, CUlaunchConfig, numAttrs);
+SAME_SIZE(mmk_cuLaunchCooperativeKernel_params, cuLaunchCooperativeKernel_params);
+SAME_OFF(mmk_cuLaunchCooperativeKernel_params, cuLaunchCooperativeKernel_params, hStream);
+SAME_SIZE(mmk_cuGraphLaunch_params, cuGraphLaunch_params);
+SAME_OFF(mmk_cuGraphLaunch_params, cuGraphLaunch_params, hStream);
+SAME_OFF(mmk_cuLaunchGrid_params, cuLaunchGrid_params, grid_height);
+SAME(MMK_CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
+SAME(MMK_CUPTI_API_ENTER, CUPTI_API_ENTER);
+SAME(MMK_CBID_cuLaunch, CUPTI_DRIVER_TRACE_CBID_cuLaunch);
+SAME(MMK_CBID_cuLaunchGrid, CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid);
+SAME(MMK_CBID_cuLaunchGridAsync, CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync);
+SAME(MMK_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+SAME(MMK_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz);
+SAME(MMK_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
+SAME(MMK_CBID_cuLaunchCooperativeKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz);
+SAME(MMK_CBID_cuLaunchCooperativeKernelMultiDevice, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice);
+SAME(MMK_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
+SAME(MMK_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+SAME(MMK_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
+SAME(MMK_CBID_cuLaunchKernelEx_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+
+int main(void)
+{
+	puts("layout_check: the hook's CUDA/CUPTI declarations match the headers");
+	return 0;
+}
