@@ -131,3 +131,28 @@ var (
 	_ Policy = (*piv)(nil)
 	_ Policy = (*dprr)(nil)
 )
+
+// atOnce is implemented by policies that release some tasks' launches as
+// soon as they arrive, whatever else happens.
+type atOnce interface {
+	AtOnce(s *Scheduler, t *Task) bool
+}
+
+// ReleasesAtOnce reports whether the policy releases every launch of t on
+// arrival (fikit: a task of the highest registered priority; mmk: an
+// online task). A launch path may then let such launches go without
+// waiting for the decision, and report them after the fact.
+func (s *Scheduler) ReleasesAtOnce(t *Task) bool {
+	p, ok := s.policy.(atOnce)
+	return ok && !t.removed && p.AtOnce(s, t)
+}
+
+// AtOnce: the top registered priority holds the GPU whenever it is
+// active, and nothing limits its releases.
+func (*fikit) AtOnce(s *Scheduler, t *Task) bool { return t.Spec.Priority == s.topPriority }
+
+// AtOnce: online kernels always go; with gap filling, so do those of the
+// top registered priority.
+func (m *mmk) AtOnce(s *Scheduler, t *Task) bool {
+	return t.Spec.Online || (m.fill && t.Spec.Priority == s.topPriority)
+}

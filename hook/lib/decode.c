@@ -143,11 +143,24 @@ uint32_t mmk_name_id(const struct mmk_launch *l)
 			}
 			atomic_store_explicit(&slots[i].id, id, memory_order_release);
 			atomic_store_explicit(&slots[i].key, l->key, memory_order_release);
+			mmk_name_created(id, names[id]);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&names_mu);
 	return id;
+}
+
+int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void))
+{
+	int failed = 0;
+	pthread_mutex_lock(&names_mu);
+	for (uint32_t id = 1; id < next_id && !failed; id++)
+		failed = fn(id, names[id]);
+	if (!failed && done)
+		done();
+	pthread_mutex_unlock(&names_mu);
+	return failed;
 }
 
 const char *mmk_name_of(uint32_t id)

@@ -105,7 +105,7 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 	atomic_fetch_add_explicit(&mmk_stats.by_api[l.api], 1, memory_order_relaxed);
 	if (!l.name)
 		atomic_fetch_add_explicit(&mmk_stats.unnamed, 1, memory_order_relaxed);
-	mmk_name_id(&l);
+	mmk_report(&l, mmk_name_id(&l));
 }
 
 static const mmk_CUpti_CallbackId launch_ids[] = {
@@ -160,6 +160,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		mmk_log(1, "CUPTI lacks cuptiSubscribe or cuptiEnableCallback; launches are not seen");
 		return 0;
 	}
+	mmk_client_init();
 	mmk_CUpti_SubscriberHandle sub;
 	mmk_CUptiResult r = subscribe(&sub, mmk_on_callback, NULL);
 	if (r != MMK_CUPTI_SUCCESS) {

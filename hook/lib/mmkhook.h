@@ -44,6 +44,19 @@ int mmk_decode(mmk_CUpti_CallbackId cbid, const mmk_CUpti_CallbackData *cb, stru
  * every launch of one function (cached by l->key; 0 when the table is full). */
 uint32_t mmk_name_id(const struct mmk_launch *l);
 
+/* mmk_name_created is called (names lock held) when an id is first given
+ * out. mmk_names_each calls fn for every id given out so far, stopping at
+ * the first that returns non-zero (its result), then done, all under the
+ * names lock, so that no name is created in between. */
+void mmk_name_created(uint32_t id, const char *name);
+int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void));
+
+/* mmk_client_init connects to the kernel scheduler named by
+ * MMK_SCHED_SOCKET, if set; mmk_report tells it of a launch and waits
+ * for the grant when the task's launches are held. */
+void mmk_client_init(void);
+void mmk_report(const struct mmk_launch *l, uint32_t name_id);
+
 /* mmk_name_of returns the name of an id (NULL if unknown). */
 const char *mmk_name_of(uint32_t id);
 

@@ -1,0 +1,318 @@
+/*
+ * client.c: the sharing phase. Each launch is reported to the instance's
+ * kernel scheduler through a shared-memory ring and, unless the task's
+ * launches are free, waits for its grant. Everything here fails open: no
+ * server, a dead one, a full ring or a grant later than the bound lets the
+ * launch go, and the hook tries to reconnect at most once a second.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mmkhook.h"
+#include "proto.h"
+
+struct conn {
+	int sock, wake_fd;
+	struct mmk_slot *slot;
+	_Atomic uint64_t degraded_seq; /* a wait timed out at this seq; 0: none */
+};
+
+static _Atomic(struct conn *) live;
+static pthread_mutex_t connect_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t next_try_ns;
+static int enabled, forked_child;
+static uint64_t timeout_ns = 10ull * 1000 * 1000;
+static struct mmk_hello hello;
+static char sock_path[108];
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int send_name(int sock, uint32_t id, const char *name)
+{
+	struct mmk_name_msg m = {id, (uint32_t)strlen(name)};
+	if (write_all(sock, &m, sizeof m) < 0 || write_all(sock, name, m.len) < 0)
+		return -1;
+	return 0;
+}
+
+/* The connection being made (connect_mu held): its names are sent and it
+ * is published under the names lock. */
+static struct conn *connecting;
+static int send_existing(uint32_t id, const char *name) { return send_name(connecting->sock, id, name); }
+static void publish(void)
+{
+	pthread_mutex_lock(&send_mu);
+	atomic_store(&live, connecting);
+	pthread_mutex_unlock(&send_mu);
+}
+
+void mmk_name_created(uint32_t id, const char *name)
+{
+	struct conn *c = atomic_load(&live);
+	if (!c)
+		return; /* sent with all others on the next connection */
+	pthread_mutex_lock(&send_mu);
+	if (send_name(c->sock, id, name) < 0)
+		mmk_log(0, "sending kernel name %u: %s", id, strerror(errno));
+	pthread_mutex_unlock(&send_mu);
+}
+
+/* try_connect makes one connection attempt and publishes it; the caller
+ * holds connect_mu. */
+static struct conn *try_connect(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return NULL;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, sock_path, sizeof a.sun_path - 1);
+	struct timeval tv = {.tv_sec = 1};
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+		mmk_log(0, "connect %s: %s", sock_path, strerror(errno));
+		close(s);
+		return NULL;
+	}
+	hello.pid = getpid();
+	if (write_all(s, &hello, sizeof hello) < 0)
+		goto fail;
+	struct mmk_welcome w;
+	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = {&w, sizeof w};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+	ssize_t n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+	if (n != (ssize_t)sizeof w || w.magic != MMK_PROTO_MAGIC) {
+		mmk_log(1, "kernel scheduler at %s: no valid welcome", sock_path);
+		goto fail;
+	}
+	if (w.version != MMK_PROTO_VERSION || w.status != 0 || w.ring != MMK_RING || w.slot_bytes < sizeof(struct mmk_slot)) {
+		mmk_log(1, "kernel scheduler at %s refused the hook: protocol %u (hook speaks %u), status %u, ring %u",
+			sock_path, w.version, MMK_PROTO_VERSION, w.status, w.ring);
+		goto fail;
+	}
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+		mmk_log(1, "kernel scheduler at %s sent no shared memory", sock_path);
+		goto fail;
+	}
+	int fds[2];
+	memcpy(fds, CMSG_DATA(cm), sizeof fds);
+	void *p = mmap(NULL, w.slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	close(fds[0]);
+	if (p == MAP_FAILED) {
+		close(fds[1]);
+		goto fail;
+	}
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		munmap(p, w.slot_bytes);
+		close(fds[1]);
+		goto fail;
+	}
+	c->sock = s, c->wake_fd = fds[1], c->slot = p;
+	connecting = c;
+	if (mmk_names_each(send_existing, publish)) {
+		connecting = NULL;
+		munmap(p, w.slot_bytes);
+		close(fds[1]);
+		free(c);
+		goto fail;
+	}
+	connecting = NULL;
+	mmk_log(0, "connected to the kernel scheduler at %s", sock_path);
+	return c;
+fail:
+	close(s);
+	return NULL;
+}
+
+/* drop forgets a dead connection. Other threads may still be using the
+ * shared memory, so it stays mapped (one slot, once per server death). */
+static void drop(struct conn *c)
+{
+	struct conn *want = c;
+	if (atomic_compare_exchange_strong(&live, &want, NULL)) {
+		mmk_log(1, "kernel scheduler at %s is gone; launches go unscheduled until it is back", sock_path);
+		atomic_store(&next_try_ns, now_ns() + 1000000000ull);
+	}
+}
+
+static void maybe_reconnect(void)
+{
+	if (!enabled || forked_child)
+		return;
+	uint64_t t = now_ns();
+	if (t < atomic_load_explicit(&next_try_ns, memory_order_relaxed))
+		return;
+	if (pthread_mutex_trylock(&connect_mu) != 0)
+		return;
+	if (!atomic_load(&live)) {
+		atomic_store(&next_try_ns, t + 1000000000ull);
+		try_connect();
+	}
+	pthread_mutex_unlock(&connect_mu);
+}
+
+static void after_fork_child(void)
+{
+	/* CUDA cannot be used in a forked child; never report from one. */
+	forked_child = 1;
+	struct conn *c = atomic_exchange(&live, NULL);
+	if (c) {
+		close(c->sock);
+		close(c->wake_fd);
+	}
+}
+
+void mmk_client_init(void)
+{
+	const char *p = getenv("MMK_SCHED_SOCKET");
+	if (!p || !*p)
+		return;
+	if (strlen(p) >= sizeof sock_path) {
+		mmk_log(1, "MMK_SCHED_SOCKET %s is longer than %zu bytes; launches go unscheduled", p, sizeof sock_path - 1);
+		return;
+	}
+	strcpy(sock_path, p);
+	hello.magic = MMK_PROTO_MAGIC;
+	hello.version = MMK_PROTO_VERSION;
+	hello.size = sizeof hello;
+	const char *v = getenv("MMK_PRIORITY");
+	hello.priority = v ? atoi(v) : 0;
+	v = getenv("MMK_ONLINE");
+	hello.online = v && *v == '1';
+	v = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	hello.mps_percent = v ? atoi(v) : 0;
+	v = getenv("MMK_TASK_KEY");
+	snprintf(hello.task_key, sizeof hello.task_key, "%s", v ? v : "");
+	v = getenv("MMK_TASK_NAME");
+	snprintf(hello.name, sizeof hello.name, "%s", v ? v : "");
+	v = getenv("MMK_HOOK_TIMEOUT_US");
+	if (v && atoll(v) > 0)
+		timeout_ns = (uint64_t)atoll(v) * 1000;
+	pthread_atfork(NULL, NULL, after_fork_child);
+	enabled = 1;
+	maybe_reconnect();
+}
+
+static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+	return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static inline int granted(struct mmk_slot *s, uint64_t seq)
+{
+	return (int32_t)(atomic_load_explicit(&s->granted, memory_order_acquire) - (uint32_t)seq) >= 0;
+}
+
+/* server_alive checks the socket after a wait timed out. */
+static int server_alive(struct conn *c)
+{
+	struct pollfd p = {.fd = c->sock, .events = POLLIN};
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN))) {
+		char b;
+		if (recv(c->sock, &b, 1, MSG_DONTWAIT | MSG_PEEK) <= 0)
+			return 0;
+	}
+	return 1;
+}
+
+void mmk_report(const struct mmk_launch *l, uint32_t name_id)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (!c) {
+		maybe_reconnect();
+		return;
+	}
+	struct mmk_slot *s = c->slot;
+	uint64_t t0 = now_ns();
+	uint64_t seq = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed) + 1;
+	/* Room in the ring: wait for the server to read, within the bound. */
+	while (seq - atomic_load_explicit(&s->tail, memory_order_acquire) > MMK_RING) {
+		if (now_ns() - t0 > timeout_ns) {
+			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
+			drop(c);
+			return;
+		}
+		sched_yield();
+	}
+	struct mmk_entry *e = &s->ring[(seq - 1) & (MMK_RING - 1)];
+	e->name_id = name_id;
+	e->seq = seq;
+	e->t_ns = t0;
+	memcpy(e->grid, l->grid, sizeof e->grid);
+	memcpy(e->block, l->block, sizeof e->block);
+	e->shared_mem = l->shared_mem;
+	uint32_t free_now = atomic_load_explicit(&s->free, memory_order_acquire);
+	e->api = (uint32_t)l->api | (free_now ? MMK_ENTRY_WENT : 0);
+	atomic_store_explicit(&e->ready, (uint32_t)seq, memory_order_release);
+	if (atomic_load_explicit(&s->server_sleeping, memory_order_acquire) &&
+	    atomic_exchange_explicit(&s->server_sleeping, 0, memory_order_acq_rel)) {
+		uint64_t one = 1;
+		(void)!write(c->wake_fd, &one, sizeof one);
+	}
+	if (free_now)
+		return;
+	uint64_t d = atomic_load_explicit(&c->degraded_seq, memory_order_relaxed);
+	if (d) {
+		if (!granted(s, d))
+			return; /* the server has not caught up since a timeout */
+		atomic_store_explicit(&c->degraded_seq, 0, memory_order_relaxed);
+	}
+	if (granted(s, seq))
+		return;
+	atomic_fetch_add_explicit(&mmk_stats.held, 1, memory_order_relaxed);
+	for (int spin = 0; spin < 200; spin++) {
+		if (granted(s, seq))
+			return;
+		__builtin_ia32_pause();
+	}
+	for (;;) {
+		uint32_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
+		if ((int32_t)(g - (uint32_t)seq) >= 0)
+			return;
+		uint64_t waited = now_ns() - t0;
+		if (waited >= timeout_ns)
+			break;
+		futex_wait(&s->granted, g, timeout_ns - waited);
+	}
+	atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->fail_open, 1, memory_order_relaxed);
+	atomic_store_explicit(&c->degraded_seq, seq, memory_order_relaxed);
+	if (!server_alive(c))
+		drop(c);
+}

@@ -1,0 +1,90 @@
+/*
+ * proto.h: the hook <-> kernel scheduler protocol, version 1. The Go side
+ * is kernelsched/server (its proto.go mirrors these layouts; a test checks
+ * the offsets by compiling this header).
+ *
+ * 1. The hook connects to the server's Unix stream socket
+ *    (MMK_SCHED_SOCKET) and sends a struct mmk_hello.
+ * 2. The server answers with a struct mmk_welcome and, as SCM_RIGHTS, two
+ *    descriptors: a memfd holding the task's struct mmk_slot, and an
+ *    eventfd that wakes the server. A welcome whose magic or version
+ *    differs, or whose status is not 0, ends the connection: the hook runs
+ *    the job unscheduled (fail-open).
+ * 3. Each launch takes the next ring entry (seq = ++head, entry
+ *    ring[(seq-1) % MMK_RING]), fills it and publishes it by storing the
+ *    low 32 bits of seq in its ready word (release). If the server sleeps
+ *    (server_sleeping), the hook clears the flag and writes the eventfd.
+ * 4. Unless the slot is free (the policy releases this task's launches at
+ *    once), the launch waits until granted >= seq (32-bit wrapping
+ *    compare; futex on granted) for at most MMK_HOOK_TIMEOUT_US
+ *    (default 10 ms), then goes anyway (fail-open) and the hook stops
+ *    waiting until a later grant shows the server is back.
+ * 5. Kernel names go on the socket before the first entry that uses them:
+ *    struct mmk_name_msg followed by len bytes.
+ * The server ends a task when its socket closes.
+ */
+#ifndef MMK_PROTO_H
+#define MMK_PROTO_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MMK_PROTO_MAGIC 0x484b4d4du /* "MMKH" little endian */
+#define MMK_PROTO_VERSION 1
+#define MMK_RING 4096 /* entries, power of two */
+#define MMK_ENTRY_WENT 0x80000000u /* in api: the launch went without waiting (free) */
+
+struct mmk_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t size; /* sizeof(struct mmk_hello) */
+	int32_t pid;
+	int32_t priority;    /* 0 (highest) .. 9 */
+	int32_t online;      /* 1: latency-critical */
+	int32_t mps_percent; /* 0: 100 */
+	char task_key[128];  /* selects the kernel profile */
+	char name[64];
+};
+
+struct mmk_welcome {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t status; /* 0 ok, else refused (see the server's log) */
+	uint32_t slot_bytes;
+	uint32_t ring;
+};
+
+struct mmk_name_msg {
+	uint32_t id;
+	uint32_t len;
+};
+
+struct mmk_entry {
+	_Atomic uint32_t ready; /* low 32 bits of seq once published */
+	uint32_t name_id;
+	uint64_t seq;
+	uint64_t t_ns; /* CLOCK_MONOTONIC at the launch call */
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t shared_mem;
+	uint32_t api;
+}; /* 56 bytes */
+
+struct mmk_slot {
+	/* Written by the server. */
+	_Atomic uint32_t granted; /* futex word */
+	_Atomic uint32_t free;
+	_Atomic uint32_t server_sleeping;
+	uint32_t pad0;
+	char pad1[48];
+	/* Written by the hook. */
+	_Atomic uint64_t head;
+	_Atomic uint64_t fail_open; /* launches let go unscheduled */
+	char pad2[48];
+	/* Written by the server: entries before tail were read. */
+	_Atomic uint64_t tail;
+	char pad3[56];
+	struct mmk_entry ring[MMK_RING];
+};
+
+#endif

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// cArtifacts are the hook, the fake CUPTI and the replay job, built once
+// with the system C compiler (as make hook does).
+type cArtifacts struct{ hook, cupti, replay string }
+
+var (
+	buildOnce sync.Once
+	built     cArtifacts
+	buildErr  error
+)
+
+func repoRoot(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func buildC(t testing.TB) cArtifacts {
+	t.Helper()
+	buildOnce.Do(func() {
+		root := repoRoot(t)
+		dir, err := os.MkdirTemp("", "mmk-hook-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		lib := filepath.Join(root, "hook", "lib")
+		srcs, _ := filepath.Glob(filepath.Join(lib, "*.c"))
+		var hookSrcs []string
+		for _, s := range srcs {
+			if !strings.HasSuffix(s, "layout_check.c") {
+				hookSrcs = append(hookSrcs, s)
+			}
+		}
+		built = cArtifacts{filepath.Join(dir, "libmmkhook.so"), filepath.Join(dir, "libfakecupti.so"), filepath.Join(dir, "replay")}
+		cmds := [][]string{
+			append(append([]string{"cc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-o", built.hook}, hookSrcs...), "-ldl", "-lpthread"),
+			{"cc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-Wall", "-Werror", "-o", built.cupti, filepath.Join(root, "hook", "fake", "fakecupti.c")},
+			{"cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-o", built.replay, filepath.Join(root, "hook", "fake", "replay.c"), "-ldl"},
+		}
+		for _, c := range cmds {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("%s: %v\n%s", strings.Join(c, " "), err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+// writeTrace writes n launches of kernels k0..k{kinds-1} with a gap after each.
+func writeTrace(t *testing.T, n, kinds int, gapUs int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d 4 1 1 128 1 1 %d\n", i%kinds, gapUs)
+	}
+	p := filepath.Join(t.TempDir(), "trace.txt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type replayResult struct {
+	Hooked    int     `json:"hooked"`
+	Launches  int     `json:"launches"`
+	WallUs    float64 `json:"wall_us"`
+	WaitedUs  float64 `json:"waited_us"`
+	MaxWaitUs float64 `json:"max_wait_us"`
+	Hook      struct {
+		Launches uint64 `json:"launches"`
+		Held     uint64 `json:"held"`
+		FailOpen uint64 `json:"fail_open"`
+	} `json:"hook"`
+}
+
+// replay runs the fake job with the hook and the given extra environment.
+func replay(ctx context.Context, a cArtifacts, trace string, loops int, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, a.replay, trace, fmt.Sprint(loops))
+	cmd.Env = append(os.Environ(), "CUDA_INJECTION64_PATH="+a.hook, "MMK_CUPTI_PATH="+a.cupti)
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+func runReplay(t *testing.T, cmd *exec.Cmd) replayResult {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	var r replayResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("replay output %q: %v", out, err)
+	}
+	return r
+}
+
+func startServer(t *testing.T, policy string) (*Server, string) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "sched.sock")
+	s, err := New(Config{Socket: sock, Policy: policy, Sched: kernelsched.Config{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	for range 200 {
+		if _, err := os.Stat(sock); err == nil {
+			return s, sock
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("server socket never appeared")
+	return nil, ""
+}
+
+// TestEndToEnd: a high- and a low-priority job share a real server under
+// fikit. Every launch reaches it, the high-priority one never waits (its
+// launches go at once), and the low-priority one is held.
+func TestEndToEnd(t *testing.T) {
+	a := buildC(t)
+	s, sock := startServer(t, "fikit")
+	hiTrace := writeTrace(t, 400, 5, 200)
+	loTrace := writeTrace(t, 200, 3, 0)
+	ctx := context.Background()
+	hiCmd := replay(ctx, a, hiTrace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=hi")
+	var hi replayResult
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		hi = runReplay(t, hiCmd)
+	}()
+	time.Sleep(20 * time.Millisecond) // the high-priority job is registered first
+	lo := runReplay(t, replay(ctx, a, loTrace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo"))
+	wg.Wait()
+	c := s.Counters()
+	t.Logf("hi %+v\nlo %+v\nserver %+v", hi, lo, c)
+	if hi.Hooked != 1 || lo.Hooked != 1 || hi.Hook.Launches != 400 || lo.Hook.Launches != 200 {
+		t.Fatalf("hook saw %d and %d launches, want 400 and 200", hi.Hook.Launches, lo.Hook.Launches)
+	}
+	if hi.Hook.Held != 0 || hi.Hook.FailOpen != 0 {
+		t.Errorf("high priority: %d launches held, %d failed open; want none", hi.Hook.Held, hi.Hook.FailOpen)
+	}
+	if lo.Hook.Held == 0 {
+		t.Errorf("low priority: no launch was held")
+	}
+	if c.Kernels != 600 {
+		t.Errorf("server saw %d kernels, want 600", c.Kernels)
+	}
+	if c.AtOnce < 400 {
+		t.Errorf("server counted %d launches at once, want at least the high priority's 400", c.AtOnce)
+	}
+}
+
+// TestFailOpen: a server that accepts the hook and then never grants, or
+// is absent, or speaks another protocol version, never stops the job.
+func TestFailOpen(t *testing.T) {
+	a := buildC(t)
+	trace := writeTrace(t, 50, 2, 0)
+	tests := []struct {
+		name         string
+		serve        func(c *net.UnixConn) // nil: no server at all
+		wantFailOpen uint64
+	}{
+		{"absent", nil, 0},
+		{"mute", func(c *net.UnixConn) {
+			sl, err := newSlot("mute")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer sl.close()
+			buf := make([]byte, helloSize)
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Error(err)
+				return
+			}
+			efd := mustEventfd(t)
+			_, _, _ = c.WriteMsgUnix(welcome(0), rights(sl.fd, efd), nil)
+			time.Sleep(2 * time.Second) // never grants
+		}, 1},
+		{"other version", func(c *net.UnixConn) {
+			buf := make([]byte, helloSize)
+			_, _ = io.ReadFull(c, buf)
+			w := welcome(0)
+			w[4] = 99
+			_, _ = c.Write(w)
+		}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "s.sock")
+			if tc.serve != nil {
+				ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				go func() {
+					c, err := ln.AcceptUnix()
+					if err != nil {
+						return
+					}
+					defer c.Close()
+					tc.serve(c)
+				}()
+			}
+			start := time.Now()
+			r := runReplay(t, replay(context.Background(), a, trace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5"))
+			if r.Hook.Launches != 50 || r.Launches != 50 {
+				t.Errorf("%d launches seen of 50", r.Hook.Launches)
+			}
+			if r.Hook.FailOpen != tc.wantFailOpen {
+				t.Errorf("fail-opens %d, want %d", r.Hook.FailOpen, tc.wantFailOpen)
+			}
+			// One wait of at most the 10 ms bound, then launches pass.
+			if r.MaxWaitUs > 1e6 {
+				t.Errorf("a launch waited %.0f us", r.MaxWaitUs)
+			}
+			t.Logf("%s: %+v in %s", tc.name, r, time.Since(start))
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// entryWent marks, in an entry's api field, a launch that went without
+// waiting (MMK_ENTRY_WENT).
+const entryWent = 0x80000000
+
+// loop owns the core: it reads the rings, runs the policy, grants, and
+// sleeps when nothing happens.
+func (s *Server) loop(ctx context.Context) {
+	lastBusy := mono()
+	for ctx.Err() == nil {
+		s.applyEvents()
+		now := mono()
+		busy := s.drain(now)
+		s.completeDue(now)
+		released, wake := s.core.Schedule(now)
+		for _, l := range released {
+			s.granted(l, now)
+		}
+		if busy || len(released) > 0 {
+			lastBusy = now
+			continue
+		}
+		if now-lastBusy < s.cfg.Spin {
+			continue
+		}
+		s.sleep(min(wake, s.nextDone()), now)
+		lastBusy = mono()
+	}
+}
+
+// applyEvents registers new tasks and drops gone ones.
+func (s *Server) applyEvents() {
+	s.mu.Lock()
+	evs := s.events
+	s.events = nil
+	s.mu.Unlock()
+	if len(evs) == 0 {
+		return
+	}
+	for _, e := range evs {
+		switch {
+		case e.add != nil:
+			t := e.add
+			spec := kernelsched.TaskSpec{Name: t.hello.Name, Key: t.hello.TaskKey, Priority: t.hello.Priority, Online: t.hello.Online,
+				MPSPercent: t.hello.MPSPercent, Profile: s.profiles[t.hello.TaskKey]}
+			id, err := s.core.AddTask(spec)
+			if err != nil {
+				s.refused.Add(1)
+				s.cfg.Log.Warn("kernel scheduler: task refused", "name", t.hello.Name, "err", err)
+				t.ready <- false
+				continue
+			}
+			t.id = id
+			s.mu.Lock()
+			s.tasks[id] = t
+			s.mu.Unlock()
+			s.ntasks.Add(1)
+		case e.remove != nil:
+			t := e.remove
+			s.mu.Lock()
+			_, ok := s.tasks[t.id]
+			if ok && s.tasks[t.id] == t {
+				delete(s.tasks, t.id)
+			}
+			s.mu.Unlock()
+			if !ok {
+				t.slot.close()
+				continue
+			}
+			if err := s.core.RemoveTask(t.id); err != nil {
+				s.cfg.Log.Warn("kernel scheduler: remove task", "name", t.hello.Name, "err", err)
+			}
+			s.failOpensGone.Add(t.slot.failOpens())
+			t.slot.close()
+			s.ntasks.Add(-1)
+			s.cfg.Log.Info("kernel scheduler: task gone", "name", t.hello.Name, "pid", t.hello.PID)
+		}
+	}
+	// Who goes at once depends on who else is registered.
+	for _, t := range s.tasks {
+		ct, err := s.core.Task(t.id)
+		if err != nil {
+			continue
+		}
+		t.free = s.core.ReleasesAtOnce(ct)
+		t.slot.setFree(t.free)
+		select {
+		case t.ready <- true:
+		default: // told before
+		}
+		if !t.free {
+			// Held launches of a task that was free a moment ago: grant
+			// what the hook already let go.
+			t.slot.grant(t.slot.headSeen())
+		}
+	}
+}
+
+// drain reads every published launch into the core.
+func (s *Server) drain(now time.Duration) bool {
+	busy := false
+	for _, t := range s.tasks {
+		for {
+			e, ok := t.slot.next()
+			if !ok {
+				break
+			}
+			busy = true
+			s.arrive(t, e, now)
+		}
+	}
+	return busy
+}
+
+func (s *Server) arrive(t *task, e entry, now time.Duration) {
+	name, ok := t.local[e.nameID]
+	if !ok {
+		s.mu.Lock()
+		name, ok = t.names[e.nameID]
+		s.mu.Unlock()
+		if ok {
+			t.local[e.nameID] = name
+		} else {
+			name = "?"
+		}
+	}
+	ct, err := s.core.Task(t.id)
+	if err != nil {
+		return
+	}
+	id := kernelsched.KernelID{Name: name, Grid: kernelsched.Dim3(e.grid), Block: kernelsched.Dim3(e.block)}
+	l := kernelsched.Launch{Task: t.id, Kernel: id, SharedMem: int(e.sharedMem)}
+	if ct.Spec.Profile != nil {
+		l.Est = ct.Spec.Profile.Estimate(id)
+	}
+	at := min(time.Duration(e.tNs), now)
+	if _, err := s.core.Arrive(at, l); err != nil {
+		// A launch the core cannot take (a zero dimension) goes unheld.
+		s.cfg.Log.Debug("kernel scheduler: launch not scheduled", "task", t.hello.Name, "err", err)
+		t.slot.grant(e.seq)
+		return
+	}
+	s.kernels.Add(1)
+	t.ringSeq = append(t.ringSeq, e.seq)
+	if e.api&entryWent != 0 {
+		s.atOnce.Add(1)
+	}
+}
+
+// granted books a release: the hook may launch, and the kernel is taken
+// to end after its profiled duration.
+func (s *Server) granted(l kernelsched.Launch, now time.Duration) {
+	t := s.tasks[l.Task]
+	if t == nil || len(t.ringSeq) == 0 {
+		return
+	}
+	seq := t.ringSeq[0]
+	t.ringSeq = t.ringSeq[1:]
+	if !t.free {
+		t.slot.grant(seq)
+		s.held.Add(1)
+		if top := s.core.TopActive(now); top >= 0 && t.hello.Priority > top {
+			s.filled.Add(1)
+		}
+	}
+	end := max(now, t.lastEnd) + l.Est.SK
+	t.lastEnd = end
+	t.done = append(t.done, done{seq: l.Seq, at: end})
+}
+
+// completeDue reports predicted completions to the core.
+func (s *Server) completeDue(now time.Duration) {
+	for _, t := range s.tasks {
+		n := 0
+		for n < len(t.done) && t.done[n].at <= now {
+			if err := s.core.Complete(t.done[n].at, t.id, t.done[n].seq); err != nil {
+				s.cfg.Log.Debug("kernel scheduler: complete", "task", t.hello.Name, "err", err)
+			}
+			n++
+		}
+		t.done = t.done[n:]
+	}
+}
+
+func (s *Server) nextDone() time.Duration {
+	next := kernelsched.Never
+	for _, t := range s.tasks {
+		if len(t.done) > 0 {
+			next = min(next, t.done[0].at)
+		}
+	}
+	return next
+}
+
+// sleep waits on the eventfd until a hook or an event wakes the loop, or
+// until the core's next timer.
+func (s *Server) sleep(until, now time.Duration) {
+	for _, t := range s.tasks {
+		t.slot.setSleeping(true)
+	}
+	// A launch published before the flag was seen would not wake us.
+	for _, t := range s.tasks {
+		if t.slot.pending() {
+			s.awake()
+			return
+		}
+	}
+	wait := 100 * time.Millisecond
+	if until != kernelsched.Never && until-now < wait {
+		wait = max(until-now, 0)
+	}
+	ts := unix.NsecToTimespec(int64(wait))
+	fds := []unix.PollFd{{Fd: int32(s.wake), Events: unix.POLLIN}}
+	_, _ = unix.Ppoll(fds, &ts, nil)
+	var b [8]byte
+	_, _ = unix.Read(s.wake, b[:])
+	s.awake()
+}
+
+func (s *Server) awake() {
+	for _, t := range s.tasks {
+		t.slot.setSleeping(false)
+	}
+}

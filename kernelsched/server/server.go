@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// Config sets up a server.
+type Config struct {
+	// Socket is the Unix socket path hooks connect to (MMK_SCHED_SOCKET).
+	Socket string
+	// Policy is a kernelsched policy name; Sched its configuration.
+	Policy string
+	Sched  kernelsched.Config
+	// Profiles are the kernel profiles, selected by a task's key.
+	Profiles []*kernelsched.TaskProfile
+	// Spin is how long the loop keeps polling after the last launch before
+	// it sleeps (default 50 µs).
+	Spin time.Duration
+	Log  *slog.Logger
+}
+
+// Counters are a server's running totals.
+type Counters struct {
+	Tasks     int    `json:"tasks"`
+	Kernels   uint64 `json:"kernels"`
+	AtOnce    uint64 `json:"at_once"`
+	Held      uint64 `json:"held"`
+	Filled    uint64 `json:"filled"`
+	FailOpens uint64 `json:"fail_opens"`
+	Refused   uint64 `json:"refused"`
+}
+
+// Server is one instance's kernel scheduler server.
+type Server struct {
+	cfg      Config
+	core     *kernelsched.Scheduler
+	profiles map[string]*kernelsched.TaskProfile
+	wake     int // eventfd
+
+	mu     sync.Mutex // guards events and each task's names
+	events []event
+	tasks  map[kernelsched.TaskID]*task
+
+	kernels, atOnce, held, filled, refused atomic.Uint64
+	failOpensGone                          atomic.Uint64
+	ntasks                                 atomic.Int64
+	failOpenLive                           atomic.Uint64
+}
+
+type event struct {
+	add    *task
+	remove *task
+}
+
+type task struct {
+	id    kernelsched.TaskID
+	hello Hello
+	slot  *slot
+	conn  *net.UnixConn
+	names map[uint32]string // under Server.mu
+	ready chan bool         // the loop registered the task (false: refused)
+	// Loop-owned.
+	local   map[uint32]string
+	ringSeq []uint64 // ring seqs of launches held in the core, in order
+	free    bool
+	done    []done // released kernels, predicted ends, in order
+	lastEnd time.Duration
+}
+
+type done struct {
+	seq uint64
+	at  time.Duration
+}
+
+// New checks the configuration and builds the core.
+func New(cfg Config) (*Server, error) {
+	if cfg.Socket == "" {
+		return nil, errors.New("kernel scheduler server: socket path is empty")
+	}
+	if cfg.Spin == 0 {
+		cfg.Spin = 50 * time.Microsecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	core, err := kernelsched.New(cfg.Policy, cfg.Sched)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}}
+	for _, p := range cfg.Profiles {
+		s.profiles[p.Key] = p
+	}
+	return s, nil
+}
+
+// Counters returns the running totals.
+func (s *Server) Counters() Counters {
+	s.mu.Lock()
+	live := uint64(0)
+	for _, t := range s.tasks {
+		live += t.slot.failOpens()
+	}
+	s.mu.Unlock()
+	return Counters{
+		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
+		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Refused: s.refused.Load(),
+	}
+}
+
+// Serve listens on the socket and schedules until ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	_ = os.Remove(s.cfg.Socket)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.cfg.Socket, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("kernel scheduler server: %w", err)
+	}
+	defer os.Remove(s.cfg.Socket)
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("kernel scheduler server: eventfd: %w", err)
+	}
+	s.wake = wake
+	defer unix.Close(wake)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+		s.poke()
+	}()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.accept(ctx, ln)
+	}()
+	s.cfg.Log.Info("kernel scheduler serving", "socket", s.cfg.Socket, "policy", s.cfg.Policy, "protocol", ProtoVersion)
+	s.loop(ctx)
+	wg.Wait()
+	s.mu.Lock()
+	for _, t := range s.tasks {
+		t.conn.Close()
+		t.slot.close()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// poke wakes the loop.
+func (s *Server) poke() {
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	_, _ = unix.Write(s.wake, one)
+}
+
+func (s *Server) accept(ctx context.Context, ln *net.UnixListener) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Log.Error("kernel scheduler accept", "err", err)
+			}
+			return
+		}
+		go s.handle(ctx, c)
+	}
+}
+
+// handle runs one hook's connection: handshake, then names until EOF.
+func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, helloSize)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		s.cfg.Log.Warn("kernel scheduler: no hello", "err", err)
+		c.Close()
+		return
+	}
+	h, err := parseHello(buf)
+	if err != nil {
+		s.refused.Add(1)
+		s.cfg.Log.Warn("kernel scheduler: hook refused", "err", err)
+		_, _ = c.Write(welcome(1))
+		c.Close()
+		return
+	}
+	sl, err := newSlot(h.Name)
+	if err != nil {
+		s.cfg.Log.Error("kernel scheduler", "err", err)
+		c.Close()
+		return
+	}
+	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1)}
+	// The loop registers the task and sets its free flag before the hook
+	// may launch.
+	s.mu.Lock()
+	s.events = append(s.events, event{add: t})
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case ok := <-t.ready:
+		if !ok {
+			_, _ = c.Write(welcome(2))
+			c.Close()
+			sl.close()
+			return
+		}
+	case <-ctx.Done():
+		c.Close()
+		return
+	}
+	if _, _, err := c.WriteMsgUnix(welcome(0), unix.UnixRights(sl.fd, s.wake), nil); err != nil {
+		s.cfg.Log.Warn("kernel scheduler: welcome", "err", err)
+		s.gone(t)
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	s.cfg.Log.Info("kernel scheduler: task connected", "name", h.Name, "pid", h.PID, "priority", h.Priority, "online", h.Online, "key", h.TaskKey)
+	hdr := make([]byte, nameMsgSize)
+	for ctx.Err() == nil {
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			break
+		}
+		id, n := le32(hdr), le32(hdr[4:])
+		if n > maxNameLen {
+			s.cfg.Log.Warn("kernel scheduler: kernel name too long; dropping the task", "name", h.Name, "len", n)
+			break
+		}
+		name := make([]byte, n)
+		if _, err := io.ReadFull(c, name); err != nil {
+			break
+		}
+		s.mu.Lock()
+		t.names[id] = string(name)
+		s.mu.Unlock()
+	}
+	s.gone(t)
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func (s *Server) gone(t *task) {
+	t.conn.Close()
+	s.mu.Lock()
+	s.events = append(s.events, event{remove: t})
+	s.mu.Unlock()
+	s.poke()
+}
+
+// mono is CLOCK_MONOTONIC, the hook's clock.
+func mono() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
+}

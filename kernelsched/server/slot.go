@@ -1,0 +1,119 @@
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const futexWake = 1 // FUTEX_WAKE
+
+// slot is one task's shared memory (struct mmk_slot): a memfd both sides
+// map.
+type slot struct {
+	fd  int
+	mem []byte
+}
+
+func newSlot(name string) (*slot, error) {
+	fd, err := unix.MemfdCreate("mmk-"+name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	if err := unix.Ftruncate(fd, slotBytes); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("memfd size: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, slotBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	return &slot{fd: fd, mem: mem}, nil
+}
+
+func (s *slot) close() {
+	if s.mem != nil {
+		_ = unix.Munmap(s.mem)
+		s.mem = nil
+	}
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+}
+
+func (s *slot) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&s.mem[off])) }
+func (s *slot) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&s.mem[off])) }
+
+func (s *slot) setFree(free bool) {
+	v := uint32(0)
+	if free {
+		v = 1
+	}
+	atomic.StoreUint32(s.u32(offFree), v)
+}
+
+func (s *slot) setSleeping(on bool) {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	atomic.StoreUint32(s.u32(offServerSleeping), v)
+}
+
+// grant lets launches up to seq go and wakes the waiting hook threads.
+func (s *slot) grant(seq uint64) {
+	p := s.u32(offGranted)
+	atomic.StoreUint32(p, uint32(seq))
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, math.MaxInt32, 0, 0, 0)
+}
+
+// entry is a published launch (struct mmk_entry).
+type entry struct {
+	seq         uint64
+	nameID      uint32
+	tNs         uint64
+	grid, block [3]uint32
+	sharedMem   uint32
+	api         uint32
+}
+
+// next reads the entry after tail if the hook published it, and moves tail.
+func (s *slot) next() (entry, bool) {
+	tail := atomic.LoadUint64(s.u64(offTail))
+	off := offRing + int(tail%Ring)*entrySize
+	if atomic.LoadUint32(s.u32(off+entReady)) != uint32(tail+1) {
+		return entry{}, false
+	}
+	le := binary.LittleEndian
+	e := s.mem[off : off+entrySize]
+	var out entry
+	out.nameID = le.Uint32(e[entNameID:])
+	out.seq = le.Uint64(e[entSeq:])
+	out.tNs = le.Uint64(e[entTime:])
+	for i := range 3 {
+		out.grid[i] = le.Uint32(e[entGrid+4*i:])
+		out.block[i] = le.Uint32(e[entBlock+4*i:])
+	}
+	out.sharedMem = le.Uint32(e[entSharedMem:])
+	out.api = le.Uint32(e[entAPI:])
+	atomic.StoreUint64(s.u64(offTail), tail+1)
+	return out, true
+}
+
+// failOpens is the hook's count of launches it let go unscheduled.
+func (s *slot) failOpens() uint64 { return atomic.LoadUint64(s.u64(offFailOpen)) }
+
+// pending reports whether an entry waits to be read.
+func (s *slot) pending() bool {
+	tail := atomic.LoadUint64(s.u64(offTail))
+	return atomic.LoadUint32(s.u32(offRing+int(tail%Ring)*entrySize+entReady)) == uint32(tail+1)
+}
+
+// headSeen is the hook's last reserved sequence number.
+func (s *slot) headSeen() uint64 { return atomic.LoadUint64(s.u64(offHead)) }
