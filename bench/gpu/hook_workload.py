@@ -39,22 +39,7 @@ def main():
     torch.backends.cudnn.benchmark = False
     torch.set_num_threads(2)
     model, make, loss_fn = workload.build(model_name, batch)
-    model = model.to("cuda")
-    x, y = make("cuda")
-    if mode == "train":
-        model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(*x), y).backward()
-            opt.step()
-    else:
-        model.eval()
-
-        def step():
-            with torch.inference_mode():
-                model(*x)
+    step = workload.make_step(model, make, loss_fn, mode)
 
     for _ in range(args.warmup):
         step()

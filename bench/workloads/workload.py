@@ -70,6 +70,30 @@ def build(model_name, batch):
     return model, make, lambda out, y: torch.nn.functional.cross_entropy(out, y)
 
 
+def make_step(model, make, loss_fn, mode, dev="cuda"):
+    """Moves the model to dev and returns a function running one iteration:
+    a training step (SGD) or an inference forward pass."""
+    model = model.to(dev)
+    x, y = make(dev)
+    if mode == "train":
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(*x), y).backward()
+            opt.step()
+
+        return step
+    model.eval()
+
+    def step():
+        with torch.inference_mode():
+            model(*x)
+
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--job", required=True, choices=sorted(JOBS))
@@ -88,23 +112,7 @@ def main():
         if not sys.stdin.readline():
             return
 
-    dev = "cuda"
-    model = model.to(dev)
-    x, y = make(dev)
-    if mode == "train":
-        model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(*x), y).backward()
-            opt.step()
-    else:
-        model.eval()
-
-        def step():
-            with torch.inference_mode():
-                model(*x)
+    step = make_step(model, make, loss_fn, mode)
 
     end = time.perf_counter() + args.warmup
     first_iter_s = None
