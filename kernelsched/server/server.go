@@ -57,7 +57,6 @@ type Server struct {
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
-	failOpenLive                           atomic.Uint64
 }
 
 type event struct {
