@@ -68,12 +68,12 @@ func (s *Server) applyEvents() {
 		case e.remove != nil:
 			t := e.remove
 			s.mu.Lock()
-			_, ok := s.tasks[t.id]
-			if ok && s.tasks[t.id] == t {
+			registered := s.tasks[t.id] == t
+			if registered {
 				delete(s.tasks, t.id)
 			}
 			s.mu.Unlock()
-			if !ok {
+			if !registered {
 				t.slot.close()
 				continue
 			}

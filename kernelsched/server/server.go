@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -233,7 +234,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		if _, err := io.ReadFull(c, hdr); err != nil {
 			break
 		}
-		id, n := le32(hdr), le32(hdr[4:])
+		id, n := binary.LittleEndian.Uint32(hdr), binary.LittleEndian.Uint32(hdr[4:])
 		if n > maxNameLen {
 			s.cfg.Log.Warn("kernel scheduler: kernel name too long; dropping the task", "name", h.Name, "len", n)
 			break

@@ -83,11 +83,18 @@ type entry struct {
 	api         uint32
 }
 
+// unread returns the offset of the entry after tail and whether the hook
+// published it.
+func (s *slot) unread() (tail uint64, off int, ok bool) {
+	tail = atomic.LoadUint64(s.u64(offTail))
+	off = offRing + int(tail%Ring)*entrySize
+	return tail, off, atomic.LoadUint32(s.u32(off+entReady)) == uint32(tail+1)
+}
+
 // next reads the entry after tail if the hook published it, and moves tail.
 func (s *slot) next() (entry, bool) {
-	tail := atomic.LoadUint64(s.u64(offTail))
-	off := offRing + int(tail%Ring)*entrySize
-	if atomic.LoadUint32(s.u32(off+entReady)) != uint32(tail+1) {
+	tail, off, ok := s.unread()
+	if !ok {
 		return entry{}, false
 	}
 	le := binary.LittleEndian
@@ -111,8 +118,8 @@ func (s *slot) failOpens() uint64 { return atomic.LoadUint64(s.u64(offFailOpen))
 
 // pending reports whether an entry waits to be read.
 func (s *slot) pending() bool {
-	tail := atomic.LoadUint64(s.u64(offTail))
-	return atomic.LoadUint32(s.u32(offRing+int(tail%Ring)*entrySize+entReady)) == uint32(tail+1)
+	_, _, ok := s.unread()
+	return ok
 }
 
 // headSeen is the hook's last reserved sequence number.
