@@ -96,19 +96,19 @@ func TestLayoutsFor(t *testing.T) {
 			tried := layoutsFor(m, profiles)
 			seen := map[string]bool{}
 			for _, a := range tried {
-				k := profileMultiset(a)
+				k := a.Profiles()
 				if seen[k] {
 					t.Errorf("profiles %s tried twice", k)
 				}
 				seen[k] = true
 				for _, b := range tried {
-					if profileMultiset(b) != k && dominates(b, a) {
+					if b.Profiles() != k && dominates(b, a) {
 						t.Errorf("%s is tried, but %s dominates it", a, b)
 					}
 				}
 			}
 			for _, l := range m.MaximalLayouts(profiles) {
-				if !seen[profileMultiset(l)] && !slices.ContainsFunc(tried, func(b Layout) bool { return dominates(b, l) }) {
+				if !seen[l.Profiles()] && !slices.ContainsFunc(tried, func(b Layout) bool { return dominates(b, l) }) {
 					t.Errorf("maximal layout %s is neither tried nor dominated", l)
 				}
 			}
@@ -138,6 +138,24 @@ func TestDominates(t *testing.T) {
 	for _, tc := range tests {
 		if got := dominates(layout(t, m, tc.b), layout(t, m, tc.a)); got != tc.want {
 			t.Errorf("dominates(%s, %s) = %v, want %v", tc.b, tc.a, got, tc.want)
+		}
+	}
+}
+
+func TestDemand(t *testing.T) {
+	tests := []struct {
+		name  string
+		speed func(int) float64
+		want  int
+	}{
+		{"linear", func(p int) float64 { return float64(p) }, 100},
+		{"saturates at 40", func(p int) float64 { return min(float64(p), 40) }, 40},
+		{"95 % at 60", func(p int) float64 { return min(float64(p)/60*0.95, 0.95) + float64(max(p-60, 0))/800 }, 60},
+		{"flat", func(int) float64 { return 1 }, 10},
+	}
+	for _, tc := range tests {
+		if got := Demand(tc.speed); got != tc.want {
+			t.Errorf("%s: Demand = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

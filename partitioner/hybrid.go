@@ -407,9 +407,9 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 	bestTotal := g.Total() * (1 + d.opt.MinGain)
 	var best *GPUPlan
 	var bestLeft []Job
-	curKey := profileMultiset(g.Layout)
+	curKey := g.Layout.Profiles()
 	for _, l := range layoutsFor(m, profiles) {
-		if profileMultiset(l) == curKey {
+		if l.Profiles() == curKey {
 			l = g.Layout // the same instances where they already are
 		}
 		cand := []GPUPlan{{Layout: l}}
@@ -491,7 +491,7 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	seen := map[string]bool{}
 	var distinct []Layout
 	for _, l := range m.MaximalLayouts(profiles) {
-		if k := profileMultiset(l); !seen[k] {
+		if k := l.Profiles(); !seen[k] {
 			seen[k] = true
 			distinct = append(distinct, l)
 		}
@@ -532,14 +532,4 @@ func dominates(b, a Layout) bool {
 		return false
 	}
 	return match(0)
-}
-
-// profileMultiset names a layout's instances' profiles, sorted.
-func profileMultiset(l Layout) string {
-	names := make([]string, len(l.Instances))
-	for i, in := range l.Instances {
-		names[i] = in.Profile.Name
-	}
-	slices.Sort(names)
-	return strings.Join(names, "+")
 }

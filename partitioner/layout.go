@@ -93,6 +93,18 @@ func (l Layout) String() string {
 	return strings.Join(parts, "+")
 }
 
+// Profiles names the layout's instances by profile, sorted and joined
+// with "+" ("1g.10gb+2g.20gb+3g.40gb"): layouts with the same profiles at
+// other placements have the same name.
+func (l Layout) Profiles() string {
+	names := make([]string, len(l.Instances))
+	for i, in := range l.Instances {
+		names[i] = in.Profile.Name
+	}
+	slices.Sort(names)
+	return strings.Join(names, "+")
+}
+
 // Equal reports whether two layouts hold the same instances.
 func (l Layout) Equal(o Layout) bool {
 	return slices.EqualFunc(l.Instances, o.Instances, func(a, b Instance) bool {

@@ -20,6 +20,19 @@ const (
 // is met: its demand is the smallest percentage reaching it.
 const saturation = 0.95
 
+// Demand is MPSConfig's share for a job whose speed alone at a percentage
+// is speedAt: the smallest step of PercentStep at which it reaches 95 % of
+// its speed at 100 %.
+func Demand(speedAt func(percent int) float64) int {
+	full := speedAt(maxPercent)
+	for p := PercentStep; p < maxPercent; p += PercentStep {
+		if speedAt(p) >= saturation*full {
+			return p
+		}
+	}
+	return maxPercent
+}
+
 // mpsConfig is MMK's MPSConfig for instance i of layout l holding jobs.
 // Running online jobs keep their percentages (when FixOnlinePercent);
 // the others are sorted by speed per SM share at their demand, online
@@ -205,7 +218,7 @@ func (m *Cache) curve(j Job, sms, gpuSMs int) (*curve, error) {
 	if c, ok := m.curves[k]; ok {
 		return c, nil
 	}
-	c := &curve{demand: maxPercent}
+	c := &curve{}
 	for i := range c.speed {
 		p := (i + 1) * PercentStep
 		s, err := m.est.Speed(j, sms, gpuSMs, p, nil)
@@ -214,12 +227,7 @@ func (m *Cache) curve(j Job, sms, gpuSMs int) (*curve, error) {
 		}
 		c.speed[i] = s
 	}
-	for p := PercentStep; p < maxPercent; p += PercentStep {
-		if c.at(p) >= saturation*c.at(maxPercent) {
-			c.demand = p
-			break
-		}
-	}
+	c.demand = Demand(c.at)
 	c.perShare = c.at(c.demand) / float64(c.demand)
 	m.curves[k] = c
 	return c, nil

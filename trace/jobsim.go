@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -277,15 +276,10 @@ func (s *jobSim) run() error {
 func (s *jobSim) account(dt float64, n int) {
 	s.jobTime += dt * float64(n)
 	for _, g := range s.plans {
-		names := make([]string, len(g.Layout.Instances))
-		for i, in := range g.Layout.Instances {
-			names[i] = in.Profile.Name
-		}
-		slices.Sort(names)
 		if s.layoutTime == nil {
 			s.layoutTime = map[string]float64{}
 		}
-		s.layoutTime[strings.Join(names, "+")] += dt
+		s.layoutTime[g.Layout.Profiles()] += dt
 	}
 }
 

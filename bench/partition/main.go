@@ -100,13 +100,7 @@ func why(b *bytes.Buffer, truth *trace.SpeedModel) {
 			continue
 		}
 		online++
-		demand := 100
-		for p := 10; p < 100; p += 10 {
-			if truth.Alone(t.Name, float64(p)) >= 0.95*truth.Alone(t.Name, 100) {
-				demand = p
-				break
-			}
-		}
+		demand := partitioner.Demand(func(p int) float64 { return truth.Alone(t.Name, float64(p)) })
 		if demand >= 90 {
 			full++
 		}
