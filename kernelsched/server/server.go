@@ -250,10 +250,6 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	s.gone(t)
 }
 
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
 func (s *Server) gone(t *task) {
 	t.conn.Close()
 	s.mu.Lock()
