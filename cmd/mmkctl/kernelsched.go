@@ -18,7 +18,7 @@ import (
 	"github.com/mmkgpu/mmk/kernelsched/server"
 )
 
-func newKernelschedCommand(a *app) *cobra.Command {
+func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int

@@ -43,7 +43,7 @@ func newRootCommand() *cobra.Command {
 	}
 	a.flags = cli.AddConfigFlags(root.PersistentFlags(), nil)
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
-	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(a), newRunCommand())
+	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
 	return root
 }
 
