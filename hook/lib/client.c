@@ -27,6 +27,8 @@ struct conn {
 	int sock, wake_fd;
 	struct mmk_slot *slot;
 	_Atomic uint64_t degraded_seq; /* a wait timed out at this seq; 0: none */
+	_Atomic uint64_t tail_seen;    /* the server's tail when last read */
+	_Atomic uint64_t woke_at;      /* tail + 1 at the last backlog wake-up */
 };
 
 static _Atomic(struct conn *) live;
@@ -234,6 +236,35 @@ static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
 	return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
+static void wake_server(struct conn *c)
+{
+	uint64_t one = 1;
+	(void)!write(c->wake_fd, &one, sizeof one);
+}
+
+/* make_room rereads the server's tail when the ring may be half full. A
+ * server that polls (every task goes at once, so it does not spin) is
+ * woken once per backlog; a full ring waits for it within the bound, else
+ * the launch goes and the connection is dropped (-1). */
+static int make_room(struct conn *c, uint64_t seq, uint64_t t0)
+{
+	struct mmk_slot *s = c->slot;
+	uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+	if (seq - tail > MMK_RING / 2 && atomic_exchange_explicit(&c->woke_at, tail + 1, memory_order_relaxed) != tail + 1)
+		wake_server(c);
+	while (seq - tail > MMK_RING) {
+		if (now_ns() - t0 > timeout_ns) {
+			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
+			drop(c);
+			return -1;
+		}
+		sched_yield();
+		tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+	}
+	atomic_store_explicit(&c->tail_seen, tail, memory_order_relaxed);
+	return 0;
+}
+
 static inline int granted(struct mmk_slot *s, uint64_t seq)
 {
 	return (int32_t)(atomic_load_explicit(&s->granted, memory_order_acquire) - (uint32_t)seq) >= 0;
@@ -261,15 +292,11 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	struct mmk_slot *s = c->slot;
 	uint64_t t0 = now_ns();
 	uint64_t seq = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed) + 1;
-	/* Room in the ring: wait for the server to read, within the bound. */
-	while (seq - atomic_load_explicit(&s->tail, memory_order_acquire) > MMK_RING) {
-		if (now_ns() - t0 > timeout_ns) {
-			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
-			drop(c);
-			return;
-		}
-		sched_yield();
-	}
+	/* The server's tail is read only when the ring may be half full, so
+	 * that a launch touches no line the server writes. */
+	uint64_t tail = atomic_load_explicit(&c->tail_seen, memory_order_relaxed);
+	if (seq - tail > MMK_RING / 2 && make_room(c, seq, t0) < 0)
+		return;
 	struct mmk_entry *e = &s->ring[(seq - 1) & (MMK_RING - 1)];
 	e->name_id = name_id;
 	e->seq = seq;
@@ -281,10 +308,8 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	e->api = (uint32_t)l->api | (free_now ? MMK_ENTRY_WENT : 0);
 	atomic_store_explicit(&e->ready, (uint32_t)seq, memory_order_release);
 	if (atomic_load_explicit(&s->server_sleeping, memory_order_acquire) &&
-	    atomic_exchange_explicit(&s->server_sleeping, 0, memory_order_acq_rel)) {
-		uint64_t one = 1;
-		(void)!write(c->wake_fd, &one, sizeof one);
-	}
+	    atomic_exchange_explicit(&s->server_sleeping, 0, memory_order_acq_rel))
+		wake_server(c);
 	if (free_now)
 		return;
 	uint64_t d = atomic_load_explicit(&c->degraded_seq, memory_order_relaxed);

@@ -14,6 +14,11 @@
  *    ring[(seq-1) % MMK_RING]), fills it and publishes it by storing the
  *    low 32 bits of seq in its ready word (release). If the server sleeps
  *    (server_sleeping), the hook clears the flag and writes the eventfd.
+ *    The server sets server_sleeping only while some task's launches are
+ *    held; while every task goes at once it reads the rings every
+ *    millisecond or so instead. The hook reads the server's tail only
+ *    when the ring may be half full; it then writes the eventfd once per
+ *    backlog, and waits (within the bound) only when the ring is full.
  * 4. Unless the slot is free (the policy releases this task's launches at
  *    once), the launch waits until granted >= seq (32-bit wrapping
  *    compare; futex on granted) for at most MMK_HOOK_TIMEOUT_US

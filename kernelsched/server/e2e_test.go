@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/kernelsched"
 )
 
 // cArtifacts are the hook, the fake CUPTI and the replay job, built once
@@ -122,8 +121,15 @@ func runReplay(t *testing.T, cmd *exec.Cmd) replayResult {
 
 func startServer(t *testing.T, policy string) (*Server, string) {
 	t.Helper()
+	return startServerWith(t, Config{Policy: policy})
+}
+
+// startServerWith serves cfg on a fresh socket until the test ends.
+func startServerWith(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "sched.sock")
-	s, err := New(Config{Socket: sock, Policy: policy, Sched: kernelsched.Config{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.Socket, cfg.Log = sock, slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +189,33 @@ func TestEndToEnd(t *testing.T) {
 	if c.AtOnce < 400 {
 		t.Errorf("server counted %d launches at once, want at least the high priority's 400", c.AtOnce)
 	}
+}
+
+// TestBurstWakesPollingServer: a lone task's launches go at once, so the
+// server polls; a burst larger than the ring must wake it rather than
+// fill the ring and fail open.
+func TestBurstWakesPollingServer(t *testing.T) {
+	a := buildC(t)
+	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: 300 * time.Millisecond})
+	n := 3 * Ring
+	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, 0), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=burst"))
+	waitFor(t, func() bool { return s.Counters().Kernels == uint64(n) })
+	if r.Hook.FailOpen != 0 || r.Hook.Held != 0 {
+		t.Errorf("burst of %d: %d fail-opens, %d held; want none", n, r.Hook.FailOpen, r.Hook.Held)
+	}
+	t.Logf("%+v, server %+v", r, s.Counters())
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 5 s")
 }
 
 // TestFailOpen: a server that accepts the hook and then never grants, or

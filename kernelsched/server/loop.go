@@ -26,6 +26,13 @@ func (s *Server) loop(ctx context.Context) {
 		for _, l := range released {
 			s.granted(l, now)
 		}
+		if !s.anyHeld {
+			// Every task's launches go at once: no hook waits on a
+			// decision, so the loop polls instead of spinning, and hooks
+			// wake it only when a ring fills up.
+			s.poll(busy, min(wake, s.nextDone()), now)
+			continue
+		}
 		if busy || len(released) > 0 {
 			lastBusy = now
 			continue
@@ -77,6 +84,11 @@ func (s *Server) applyEvents() {
 				t.slot.close()
 				continue
 			}
+			// Launches the task published before it went still count.
+			now := mono()
+			for e, ok := t.slot.next(); ok; e, ok = t.slot.next() {
+				s.arrive(t, e, now)
+			}
 			if err := s.core.RemoveTask(t.id); err != nil {
 				s.cfg.Log.Warn("kernel scheduler: remove task", "name", t.hello.Name, "err", err)
 			}
@@ -87,6 +99,7 @@ func (s *Server) applyEvents() {
 		}
 	}
 	// Who goes at once depends on who else is registered.
+	s.anyHeld = false
 	for _, t := range s.tasks {
 		ct, err := s.core.Task(t.id)
 		if err != nil {
@@ -94,6 +107,7 @@ func (s *Server) applyEvents() {
 		}
 		t.free = s.core.ReleasesAtOnce(ct)
 		t.slot.setFree(t.free)
+		s.anyHeld = s.anyHeld || !t.free
 		select {
 		case t.ready <- true:
 		default: // told before
@@ -202,6 +216,21 @@ func (s *Server) nextDone() time.Duration {
 	return next
 }
 
+// poll sleeps between reads of the rings while no task is held: Poll
+// after a read that found launches, doubling up to 16 Poll while none come.
+func (s *Server) poll(busy bool, until, now time.Duration) {
+	if len(s.tasks) == 0 {
+		s.wait(until, now)
+		return
+	}
+	if busy {
+		s.idle = s.cfg.Poll
+	} else {
+		s.idle = min(2*s.idle, 16*s.cfg.Poll)
+	}
+	s.wait(min(until, now+s.idle), now)
+}
+
 // sleep waits on the eventfd until a hook or an event wakes the loop, or
 // until the core's next timer.
 func (s *Server) sleep(until, now time.Duration) {
@@ -215,6 +244,13 @@ func (s *Server) sleep(until, now time.Duration) {
 			return
 		}
 	}
+	s.wait(until, now)
+	s.awake()
+}
+
+// wait blocks on the eventfd until it is written or until the given time
+// (at most 100 ms).
+func (s *Server) wait(until, now time.Duration) {
 	wait := 100 * time.Millisecond
 	if until != kernelsched.Never && until-now < wait {
 		wait = max(until-now, 0)
@@ -224,7 +260,6 @@ func (s *Server) sleep(until, now time.Duration) {
 	_, _ = unix.Ppoll(fds, &ts, nil)
 	var b [8]byte
 	_, _ = unix.Read(s.wake, b[:])
-	s.awake()
 }
 
 func (s *Server) awake() {

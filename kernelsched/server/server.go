@@ -28,8 +28,11 @@ type Config struct {
 	// Profiles are the kernel profiles, selected by a task's key.
 	Profiles []*kernelsched.TaskProfile
 	// Spin is how long the loop keeps polling after the last launch before
-	// it sleeps (default 50 µs).
+	// it sleeps (default 50 µs), while some task's launches are held.
 	Spin time.Duration
+	// Poll is how often the loop reads the rings while no task is held
+	// (default 1 ms; up to 16 times longer while no launch comes).
+	Poll time.Duration
 	Log  *slog.Logger
 }
 
@@ -58,6 +61,11 @@ type Server struct {
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
+
+	// Loop-owned: whether some task's launches wait for grants, and the
+	// current poll interval while none does.
+	anyHeld bool
+	idle    time.Duration
 }
 
 type event struct {
@@ -92,6 +100,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Spin == 0 {
 		cfg.Spin = 50 * time.Microsecond
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Millisecond
+	}
+	if cfg.Spin < 0 || cfg.Poll < 0 {
+		return nil, fmt.Errorf("kernel scheduler server: spin %v and poll %v must not be negative", cfg.Spin, cfg.Poll)
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
