@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
@@ -19,10 +19,19 @@ build: hook
 ## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH)
 CC ?= cc
 HOOK_CFLAGS ?= -O2 -g -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror
+HOOK_SRCS = $(filter-out hook/lib/layout_check.c,$(wildcard hook/lib/*.c))
 hook: bin/libmmkhook.so
 bin/libmmkhook.so: $(wildcard hook/lib/*.c hook/lib/*.h)
 	@mkdir -p bin
-	$(CC) $(HOOK_CFLAGS) -shared -o $@ $(filter-out hook/lib/layout_check.c,$(wildcard hook/lib/*.c)) -ldl -lpthread
+	$(CC) $(HOOK_CFLAGS) -shared -o $@ $(HOOK_SRCS) -ldl -lpthread
+
+## hook-fakes: the hook, the fake CUPTI/GPU and the replay job for CI, in FAKE_DIR (kernelsched/server's tests call it)
+FAKE_DIR ?= bin/fake
+hook-fakes:
+	@mkdir -p $(FAKE_DIR)
+	$(CC) $(HOOK_CFLAGS) -shared -o $(FAKE_DIR)/libmmkhook.so $(HOOK_SRCS) -ldl -lpthread
+	$(CC) $(HOOK_CFLAGS) -shared -o $(FAKE_DIR)/libfakecupti.so hook/fake/fakecupti.c
+	$(CC) $(filter-out -fPIC -fvisibility=hidden,$(HOOK_CFLAGS)) -o $(FAKE_DIR)/replay hook/fake/replay.c -ldl
 
 ## tools: developer programs under bench/ (bin/nvmlprobe: read-only NVML facts of GPU 0)
 tools:

@@ -110,6 +110,17 @@ func (s *Scheduler) task(id TaskID) (*Task, error) {
 	return s.tasks[id], nil
 }
 
+// SetProfile gives a task the profile its profiling phase has just
+// written; launches that arrive later are predicted from it.
+func (s *Scheduler) SetProfile(id TaskID, p *TaskProfile) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	t.Spec.Profile = p
+	return nil
+}
+
 // Arrive holds a launch of a task. It returns the launch's sequence
 // number, which Complete takes back.
 func (s *Scheduler) Arrive(now time.Duration, l Launch) (uint64, error) {

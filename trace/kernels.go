@@ -288,12 +288,30 @@ func ParseSummary(text string) map[string]time.Duration {
 }
 
 // Profile builds the task profile of the trace: each iteration is a run.
+// Launch times are left out: the profiler's host timeline is slowed by the
+// profiler itself.
 func (t *KernelTrace) Profile(key string) (*kernelsched.TaskProfile, error) {
+	return t.profile(key, false)
+}
+
+// HookProfile builds the task profile of a trace the hook wrote in its
+// profiling phase (each run an iteration), launch times included: the
+// hook's own timing of launch calls is what the sharing phase sees.
+func (t *KernelTrace) HookProfile(key string) (*kernelsched.TaskProfile, error) {
+	return t.profile(key, true)
+}
+
+func (t *KernelTrace) profile(key string, launches bool) (*kernelsched.TaskProfile, error) {
 	b := kernelsched.NewProfileBuilder(key)
 	for _, it := range t.Iterations {
 		obs := make([]kernelsched.Observation, len(it))
 		for i, k := range it {
 			obs[i] = kernelsched.Observation{ID: k.ID, Regs: k.Regs, SharedMem: k.SharedMem, Start: k.Start, End: k.Start + k.Dur}
+			if launches {
+				// Zero means "not observed" to the builder; the run's
+				// first launch is at zero, so shift all by 1 ns.
+				obs[i].Launch = k.Launch + 1
+			}
 		}
 		if err := b.AddRun(obs); err != nil {
 			return nil, err

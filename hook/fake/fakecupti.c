@@ -1,20 +1,35 @@
 /*
- * fakecupti.c: a stand-in for libcupti in CI (no GPU). It implements the two
- * calls the hook makes, cuptiSubscribe and cuptiEnableCallback, and enforces
- * what CUPTI enforces: one subscriber per process (a second gets
- * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, 39) and callbacks only for
- * enabled (domain, id) pairs. fake_api_call plays the driver: it runs the
- * subscriber's callback at API enter and exit of one driver call, if
- * enabled. Built by the hook package's tests, never shipped.
+ * fakecupti.c: a stand-in for libcupti and the GPU in CI. It implements the
+ * calls the hook makes and enforces what CUPTI enforces: one subscriber per
+ * process (a second gets CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+ * 39), callbacks only for enabled (domain, id) pairs, activity records only
+ * once buffer callbacks are registered, and records handed back only
+ * through the completion callback.
+ *
+ * fake_api_call plays the driver: it runs the subscriber's callback at API
+ * enter and exit of one driver call, if enabled. fake_launch does that for
+ * a kernel launch and then runs the kernel on a fake GPU: kernels run one at
+ * a time, in launch order, for their duration, like time-shared processes
+ * on one GPU. MMK_FAKE_GPU names a file that holds the GPU's timeline, so
+ * that several processes share one GPU. fake_sync waits for the process's
+ * last kernel, as a stream synchronisation does. Built by the tests, never
+ * shipped.
  */
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../lib/cupti_decls.h"
 
 #define FAKE_MAX_CBID 1024
 
 static mmk_CUpti_CallbackFunc subscriber;
+static _Atomic uint32_t correlation;
 static void *subscriber_data;
 static unsigned char enabled[FAKE_MAX_CBID];
 
@@ -44,7 +59,6 @@ __attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cb
 {
 	if (!subscriber || cbid >= FAKE_MAX_CBID || !enabled[cbid])
 		return 0;
-	static _Atomic uint32_t correlation;
 	mmk_CUpti_CallbackData d;
 	memset(&d, 0, sizeof d);
 	d.functionName = "fake";
@@ -56,4 +70,156 @@ __attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cb
 	d.callbackSite = MMK_CUPTI_API_EXIT;
 	subscriber(subscriber_data, MMK_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 	return 2;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiGetTimestamp(uint64_t *ts)
+{
+	if (!ts)
+		return 1;
+	*ts = now_ns();
+	return MMK_CUPTI_SUCCESS;
+}
+
+/* Activity records: one buffer at a time, handed back when full or
+ * flushed. */
+static mmk_CUpti_BuffersCallbackRequestFunc requested;
+static mmk_CUpti_BuffersCallbackCompleteFunc completed;
+static int kernels_on;
+static uint8_t *buf;
+static size_t buf_size, buf_used;
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityRegisterCallbacks(mmk_CUpti_BuffersCallbackRequestFunc req, mmk_CUpti_BuffersCallbackCompleteFunc comp)
+{
+	if (!req || !comp)
+		return 1;
+	requested = req, completed = comp;
+	return MMK_CUPTI_SUCCESS;
+}
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityEnable(uint32_t kind)
+{
+	if (kind != MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		return 1;
+	if (!requested)
+		return 15; /* CUPTI_ERROR_NOT_INITIALIZED: no buffer callbacks */
+	kernels_on = 1;
+	return MMK_CUPTI_SUCCESS;
+}
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityDisable(uint32_t kind)
+{
+	if (kind != MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+		return 1;
+	kernels_on = 0;
+	return MMK_CUPTI_SUCCESS;
+}
+
+static void hand_back(void)
+{
+	if (buf)
+		completed(NULL, 0, buf, buf_size, buf_used);
+	buf = NULL, buf_size = buf_used = 0;
+}
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	if (completed)
+		hand_back();
+	return MMK_CUPTI_SUCCESS;
+}
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, void **record)
+{
+	if (!buffer || !record)
+		return 1;
+	uint8_t *next = *record ? (uint8_t *)*record + sizeof(mmk_CUpti_ActivityKernel) : buffer;
+	if (next + sizeof(mmk_CUpti_ActivityKernel) > buffer + valid)
+		return 12; /* CUPTI_ERROR_MAX_LIMIT_REACHED: no more records */
+	*record = next;
+	return MMK_CUPTI_SUCCESS;
+}
+
+/* The fake GPU's timeline: when the last kernel queued on it ends. */
+static _Atomic uint64_t own_gpu, *gpu;
+static uint64_t last_end;
+
+static _Atomic uint64_t *timeline(void)
+{
+	if (gpu)
+		return gpu;
+	gpu = &own_gpu;
+	const char *p = getenv("MMK_FAKE_GPU");
+	if (p && *p) {
+		int fd = open(p, O_RDWR | O_CREAT, 0600);
+		if (fd >= 0 && ftruncate(fd, 4096) == 0) {
+			void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			if (m != MAP_FAILED)
+				gpu = m;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return gpu;
+}
+
+static void record(uint32_t corr, const mmk_cuLaunchKernel_params *p, const char *symbol, uint64_t start, uint64_t end)
+{
+	if (!kernels_on)
+		return;
+	if (buf && buf_used + sizeof(mmk_CUpti_ActivityKernel) > buf_size)
+		hand_back();
+	if (!buf) {
+		size_t max = 0;
+		requested(&buf, &buf_size, &max);
+		if (!buf || buf_size < sizeof(mmk_CUpti_ActivityKernel)) {
+			buf = NULL;
+			return; /* CUPTI drops records it has no buffer for */
+		}
+	}
+	mmk_CUpti_ActivityKernel *k = (mmk_CUpti_ActivityKernel *)(buf + buf_used);
+	memset(k, 0, sizeof *k);
+	k->kind = MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k->registersPerThread = 32;
+	k->start = start, k->end = end;
+	k->streamId = 7;
+	k->gridX = (int32_t)p->gridDimX, k->gridY = (int32_t)p->gridDimY, k->gridZ = (int32_t)p->gridDimZ;
+	k->blockX = (int32_t)p->blockDimX, k->blockY = (int32_t)p->blockDimY, k->blockZ = (int32_t)p->blockDimZ;
+	k->dynamicSharedMemory = (int32_t)p->sharedMemBytes;
+	k->correlationId = corr;
+	k->name = symbol;
+	buf_used += sizeof *k;
+}
+
+/* fake_launch is one cuLaunchKernel of a kernel that runs dur_ns: the
+ * callbacks, then the kernel on the fake GPU. */
+__attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel_params *p, const char *symbol, uint64_t dur_ns)
+{
+	fake_api_call(MMK_CBID_cuLaunchKernel, p, symbol);
+	uint32_t corr = atomic_load(&correlation);
+	_Atomic uint64_t *g = timeline();
+	uint64_t now = now_ns(), busy = atomic_load(g), start;
+	do {
+		start = busy > now ? busy : now;
+	} while (!atomic_compare_exchange_weak(g, &busy, start + dur_ns));
+	last_end = start + dur_ns;
+	record(corr, p, symbol, start, last_end);
+}
+
+/* fake_sync waits until the process's kernels have run. */
+__attribute__((visibility("default"))) void fake_sync(void)
+{
+	uint64_t now = now_ns();
+	if (last_end > now) {
+		uint64_t d = last_end - now;
+		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
+		nanosleep(&ts, NULL);
+	}
 }

@@ -1,16 +1,22 @@
 /*
  * replay.c: a job for CI without a GPU. It plays the CUDA driver's part:
- * opens the fake CUPTI and the hook named by CUDA_INJECTION64_PATH, calls
- * InitializeInjection as the driver does at cuInit, then replays a kernel
- * trace from a file, one line per launch:
+ * opens the fake CUPTI (MMK_CUPTI_PATH) and the hook named by
+ * CUDA_INJECTION64_PATH, calls InitializeInjection as the driver does at
+ * cuInit, then replays a kernel trace from a file, one line per launch or
+ * synchronisation:
  *
- *   name gridX gridY gridZ blockX blockY blockZ gap_us
+ *   name gridX gridY gridZ blockX blockY blockZ dur_us gap_us
+ *   sync think_us
  *
- * calling the launch callbacks for each (cuLaunchKernel) and sleeping the
- * gap after it, --loops times. It prints one JSON line: launches, the time
- * launch calls spent waiting for grants, and the hook's counters.
+ * A launch line calls the launch callbacks (cuLaunchKernel), runs the
+ * kernel for dur_us on the fake GPU (fakecupti.c) and waits gap_us before
+ * the next launch call. A sync line waits for the job's kernels, which ends
+ * an iteration, then thinks think_us. It plays the file LOOPS times (0: no
+ * limit) for at most SECONDS (0: no limit) and prints one JSON line:
+ * launches, the time launch calls spent waiting for grants, iteration
+ * latencies (first launch to the end of its sync) and the hook's counters.
  *
- *   replay TRACE [LOOPS]
+ *   replay TRACE [LOOPS [SECONDS]]
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -28,72 +34,143 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+static void wait_us(unsigned us)
+{
+	if (!us)
+		return;
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+	nanosleep(&ts, NULL);
+}
+
 struct rec {
 	char name[256];
+	int sync;
 	mmk_cuLaunchKernel_params p;
-	unsigned gap_us;
+	unsigned dur_us, gap_us;
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static struct rec *load(const char *path, size_t *count)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		perror(path);
+		return NULL;
+	}
+	struct rec *recs = NULL, r;
+	size_t n = 0, cap = 0;
+	char line[1024];
+	int lineno = 0;
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		memset(&r, 0, sizeof r);
+		if (line[0] == '\n' || line[0] == '#')
+			continue;
+		if (sscanf(line, "sync %u", &r.gap_us) == 1) {
+			r.sync = 1;
+		} else if (sscanf(line, "%255s %u %u %u %u %u %u %u %u", r.name, &r.p.gridDimX, &r.p.gridDimY, &r.p.gridDimZ,
+				  &r.p.blockDimX, &r.p.blockDimY, &r.p.blockDimZ, &r.dur_us, &r.gap_us) != 9) {
+			fprintf(stderr, "replay: %s line %d: want 'name gx gy gz bx by bz dur_us gap_us' or 'sync think_us'\n", path, lineno);
+			free(recs);
+			fclose(f);
+			return NULL;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct rec *m = realloc(recs, cap * sizeof *recs);
+			if (!m) {
+				free(recs);
+				fclose(f);
+				return NULL;
+			}
+			recs = m;
+		}
+		recs[n++] = r;
+	}
+	fclose(f);
+	*count = n;
+	return recs;
+}
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: replay TRACE [LOOPS]\n");
+		fprintf(stderr, "usage: replay TRACE [LOOPS [SECONDS]]\n");
 		return 2;
 	}
-	int loops = argc > 2 ? atoi(argv[2]) : 1;
+	long loops = argc > 2 ? atol(argv[2]) : 1;
+	double limit_us = argc > 3 ? atof(argv[3]) * 1e6 : 0;
 	void *cupti = dlopen(getenv("MMK_CUPTI_PATH"), RTLD_NOW | RTLD_GLOBAL);
 	void *hook = dlopen(getenv("CUDA_INJECTION64_PATH"), RTLD_NOW);
 	if (!cupti || !hook) {
 		fprintf(stderr, "replay: %s\n", dlerror());
 		return 1;
 	}
-	int (*call)(uint32_t, const void *, const char *) = (int (*)(uint32_t, const void *, const char *))dlsym(cupti, "fake_api_call");
+	void (*launch)(const mmk_cuLaunchKernel_params *, const char *, uint64_t) =
+		(void (*)(const mmk_cuLaunchKernel_params *, const char *, uint64_t))dlsym(cupti, "fake_launch");
+	void (*sync)(void) = (void (*)(void))dlsym(cupti, "fake_sync");
 	int (*init)(void) = (int (*)(void))dlsym(hook, "InitializeInjection");
 	int (*stats)(char *, int) = (int (*)(char *, int))dlsym(hook, "mmk_hook_stats_json");
-	if (!call || !init || !stats) {
+	if (!launch || !sync || !init || !stats) {
 		fprintf(stderr, "replay: missing symbols\n");
 		return 1;
 	}
-	FILE *f = fopen(argv[1], "r");
-	if (!f) {
-		perror(argv[1]);
+	size_t n = 0;
+	struct rec *recs = load(argv[1], &n);
+	if (!recs)
 		return 1;
-	}
-	struct rec *recs = NULL;
-	size_t n = 0, cap = 0;
-	struct rec r;
-	memset(&r, 0, sizeof r);
-	while (fscanf(f, "%255s %u %u %u %u %u %u %u", r.name, &r.p.gridDimX, &r.p.gridDimY, &r.p.gridDimZ,
-		      &r.p.blockDimX, &r.p.blockDimY, &r.p.blockDimZ, &r.gap_us) == 8) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			recs = realloc(recs, cap * sizeof *recs);
-			if (!recs)
-				return 1;
-		}
-		recs[n++] = r;
-	}
-	fclose(f);
 	int hooked = init();
-	double waited = 0, worst = 0, t0 = now_us();
-	size_t launches = 0;
-	for (int l = 0; l < loops; l++) {
+	double waited = 0, worst = 0, t0 = now_us(), iter_start = -1;
+	size_t launches = 0, iters = 0, cap = 1024;
+	double *lat = malloc(cap * sizeof *lat);
+	if (!lat)
+		return 1;
+	for (long l = 0; loops == 0 || l < loops; l++) {
+		if (limit_us > 0 && now_us() - t0 >= limit_us)
+			break;
 		for (size_t i = 0; i < n; i++) {
-			recs[i].p.f = &recs[i]; /* one function per distinct line */
+			struct rec *r = &recs[i];
+			if (r->sync) {
+				sync();
+				if (iter_start >= 0) {
+					if (iters == cap) {
+						cap *= 2;
+						double *m = realloc(lat, cap * sizeof *lat);
+						if (!m)
+							return 1;
+						lat = m;
+					}
+					lat[iters++] = now_us() - iter_start;
+				}
+				iter_start = -1;
+				wait_us(r->gap_us);
+				continue;
+			}
+			r->p.f = r; /* one function per distinct line */
 			double t = now_us();
-			call(MMK_CBID_cuLaunchKernel, &recs[i].p, recs[i].name);
+			if (iter_start < 0)
+				iter_start = t;
+			launch(&r->p, r->name, (uint64_t)r->dur_us * 1000);
 			double w = now_us() - t;
 			waited += w;
 			if (w > worst)
 				worst = w;
 			launches++;
-			if (recs[i].gap_us)
-				usleep(recs[i].gap_us);
+			wait_us(r->gap_us);
 		}
 	}
+	sync();
+	qsort(lat, iters, sizeof *lat, cmp_double);
+	double p50 = iters ? lat[iters / 2] : 0, p99 = iters ? lat[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] : 0;
 	char buf[2048];
 	stats(buf, sizeof buf);
-	printf("{\"hooked\":%d,\"launches\":%zu,\"wall_us\":%.0f,\"waited_us\":%.0f,\"max_wait_us\":%.0f,\"hook\":%s}\n",
-	       hooked, launches, now_us() - t0, waited, worst, buf);
+	printf("{\"hooked\":%d,\"launches\":%zu,\"wall_us\":%.0f,\"waited_us\":%.0f,\"max_wait_us\":%.0f,"
+	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"hook\":%s}\n",
+	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, buf);
 	return 0;
 }

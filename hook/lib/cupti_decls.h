@@ -9,6 +9,7 @@
 #ifndef MMK_CUPTI_DECLS_H
 #define MMK_CUPTI_DECLS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef int mmk_CUresult;
@@ -117,5 +118,36 @@ typedef struct {
 	mmk_CUfunction f;
 	int grid_width, grid_height;
 } mmk_cuLaunchGrid_params;
+
+/* CUPTI activity API (cupti_activity.h), for the profiling phase. Records
+ * are packed and 8-byte aligned; mmk_CUpti_ActivityKernel is the prefix of
+ * CUpti_ActivityKernel10 up to name, which the hook reads. */
+enum {
+	MMK_CUPTI_ACTIVITY_KIND_KERNEL = 3,
+	MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10,
+	MMK_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1,
+};
+
+typedef struct __attribute__((packed, aligned(8))) {
+	uint32_t kind;
+	uint8_t cacheConfig;
+	uint8_t sharedMemoryConfig;
+	uint16_t registersPerThread;
+	uint32_t partitionedGlobalCacheRequested;
+	uint32_t partitionedGlobalCacheExecuted;
+	uint64_t start, end; /* ns, cuptiGetTimestamp's clock */
+	uint64_t completed;
+	uint32_t deviceId, contextId, streamId;
+	int32_t gridX, gridY, gridZ;
+	int32_t blockX, blockY, blockZ;
+	int32_t staticSharedMemory, dynamicSharedMemory;
+	uint32_t localMemoryPerThread, localMemoryTotal;
+	uint32_t correlationId;
+	int64_t gridId;
+	const char *name;
+} mmk_CUpti_ActivityKernel;
+
+typedef void (*mmk_CUpti_BuffersCallbackRequestFunc)(uint8_t **buffer, size_t *size, size_t *maxNumRecords);
+typedef void (*mmk_CUpti_BuffersCallbackCompleteFunc)(void *context, uint32_t streamId, uint8_t *buffer, size_t size, size_t validSize);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mmkhook.h"
@@ -40,8 +41,10 @@ void mmk_log(int always, const char *fmt, ...)
 	if (n > (int)sizeof buf - 2)
 		n = (int)sizeof buf - 2;
 	buf[n++] = '\n';
-	char line[600];
-	int m = snprintf(line, sizeof line, "mmkhook[%d]: %.*s", (int)getpid(), n, buf);
+	char line[640];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int m = snprintf(line, sizeof line, "mmkhook[%d] %lld.%06ld: %.*s", (int)getpid(), (long long)ts.tv_sec, ts.tv_nsec / 1000, n, buf);
 	if (m > 0)
 		(void)!write(2, line, (size_t)(m < (int)sizeof line ? m : (int)sizeof line - 1));
 }
@@ -51,6 +54,11 @@ static const char *const api_names[MMK_API_COUNT] = {
 	"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernelMultiDevice",
 	"cuGraphLaunch", "cuGraphLaunch_ptsz", "legacy",
 };
+
+const char *mmk_api_name(enum mmk_api a)
+{
+	return a < MMK_API_COUNT ? api_names[a] : "?";
+}
 
 uint64_t mmk_hook_launches(void)
 {
@@ -105,7 +113,10 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 	atomic_fetch_add_explicit(&mmk_stats.by_api[l.api], 1, memory_order_relaxed);
 	if (!l.name)
 		atomic_fetch_add_explicit(&mmk_stats.unnamed, 1, memory_order_relaxed);
-	mmk_report(&l, mmk_name_id(&l));
+	uint32_t id = mmk_name_id(&l);
+	if (atomic_load_explicit(&mmk_profiling, memory_order_relaxed))
+		mmk_profile_launch(cb, &l, id);
+	mmk_report(&l, id);
 }
 
 static const mmk_CUpti_CallbackId launch_ids[] = {
@@ -172,6 +183,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		if (r != MMK_CUPTI_SUCCESS)
 			mmk_log(1, "cuptiEnableCallback(%u): CUPTI error %d", launch_ids[i], r);
 	}
+	mmk_profile_init(h);
 	if (stats_path)
 		atexit(write_stats);
 	mmk_log(0, "hooked %zu launch callbacks", sizeof launch_ids / sizeof *launch_ids);

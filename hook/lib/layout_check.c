@@ -50,6 +50,19 @@ SAME(MMK_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
 SAME(MMK_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
 SAME(MMK_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
 SAME(MMK_CBID_cuLaunchKernelEx_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+SAME(MMK_CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
+SAME(MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+SAME(MMK_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, registersPerThread);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, start);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, end);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, streamId);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, gridX);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, blockZ);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, staticSharedMemory);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, dynamicSharedMemory);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, correlationId);
+SAME_OFF(mmk_CUpti_ActivityKernel, CUpti_ActivityKernel10, name);
 
 int main(void)
 {

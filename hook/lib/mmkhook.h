@@ -57,6 +57,16 @@ int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void))
 void mmk_client_init(void);
 void mmk_report(const struct mmk_launch *l, uint32_t name_id);
 
+/* The profiling phase (profile.c): mmk_profile_init starts it when
+ * MMK_PROFILE_OUT is set (cupti: CUPTI's dlopen handle); while
+ * mmk_profiling is set, every launch goes to mmk_profile_launch. */
+extern _Atomic int mmk_profiling;
+void mmk_profile_init(void *cupti);
+void mmk_profile_launch(const mmk_CUpti_CallbackData *cb, const struct mmk_launch *l, uint32_t name_id);
+
+/* mmk_api_name names a launch API as the kernel traces do. */
+const char *mmk_api_name(enum mmk_api a);
+
 /* mmk_name_of returns the name of an id (NULL if unknown). */
 const char *mmk_name_of(uint32_t id);
 

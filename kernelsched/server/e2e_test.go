@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // cArtifacts are the hook, the fake CUPTI and the replay job, built once
-// with the system C compiler (as make hook does).
+// by make hook-fakes.
 type cArtifacts struct{ hook, cupti, replay string }
 
 var (
@@ -42,25 +44,10 @@ func buildC(t testing.TB) cArtifacts {
 			buildErr = err
 			return
 		}
-		lib := filepath.Join(root, "hook", "lib")
-		srcs, _ := filepath.Glob(filepath.Join(lib, "*.c"))
-		var hookSrcs []string
-		for _, s := range srcs {
-			if !strings.HasSuffix(s, "layout_check.c") {
-				hookSrcs = append(hookSrcs, s)
-			}
-		}
 		built = cArtifacts{filepath.Join(dir, "libmmkhook.so"), filepath.Join(dir, "libfakecupti.so"), filepath.Join(dir, "replay")}
-		cmds := [][]string{
-			append(append([]string{"cc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-o", built.hook}, hookSrcs...), "-ldl", "-lpthread"),
-			{"cc", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-std=c11", "-Wall", "-Werror", "-o", built.cupti, filepath.Join(root, "hook", "fake", "fakecupti.c")},
-			{"cc", "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-o", built.replay, filepath.Join(root, "hook", "fake", "replay.c"), "-ldl"},
-		}
-		for _, c := range cmds {
-			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("%s: %v\n%s", strings.Join(c, " "), err, out)
-				return
-			}
+		// The Makefile's flags, one place for both.
+		if out, err := exec.Command("make", "-s", "-C", root, "hook-fakes", "FAKE_DIR="+dir).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("make hook-fakes: %v\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -74,7 +61,7 @@ func writeTrace(t *testing.T, n, kinds int, gapUs int) string {
 	t.Helper()
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, "k%d 4 1 1 128 1 1 %d\n", i%kinds, gapUs)
+		fmt.Fprintf(&b, "k%d 4 1 1 128 1 1 0 %d\n", i%kinds, gapUs)
 	}
 	p := filepath.Join(t.TempDir(), "trace.txt")
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
@@ -285,5 +272,58 @@ func TestFailOpen(t *testing.T) {
 			}
 			t.Logf("%s: %+v in %s", tc.name, r, time.Since(start))
 		})
+	}
+}
+
+// TestProfilingPhase: the hook records kernels through the (fake) CUPTI
+// activity API for the asked number of runs after the warm-up, in the
+// kernel trace format, and the trace package makes the profile of it.
+func TestProfilingPhase(t *testing.T) {
+	a := buildC(t)
+	var b strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&b, "k%d 8 1 1 256 1 1 200 300\n", i)
+	}
+	b.WriteString("sync 50000\n")
+	src := filepath.Join(t.TempDir(), "iter.txt")
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "profile.trace.jsonl")
+	r := runReplay(t, replay(context.Background(), a, src, 9, "MMK_PROFILE_OUT="+out, "MMK_PROFILE_SKIP=2", "MMK_PROFILE_RUNS=4",
+		"MMK_PROFILE_MIN_S=0", "MMK_PROFILE_RUN_GAP_US=20000"))
+	if r.Launches != 45 {
+		t.Fatalf("%d launches, want 45", r.Launches)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatalf("no profile trace: %v", err)
+	}
+	defer f.Close()
+	kt, err := trace.ReadKernelTrace("hook", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kt.HookProfile("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Runs != 4 || p.RunKernels != 5 || len(p.Kernels) != 5 {
+		t.Fatalf("profile of %d runs, %.1f kernels per run, %d ids; want 4, 5, 5", p.Runs, p.RunKernels, len(p.Kernels))
+	}
+	for _, k := range p.Kernels {
+		if k.SK != 200*time.Microsecond || k.Count != 4 {
+			t.Errorf("%s: SK %v over %d runs, want 200µs over 4", k.ID.Name, k.SK, k.Count)
+		}
+		if k.ID.Grid != (kernelsched.Dim3{8, 1, 1}) || k.ID.Block != (kernelsched.Dim3{256, 1, 1}) {
+			t.Errorf("%s: grid %v block %v", k.ID.Name, k.ID.Grid, k.ID.Block)
+		}
+		last := k.ID.Name == "k4"
+		if last != (k.Gaps == 0) {
+			t.Errorf("%s: %d gaps; only the run's last kernel has none", k.ID.Name, k.Gaps)
+		}
+		if !last && (k.SG < 90*time.Microsecond || k.SG > 20*time.Millisecond || k.NextLaunchMax < 300*time.Microsecond) {
+			t.Errorf("%s: gap %v, next launch within %v; want about 100µs and at least 300µs", k.ID.Name, k.SG, k.NextLaunchMax)
+		}
 	}
 }

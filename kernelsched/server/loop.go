@@ -20,6 +20,7 @@ func (s *Server) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		s.applyEvents()
 		now := mono()
+		s.lookForProfiles(now)
 		busy := s.drain(now)
 		s.completeDue(now)
 		released, wake := s.core.Schedule(now)
@@ -59,7 +60,7 @@ func (s *Server) applyEvents() {
 		case e.add != nil:
 			t := e.add
 			spec := kernelsched.TaskSpec{Name: t.hello.Name, Key: t.hello.TaskKey, Priority: t.hello.Priority, Online: t.hello.Online,
-				MPSPercent: t.hello.MPSPercent, Profile: s.profiles[t.hello.TaskKey]}
+				MPSPercent: t.hello.MPSPercent, Profile: s.profile(t.hello.TaskKey)}
 			id, err := s.core.AddTask(spec)
 			if err != nil {
 				s.refused.Add(1)
@@ -265,5 +266,43 @@ func (s *Server) wait(until, now time.Duration) {
 func (s *Server) awake() {
 	for _, t := range s.tasks {
 		t.slot.setSleeping(false)
+	}
+}
+
+// profile is the profile of a task key: given at start, or found in the
+// profile directory since.
+func (s *Server) profile(key string) *kernelsched.TaskProfile {
+	if p, ok := s.profiles[key]; ok || s.cfg.ProfileDir == "" || key == "" {
+		return p
+	}
+	p, err := kernelsched.LoadProfileFor(s.cfg.ProfileDir, key)
+	if err != nil {
+		s.cfg.Log.Warn("kernel scheduler: profile", "key", key, "err", err)
+		return nil
+	}
+	if p != nil {
+		s.profiles[key] = p
+		s.cfg.Log.Info("kernel scheduler: profile loaded", "key", key, "runs", p.Runs, "kernels", len(p.Kernels))
+	}
+	return p
+}
+
+// lookForProfiles gives running tasks without a profile the one their
+// profiling phase wrote, once a second.
+func (s *Server) lookForProfiles(now time.Duration) {
+	if s.cfg.ProfileDir == "" || now < s.nextLook {
+		return
+	}
+	s.nextLook = now + time.Second
+	for _, t := range s.tasks {
+		ct, err := s.core.Task(t.id)
+		if err != nil || ct.Spec.Profile != nil {
+			continue
+		}
+		if p := s.profile(t.hello.TaskKey); p != nil {
+			if err := s.core.SetProfile(t.id, p); err != nil {
+				s.cfg.Log.Warn("kernel scheduler: set profile", "task", t.hello.Name, "err", err)
+			}
+		}
 	}
 }

@@ -27,6 +27,10 @@ type Config struct {
 	Sched  kernelsched.Config
 	// Profiles are the kernel profiles, selected by a task's key.
 	Profiles []*kernelsched.TaskProfile
+	// ProfileDir, if set, is a profile directory (kernelsched.ProfilePath):
+	// a task whose key has no profile gets it from there as soon as its
+	// profiling phase writes it.
+	ProfileDir string
 	// Spin is how long the loop keeps polling after the last launch before
 	// it sleeps (default 50 µs), while some task's launches are held.
 	Spin time.Duration
@@ -66,6 +70,8 @@ type Server struct {
 	// current poll interval while none does.
 	anyHeld bool
 	idle    time.Duration
+	// nextLook is when the loop next looks for missing profiles.
+	nextLook time.Duration
 }
 
 type event struct {
