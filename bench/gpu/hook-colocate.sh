@@ -6,7 +6,7 @@
 #   bench/gpu/hook-colocate.sh OUTDIR pairs  # three of FIKIT's pairs: default vs fikit
 #
 # Results go to OUTDIR/*.jsonl (one JSON line per process, tagged with its
-# setting); bench/gpu/colocate_report.py turns them into tables. No MIG
+# setting); bench/gpu/colocate_report.py OUTDIR turns them into tables. No MIG
 # change; an MPS daemon is started with a pipe directory under /tmp and
 # quit before the script ends.
 set -euo pipefail
@@ -14,7 +14,7 @@ out=${1:?usage: hook-colocate.sh OUTDIR main|pairs}
 part=${2:?usage: hook-colocate.sh OUTDIR main|pairs}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
-bin=$(cd "$here/../.." && pwd)/bin
+bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 mk=$bin/mmkctl
 export MMK_CUPTI_PATH=${MMK_CUPTI_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13}
 py="python3 $here/pair.py"
@@ -46,11 +46,14 @@ mps_stop() {
 	unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 
-# serve POLICY NAME: a kernel scheduler on $sock reading the profiles.
+# serve POLICY SETTING: a kernel scheduler on $sock reading the profiles;
+# its counters are tagged with the setting of the pair it serves.
 serve() {
-	sock=$tmp/$2.sock
 	srv_name=$2
-	"$mk" kernelsched serve --socket "$sock" --policy "$1" --profiles "$prof" --stats "$tmp/server.json" 2>"$tmp/server-$2.log" &
+	local f=${2//[^A-Za-z0-9+_-]/_}
+	sock=$tmp/$f.sock
+	srv_log=$tmp/server-$f.log
+	"$mk" kernelsched serve --socket "$sock" --policy "$1" --profiles "$prof" --stats "$tmp/server.json" 2>"$srv_log" &
 	srv=$!
 	for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 }
@@ -59,7 +62,7 @@ unserve() {
 	wait "$srv" || true
 	srv=
 	tag "$srv_name" <"$tmp/server.json" | tee -a "$out/servers.jsonl"
-	{ echo "== $srv_name"; tail -n 5 "$tmp/server-$srv_name.log"; } >>"$out/servers.log"
+	{ echo "== $srv_name"; tail -n 5 "$srv_log"; } >>"$out/servers.log"
 }
 
 # hooked PRIO ONLINE KEY -- CMD: CMD under the hook, reporting to $sock.
@@ -113,7 +116,7 @@ main() {
 	mps_start
 	pair mps "${HP[@]}" :: "${LP[@]}"
 	for pol in fikit mmk fikit+mmk; do
-		serve "$pol" "$pol-mps"
+		serve "$pol" "$pol (MPS)"
 		pair "$pol (MPS)" hooked 0 1 r50-bs1 -- "${HP[@]}" :: hooked 5 0 vgg16-train -- "${LP[@]}"
 		unserve
 	done
@@ -123,7 +126,7 @@ main() {
 	unserve
 
 	# Fail-open: the server is killed while both jobs run.
-	serve fikit failopen
+	serve fikit "fikit, server killed"
 	MMK_HOOK_LOG=0 hooked 5 0 vgg16-train -- "${LP[@]}" 2>"$out/failopen-lp.err" | tag "fikit, server killed" >>"$out/lp.jsonl" &
 	lpid=$!
 	sleep 9
@@ -148,7 +151,7 @@ mpsshare() {
 	for pct in ${LP_PCTS:-50 30}; do
 		pair "mps, LP $pct %" "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "${LP[@]}"
 		for pol in mmk fikit+mmk; do
-			serve "$pol" "$pol-mps$pct"
+			serve "$pol" "$pol (MPS, LP $pct %)"
 			pair "$pol (MPS, LP $pct %)" hooked 0 1 r50-bs1 -- "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$mk" run --socket "$sock" --profiles "$prof" --task-key vgg16-train --name vgg16-train --priority 5 -- "${LP[@]}"
 			unserve
 		done
@@ -166,7 +169,7 @@ pairs() {
 		RUNFLAGS="--profile-runs 1000000" hooked 0 1 "$h-hp" -- "${HP[@]}" | tag "$h alone, profiling" | tee -a "$out/hp.jsonl"
 		hooked 5 0 "$l-lp" -- $py lp --model "$l" --batch 8 --seconds 6 --warmup 4 | tag "$l alone, profiling" | tee -a "$out/lp.jsonl" | cut -c1-120
 		pair "$h+$l default" "${HP[@]}" :: "${LP[@]}"
-		serve fikit "fikit-$h"
+		serve fikit "$h+$l fikit"
 		pair "$h+$l fikit" hooked 0 1 "$h-hp" -- "${HP[@]}" :: hooked 5 0 "$l-lp" -- "${LP[@]}"
 		unserve
 	done

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,12 +20,13 @@ func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int
+	var spin, poll time.Duration
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
+			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Spin: spin, Poll: poll, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if profiles != "" {
 				st, err := os.Stat(profiles)
 				if err != nil {
@@ -62,6 +64,8 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().StringVar(&socket, "socket", "", "Unix socket path hooks connect to (MMK_SCHED_SOCKET)")
 	serve.Flags().StringVar(&profiles, "profiles", "", "kernel profiles, selected by task key: a file, or a directory where the profiles of new task keys appear (mmkctl run --profiles)")
 	serve.Flags().IntVar(&sms, "sms", kernelsched.DefaultConfig().SMs, "SMs of the GPU instance")
+	serve.Flags().DurationVar(&spin, "spin", 50*time.Microsecond, "while some task is held: how long the loop keeps reading the rings after the last launch before it sleeps")
+	serve.Flags().DurationVar(&poll, "poll", time.Millisecond, "while no task is held: how often the loop reads the rings (up to 16 times less often while no launch comes)")
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)

@@ -34,10 +34,18 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* wait_us waits like a busy launching thread: short gaps (the host work
+ * between launches of a launch-bound job) spin, longer ones sleep. */
 static void wait_us(unsigned us)
 {
 	if (!us)
 		return;
+	if (us < 200) {
+		double end = now_us() + us;
+		while (now_us() < end)
+			;
+		return;
+	}
 	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
 	nanosleep(&ts, NULL);
 }
