@@ -239,19 +239,34 @@ static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
 static void wake_server(struct conn *c)
 {
 	uint64_t one = 1;
+	atomic_fetch_add_explicit(&mmk_stats.wakes, 1, memory_order_relaxed);
 	(void)!write(c->wake_fd, &one, sizeof one);
 }
 
 /* make_room rereads the server's tail when the ring may be half full. A
  * server that polls (every task goes at once, so it does not spin) is
- * woken once per backlog; a full ring waits for it within the bound, else
- * the launch goes and the connection is dropped (-1). */
+ * woken once per backlog, unless its socket is closed (it died: the
+ * connection is dropped, -1); a full ring waits for it within the bound,
+ * else the launch goes and the connection is dropped (-1). */
+static int server_alive(struct conn *c);
+
 static int make_room(struct conn *c, uint64_t seq, uint64_t t0)
 {
 	struct mmk_slot *s = c->slot;
 	uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-	if (seq - tail > MMK_RING / 2 && atomic_exchange_explicit(&c->woke_at, tail + 1, memory_order_relaxed) != tail + 1)
+	if (seq - tail > MMK_RING / 2 && atomic_exchange_explicit(&c->woke_at, tail + 1, memory_order_relaxed) != tail + 1) {
+		/* A backlog of half a ring: a dead server is noticed here, before
+		 * a launch has to wait for a full ring. */
+		if (!server_alive(c)) {
+			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
+			drop(c);
+			return -1;
+		}
 		wake_server(c);
+	}
+	/* A free launch carries no time stamp (t0 0): its wait starts here. */
+	if (seq - tail > MMK_RING && !t0)
+		t0 = now_ns();
 	while (seq - tail > MMK_RING) {
 		if (now_ns() - t0 > timeout_ns) {
 			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
@@ -290,7 +305,11 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 		return;
 	}
 	struct mmk_slot *s = c->slot;
-	uint64_t t0 = now_ns();
+	/* A launch that goes at once needs no time stamp: the server, which
+	 * reads the rings at once whenever another task waits, takes its own
+	 * clock (it saves a clock read per launch). */
+	uint32_t free_now = atomic_load_explicit(&s->free, memory_order_acquire);
+	uint64_t t0 = free_now ? 0 : now_ns();
 	uint64_t seq = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed) + 1;
 	/* The server's tail is read only when the ring may be half full, so
 	 * that a launch touches no line the server writes. */
@@ -304,7 +323,6 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	memcpy(e->grid, l->grid, sizeof e->grid);
 	memcpy(e->block, l->block, sizeof e->block);
 	e->shared_mem = l->shared_mem;
-	uint32_t free_now = atomic_load_explicit(&s->free, memory_order_acquire);
 	e->api = (uint32_t)l->api | (free_now ? MMK_ENTRY_WENT : 0);
 	atomic_store_explicit(&e->ready, (uint32_t)seq, memory_order_release);
 	if (atomic_load_explicit(&s->server_sleeping, memory_order_acquire) &&

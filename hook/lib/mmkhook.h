@@ -76,6 +76,7 @@ struct mmk_stats {
 	_Atomic uint64_t unnamed;   /* launches CUPTI gave no symbol name for */
 	_Atomic uint64_t held;      /* launches that waited for a grant */
 	_Atomic uint64_t fail_open; /* launches let through because the scheduler did not answer */
+	_Atomic uint64_t wakes;     /* eventfd writes that woke the scheduler's loop */
 };
 
 extern struct mmk_stats mmk_stats;

@@ -80,6 +80,7 @@ type replayResult struct {
 		Launches uint64 `json:"launches"`
 		Held     uint64 `json:"held"`
 		FailOpen uint64 `json:"fail_open"`
+		Wakes    uint64 `json:"wakes"`
 	} `json:"hook"`
 }
 
@@ -159,6 +160,9 @@ func TestEndToEnd(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // the high-priority job is registered first
 	lo := runReplay(t, replay(ctx, a, loTrace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo"))
 	wg.Wait()
+	// The server counts what a task published before it went once it
+	// sees the task's socket close.
+	waitFor(t, func() bool { return s.Counters().Tasks == 0 })
 	c := s.Counters()
 	t.Logf("hi %+v\nlo %+v\nserver %+v", hi, lo, c)
 	if hi.Hooked != 1 || lo.Hooked != 1 || hi.Hook.Launches != 400 || lo.Hook.Launches != 200 {
@@ -179,18 +183,46 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // TestBurstWakesPollingServer: a lone task's launches go at once, so the
-// server polls; a burst larger than the ring must wake it rather than
-// fill the ring and fail open.
+// server polls, here every 300 ms; a burst of three rings without a pause
+// must wake it (the hook writes its eventfd at half a ring) rather than
+// wait for the next read. The hook's bound is long (1 s) so that a server
+// slowed down by the race detector never makes the burst fail open.
 func TestBurstWakesPollingServer(t *testing.T) {
 	a := buildC(t)
 	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: 300 * time.Millisecond})
 	n := 3 * Ring
-	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, 0), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=burst"))
+	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, 0), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=burst",
+		"MMK_HOOK_TIMEOUT_US=1000000"))
 	waitFor(t, func() bool { return s.Counters().Kernels == uint64(n) })
 	if r.Hook.FailOpen != 0 || r.Hook.Held != 0 {
 		t.Errorf("burst of %d: %d fail-opens, %d held; want none", n, r.Hook.FailOpen, r.Hook.Held)
 	}
+	// Three rings past a server that reads every 300 ms: at least one
+	// backlog per ring beyond the first.
+	if r.Hook.Wakes < 2 {
+		t.Errorf("burst of %d: the hook woke the server %d times, want at least 2", n, r.Hook.Wakes)
+	}
 	t.Logf("%+v, server %+v", r, s.Counters())
+}
+
+// TestLoneTaskPolls: while every task's launches go at once, the loop reads
+// the rings once per poll interval, however many launches come and
+// whatever completions the core predicts: it costs the job's machine a few
+// system calls, not one per launch.
+func TestLoneTaskPolls(t *testing.T) {
+	a := buildC(t)
+	const n, gapUs, poll = 2000, 50, 5 * time.Millisecond
+	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: poll})
+	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, gapUs), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=lone"))
+	waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+	c := s.Counters()
+	// At most one wait per poll interval of the job's run, with room for
+	// the waits around its start and end; one per launch would be n.
+	limit := uint64(time.Duration(r.WallUs)*time.Microsecond/poll) + 20
+	if c.Kernels != n || c.Waits > limit {
+		t.Errorf("%d kernels in %.0f µs: the loop waited %d times, want %d kernels and at most %d waits", c.Kernels, r.WallUs, c.Waits, n, limit)
+	}
+	t.Logf("%+v, server %+v", r, c)
 }
 
 // waitFor polls cond for up to 5 s.

@@ -30,8 +30,10 @@ func (s *Server) loop(ctx context.Context) {
 		if !s.anyHeld {
 			// Every task's launches go at once: no hook waits on a
 			// decision, so the loop polls instead of spinning, and hooks
-			// wake it only when a ring fills up.
-			s.poll(busy, min(wake, s.nextDone()), now)
+			// wake it only when a ring fills up. Nor do the core's timers
+			// and predicted completions matter until a task is held: the
+			// next read reports the completions that fell due meanwhile.
+			s.poll(busy, now)
 			continue
 		}
 		if busy || len(released) > 0 {
@@ -158,7 +160,12 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	if ct.Spec.Profile != nil {
 		l.Est = ct.Spec.Profile.Estimate(id)
 	}
-	at := min(time.Duration(e.tNs), now)
+	// A launch that went at once carries no time stamp (0): the loop,
+	// which reads the rings at once while another task waits, stamps it.
+	at := now
+	if e.tNs != 0 {
+		at = min(time.Duration(e.tNs), now)
+	}
 	if _, err := s.core.Arrive(at, l); err != nil {
 		// A launch the core cannot take (a zero dimension) goes unheld.
 		s.cfg.Log.Debug("kernel scheduler: launch not scheduled", "task", t.hello.Name, "err", err)
@@ -219,17 +226,17 @@ func (s *Server) nextDone() time.Duration {
 
 // poll sleeps between reads of the rings while no task is held: Poll
 // after a read that found launches, doubling up to 16 Poll while none come.
-func (s *Server) poll(busy bool, until, now time.Duration) {
+func (s *Server) poll(busy bool, now time.Duration) {
 	if len(s.tasks) == 0 {
-		s.wait(until, now)
+		s.wait(kernelsched.Never, now)
 		return
 	}
 	if busy {
 		s.idle = s.cfg.Poll
 	} else {
-		s.idle = min(2*s.idle, 16*s.cfg.Poll)
+		s.idle = min(max(2*s.idle, s.cfg.Poll), 16*s.cfg.Poll)
 	}
-	s.wait(min(until, now+s.idle), now)
+	s.wait(now+s.idle, now)
 }
 
 // sleep waits on the eventfd until a hook or an event wakes the loop, or
@@ -256,6 +263,7 @@ func (s *Server) wait(until, now time.Duration) {
 	if until != kernelsched.Never && until-now < wait {
 		wait = max(until-now, 0)
 	}
+	s.waits.Add(1)
 	ts := unix.NsecToTimespec(int64(wait))
 	fds := []unix.PollFd{{Fd: int32(s.wake), Events: unix.POLLIN}}
 	_, _ = unix.Ppoll(fds, &ts, nil)

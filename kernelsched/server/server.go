@@ -49,6 +49,9 @@ type Counters struct {
 	Filled    uint64 `json:"filled"`
 	FailOpens uint64 `json:"fail_opens"`
 	Refused   uint64 `json:"refused"`
+	// Waits is how often the loop blocked, waiting for a launch, a
+	// hook's wake-up or a timer: its cost in system calls.
+	Waits uint64 `json:"waits"`
 }
 
 // Server is one instance's kernel scheduler server.
@@ -63,6 +66,7 @@ type Server struct {
 	tasks  map[kernelsched.TaskID]*task
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
+	waits                                  atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
 
@@ -137,7 +141,7 @@ func (s *Server) Counters() Counters {
 	s.mu.Unlock()
 	return Counters{
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
-		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Refused: s.refused.Load(),
+		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Refused: s.refused.Load(), Waits: s.waits.Load(),
 	}
 }
 
