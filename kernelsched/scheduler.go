@@ -124,13 +124,44 @@ func (s *Scheduler) SetProfile(id TaskID, p *TaskProfile) error {
 // Arrive holds a launch of a task. It returns the launch's sequence
 // number, which Complete takes back.
 func (s *Scheduler) Arrive(now time.Duration, l Launch) (uint64, error) {
-	t, err := s.task(l.Task)
+	t, err := s.admit(now, &l)
 	if err != nil {
 		return 0, err
 	}
+	if t.Pending() == 0 {
+		s.queues[t.Spec.Priority] = append(s.queues[t.Spec.Priority], t)
+	}
+	t.pending = append(t.pending, l)
+	s.policy.Arrived(s, t, &t.pending[len(t.pending)-1], now)
+	return l.Seq, nil
+}
+
+// Went books a launch that the launch path let go without waiting for a
+// decision: the hook failed open (its wait timed out, or it stopped
+// waiting after a timeout until the server caught up). The kernel is on
+// its way to the GPU, so it is released at once, without the policy, and
+// counts like any released kernel until Complete. Holding it instead
+// would queue work that already ran and delay every later launch of the
+// task behind it. It returns the sequence number Complete takes back.
+func (s *Scheduler) Went(now time.Duration, l Launch) (uint64, error) {
+	t, err := s.admit(now, &l)
+	if err != nil {
+		return 0, err
+	}
+	s.book(t, l, now)
+	return l.Seq, nil
+}
+
+// admit checks a new launch of a task, numbers it and updates the task's
+// predictions: a launch ends the task's gap.
+func (s *Scheduler) admit(now time.Duration, l *Launch) (*Task, error) {
+	t, err := s.task(l.Task)
+	if err != nil {
+		return nil, err
+	}
 	occ, err := s.cfg.Limits.Occupancy(Shape{Grid: l.Kernel.Grid, Block: l.Kernel.Block, Regs: l.Regs, SharedMem: l.SharedMem}, t.smCap)
 	if err != nil {
-		return 0, fmt.Errorf("task %q launch of %s: %w", t.Spec.Name, l.Kernel.Name, err)
+		return nil, fmt.Errorf("task %q launch of %s: %w", t.Spec.Name, l.Kernel.Name, err)
 	}
 	s.observe(now)
 	if !t.Active(now) {
@@ -138,14 +169,9 @@ func (s *Scheduler) Arrive(now time.Duration, l Launch) (uint64, error) {
 	}
 	s.seq++
 	l.Seq, l.Arrived, l.SMs, l.SharedMemTotal = s.seq, now, occ.SMs, occ.SharedMem
-	if t.Pending() == 0 {
-		s.queues[t.Spec.Priority] = append(s.queues[t.Spec.Priority], t)
-	}
-	t.pending = append(t.pending, l)
 	t.callUntil = now + l.Est.NextLaunch
 	t.windowEnd = now // real-time feedback: the task's gap is over
-	s.policy.Arrived(s, t, &t.pending[len(t.pending)-1], now)
-	return l.Seq, nil
+	return t, nil
 }
 
 // Complete reports that a released kernel finished on the GPU.
@@ -212,6 +238,13 @@ func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
 	if t.Pending() == 0 {
 		s.dequeue(t)
 	}
+	s.book(t, l, now)
+	s.buf = append(s.buf, l)
+	return l
+}
+
+// book counts a launch that goes to the GPU now as released.
+func (s *Scheduler) book(t *Task, l Launch, now time.Duration) {
 	start := max(now, s.predEnd)
 	end := start + l.Est.SK
 	s.predEnd = end
@@ -227,8 +260,6 @@ func (s *Scheduler) Release(t *Task, now time.Duration) Launch {
 	s.used.sms += r.sms
 	s.used.smem += r.smem
 	s.used.bw += r.bw
-	s.buf = append(s.buf, l)
-	return l
 }
 
 func (s *Scheduler) dequeue(t *Task) {

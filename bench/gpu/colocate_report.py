@@ -57,12 +57,11 @@ def main():
         return rate_in(l["ticks"], h["t_start"], h["t_end"])
 
     def default_of(setting):
-        if "+" in setting:
-            return setting.split(" ")[0] + " default"
-        return "default"
+        pair = setting.split(" ")[0] + " default"
+        return pair if pair in hp else "default"
 
-    print("| setting | HP requests | HP p50 | HP p99 | p50 / alone | p99 / alone | LP it/s (HP window) | LP / default | HP speedup over default (p50) | kernels | held | filled | fail-opens |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| setting | HP requests | HP p50 | HP p99 | p50 / alone | p99 / alone | LP it/s (HP window) | LP / default | HP speedup over default (p50) | kernels | held | filled | fail-opens | went | unprofiled |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s, h in hp.items():
         a = alone_of(s)
         rate = lp_rate(s)
@@ -74,7 +73,7 @@ def main():
         lpr = f"{rate / base_rate * 100:.0f} %" if rate is not None and base_rate else "-"
         sp = f"{hp[base]['p50_ms'] / h['p50_ms']:.2f}x" if base in hp and s != base and rate is not None else "-"
         c = servers.get(s, {})
-        cols = [str(c.get(k, "-")) for k in ("kernels", "held", "filled", "fail_opens")]
+        cols = [str(c.get(k, "-")) for k in ("kernels", "held", "filled", "fail_opens", "went", "unprofiled")]
         print(f"| {s} | {h['requests']} | {h['p50_ms']:.2f} ms | {h['p99_ms']:.2f} ms | {r50} | {r99} | {lps} | {lpr} | {sp} | " + " | ".join(cols) + " |")
     alone_lp = [(s, l) for s, l in lp.items() if s not in hp]
     if alone_lp:
@@ -84,7 +83,23 @@ def main():
         for s, l in alone_lp:
             print(f"| {l.get('model', '?')} {s} | {l['it_per_s']:.2f} |")
 
+    hookstats(out)
     failopen(out)
+
+
+def hookstats(out):
+    """The hooks' own counters per setting and task (hookstats.jsonl)."""
+    path = os.path.join(out, "hookstats.jsonl")
+    if not os.path.exists(path):
+        return
+    print()
+    print("| setting | task | launches | held | fail-opens | synchronisations |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        print(f"| {r['setting']} | {r['key']} | {r['launches']} | {r['held']} | {r['fail_open']} | {r.get('syncs', '-')} |")
 
 
 def failopen(out):

@@ -2,7 +2,9 @@
 # hook-colocate.sh: the hook and the kernel scheduler on a real GPU.
 #
 #   bench/gpu/hook-colocate.sh OUTDIR main   # resnet50 bs1 (2 ms think) + vgg16 trainer:
-#                                            # profiling phase, 5 policies, fail-open
+#                                            # profiling phase; default, MPS and the
+#                                            # kernel policies, also with the trainer
+#                                            # capped by MPS; fail-open
 #   bench/gpu/hook-colocate.sh OUTDIR pairs  # three of FIKIT's pairs: default vs fikit
 #
 # Results go to OUTDIR/*.jsonl (one JSON line per process, tagged with its
@@ -71,8 +73,9 @@ hooked() {
 	shift 4
 	local o=()
 	[ "$online" = 1 ] && o=(--online)
+	mkdir -p "$tmp/hs"
 	# shellcheck disable=SC2086 # RUNFLAGS: extra mmkctl run flags, split
-	"$mk" run --socket "${sock:-}" --profiles "$prof" --task-key "$key" --name "$key" --priority "$prio" "${o[@]}" ${RUNFLAGS:-} -- "$@"
+	MMK_HOOK_STATS="$tmp/hs/$key.jsonl" "$mk" run --socket "${sock:-}" --profiles "$prof" --task-key "$key" --name "$key" --priority "$prio" "${o[@]}" ${RUNFLAGS:-} -- "$@"
 }
 
 # pair SETTING HPCMD... :: LPCMD...: the LP starts first; the HP measures
@@ -90,6 +93,20 @@ pair() {
 	"${hp[@]}" | tag "$setting" | tee -a "$out/hp.jsonl"
 	wait "$lpid"
 	tail -n 1 "$out/lp.jsonl" | cut -c1-160
+	hookstats "$setting"
+}
+
+# hookstats SETTING: the hooks' counters (launches, held, fail-opens,
+# synchronisations) of the processes since the last call, tagged.
+hookstats() {
+	local f
+	for f in "$tmp"/hs/*.jsonl; do
+		[ -e "$f" ] || continue
+		local key
+		key=$(basename "$f" .jsonl)
+		sed "s/^{/{\"setting\": \"$1\", \"key\": \"$key\", /" "$f" >>"$out/hookstats.jsonl"
+		rm -f "$f"
+	done
 }
 
 main() {
@@ -115,15 +132,22 @@ main() {
 	pair default "${HP[@]}" :: "${LP[@]}"
 	mps_start
 	pair mps "${HP[@]}" :: "${LP[@]}"
+	# MMK's MPS level under the kernel scheduler: the trainer capped at
+	# LP_PCTS % of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), the HP at 100.
+	for pct in ${LP_PCTS-50}; do
+		pair "mps, LP $pct %" "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "${LP[@]}"
+		for pol in ${LP_PCT_POLICIES:-fikit+mmk}; do
+			serve "$pol" "$pol (MPS, LP $pct %)"
+			pair "$pol (MPS, LP $pct %)" hooked 0 1 r50-bs1 -- "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$mk" run --socket "$sock" --profiles "$prof" --task-key vgg16-train --name vgg16-train --priority 5 -- "${LP[@]}"
+			unserve
+		done
+	done
 	for pol in fikit mmk fikit+mmk; do
 		serve "$pol" "$pol (MPS)"
 		pair "$pol (MPS)" hooked 0 1 r50-bs1 -- "${HP[@]}" :: hooked 5 0 vgg16-train -- "${LP[@]}"
 		unserve
 	done
 	mps_stop
-	serve fikit fikit
-	pair "fikit" hooked 0 1 r50-bs1 -- "${HP[@]}" :: hooked 5 0 vgg16-train -- "${LP[@]}"
-	unserve
 
 	# Fail-open: the server is killed while both jobs run.
 	serve fikit "fikit, server killed"
@@ -132,36 +156,21 @@ main() {
 	sleep 9
 	(sleep 8; date +%s.%N >"$out/failopen-kill.txt"; kill -9 "$srv") &
 	hooked 0 1 r50-bs1 -- "${HP[@]}" 2>"$out/failopen-hp.err" | tag "fikit, server killed" | tee -a "$out/hp.jsonl"
-	wait "$lpid"
-	echo "lp exit $?" >>"$out/failopen-kill.txt"
+	rc=0
+	wait "$lpid" || rc=$?
+	echo "lp exit $rc" >>"$out/failopen-kill.txt"
 	srv=
 	cat "$out/failopen-kill.txt" "$out/failopen-hp.err" "$out/failopen-lp.err" | grep -v '^$' | tail -n 8
-}
 
-# mpsshare: MMK's MPS level under the kernel scheduler: the trainer capped
-# at LP_PCT % of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), the HP at 100.
-mpsshare() {
-	HP=($py hp --model resnet50 --batch 1 --think-ms 2 --seconds "$HP_S")
-	LP=($py lp --model vgg16 --batch 64 --train --seconds $((HP_S + 12)) --warmup 6)
-	"${HP[@]}" | tag alone | tee -a "$out/hp.jsonl"
-	RUNFLAGS="--profile-runs 1000000" hooked 0 1 r50-bs1 -- "${HP[@]}" | tag "alone, profiling" | tee -a "$out/hp.jsonl"
-	hooked 5 0 vgg16-train -- $py lp --model vgg16 --batch 64 --train --seconds 4 --warmup 4 | cut -c1-100
-	pair default "${HP[@]}" :: "${LP[@]}"
-	mps_start
-	for pct in ${LP_PCTS:-50 30}; do
-		pair "mps, LP $pct %" "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "${LP[@]}"
-		for pol in mmk fikit+mmk; do
-			serve "$pol" "$pol (MPS, LP $pct %)"
-			pair "$pol (MPS, LP $pct %)" hooked 0 1 r50-bs1 -- "${HP[@]}" :: env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$mk" run --socket "$sock" --profiles "$prof" --task-key vgg16-train --name vgg16-train --priority 5 -- "${LP[@]}"
-			unserve
-		done
-	done
-	mps_stop
+	# FIKIT's own setting: no MPS, the GPU time-sliced between the jobs.
+	serve fikit fikit
+	pair "fikit" hooked 0 1 r50-bs1 -- "${HP[@]}" :: hooked 5 0 vgg16-train -- "${LP[@]}"
+	unserve
 }
 
 pairs() {
 	# FIKIT's pairs: HP inference (2 ms think) against LP inference back to back.
-	for spec in keypointrcnn:fcn_resnet50 alexnet:vgg16 maskrcnn:keypointrcnn; do
+	for spec in ${PAIRS:-alexnet:vgg16 keypointrcnn:fcn_resnet50 maskrcnn:keypointrcnn}; do
 		h=${spec%:*} l=${spec#*:}
 		HP=($py hp --model "$h" --batch 1 --think-ms 2 --seconds "$HP_S")
 		LP=($py lp --model "$l" --batch 8 --seconds $((HP_S + 12)) --warmup 6)

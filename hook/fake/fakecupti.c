@@ -53,9 +53,9 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiEnableCallback(uint3
 	return MMK_CUPTI_SUCCESS;
 }
 
-/* fake_api_call runs the callbacks of one driver call with its parameters
- * and the kernel's symbol name; it returns how many callbacks ran. */
-__attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cbid, const void *params, const char *symbol)
+/* api_site runs the callback of one site of a driver call, if enabled;
+ * it returns 1 if it ran. */
+static int api_site(mmk_CUpti_CallbackId cbid, int site, const void *params, const char *symbol, uint32_t corr)
 {
 	if (!subscriber || cbid >= FAKE_MAX_CBID || !enabled[cbid])
 		return 0;
@@ -64,12 +64,19 @@ __attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cb
 	d.functionName = "fake";
 	d.functionParams = params;
 	d.symbolName = symbol;
-	d.correlationId = ++correlation;
-	d.callbackSite = MMK_CUPTI_API_ENTER;
+	d.correlationId = corr;
+	d.callbackSite = site;
 	subscriber(subscriber_data, MMK_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
-	d.callbackSite = MMK_CUPTI_API_EXIT;
-	subscriber(subscriber_data, MMK_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
-	return 2;
+	return 1;
+}
+
+/* fake_api_call runs the callbacks of one driver call with its parameters
+ * and the kernel's symbol name; it returns how many callbacks ran. */
+__attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cbid, const void *params, const char *symbol)
+{
+	uint32_t corr = ++correlation;
+	int n = api_site(cbid, MMK_CUPTI_API_ENTER, params, symbol, corr);
+	return n + api_site(cbid, MMK_CUPTI_API_EXIT, params, symbol, corr);
 }
 
 static uint64_t now_ns(void)
@@ -213,13 +220,17 @@ __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel
 	record(corr, p, symbol, start, last_end);
 }
 
-/* fake_sync waits until the process's kernels have run. */
+/* fake_sync is one cuCtxSynchronize: its enter callback, a wait until the
+ * process's kernels have run, its exit callback. */
 __attribute__((visibility("default"))) void fake_sync(void)
 {
+	uint32_t corr = ++correlation;
+	api_site(MMK_CBID_cuCtxSynchronize, MMK_CUPTI_API_ENTER, NULL, NULL, corr);
 	uint64_t now = now_ns();
 	if (last_end > now) {
 		uint64_t d = last_end - now;
 		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
 		nanosleep(&ts, NULL);
 	}
+	api_site(MMK_CBID_cuCtxSynchronize, MMK_CUPTI_API_EXIT, NULL, NULL, corr);
 }

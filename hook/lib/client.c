@@ -297,6 +297,46 @@ static int server_alive(struct conn *c)
 	return 1;
 }
 
+/* put_entry takes the next ring entry, fills it and publishes it; it returns
+ * its seq, or 0 when the ring stayed full (the connection is dropped). */
+static uint64_t put_entry(struct conn *c, const struct mmk_launch *l, uint32_t name_id, uint32_t api, uint64_t t0)
+{
+	struct mmk_slot *s = c->slot;
+	uint64_t seq = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed) + 1;
+	/* The server's tail is read only when the ring may be half full, so
+	 * that a launch touches no line the server writes. */
+	uint64_t tail = atomic_load_explicit(&c->tail_seen, memory_order_relaxed);
+	if (seq - tail > MMK_RING / 2 && make_room(c, seq, t0) < 0)
+		return 0;
+	struct mmk_entry *e = &s->ring[(seq - 1) & (MMK_RING - 1)];
+	e->name_id = name_id;
+	e->seq = seq;
+	e->t_ns = t0;
+	if (l) {
+		memcpy(e->grid, l->grid, sizeof e->grid);
+		memcpy(e->block, l->block, sizeof e->block);
+		e->shared_mem = l->shared_mem;
+	} else {
+		memset(e->grid, 0, sizeof e->grid);
+		memset(e->block, 0, sizeof e->block);
+		e->shared_mem = 0;
+	}
+	e->api = api;
+	atomic_store_explicit(&e->ready, (uint32_t)seq, memory_order_release);
+	if (atomic_load_explicit(&s->server_sleeping, memory_order_acquire) &&
+	    atomic_exchange_explicit(&s->server_sleeping, 0, memory_order_acq_rel))
+		wake_server(c);
+	return seq;
+}
+
+void mmk_report_sync(int enter)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (!c)
+		return;
+	put_entry(c, NULL, 0, enter ? MMK_ENTRY_SYNC_ENTER : MMK_ENTRY_SYNC_EXIT, now_ns());
+}
+
 void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 {
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
@@ -308,34 +348,24 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	/* A launch that goes at once needs no time stamp: the server, which
 	 * reads the rings at once whenever another task waits, takes its own
 	 * clock (it saves a clock read per launch). */
-	uint32_t free_now = atomic_load_explicit(&s->free, memory_order_acquire);
-	uint64_t t0 = free_now ? 0 : now_ns();
-	uint64_t seq = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed) + 1;
-	/* The server's tail is read only when the ring may be half full, so
-	 * that a launch touches no line the server writes. */
-	uint64_t tail = atomic_load_explicit(&c->tail_seen, memory_order_relaxed);
-	if (seq - tail > MMK_RING / 2 && make_room(c, seq, t0) < 0)
-		return;
-	struct mmk_entry *e = &s->ring[(seq - 1) & (MMK_RING - 1)];
-	e->name_id = name_id;
-	e->seq = seq;
-	e->t_ns = t0;
-	memcpy(e->grid, l->grid, sizeof e->grid);
-	memcpy(e->block, l->block, sizeof e->block);
-	e->shared_mem = l->shared_mem;
-	e->api = (uint32_t)l->api | (free_now ? MMK_ENTRY_WENT : 0);
-	atomic_store_explicit(&e->ready, (uint32_t)seq, memory_order_release);
-	if (atomic_load_explicit(&s->server_sleeping, memory_order_acquire) &&
-	    atomic_exchange_explicit(&s->server_sleeping, 0, memory_order_acq_rel))
-		wake_server(c);
-	if (free_now)
-		return;
-	uint64_t d = atomic_load_explicit(&c->degraded_seq, memory_order_relaxed);
+	uint32_t go = atomic_load_explicit(&s->free, memory_order_acquire);
+	uint64_t t0 = go ? 0 : now_ns();
+	/* After a wait timed out (at seq d), launches go without waiting until
+	 * the server shows it is there: it granted d, or it has read the ring
+	 * up to d (it is alive, merely holding this task). They are published
+	 * as gone, so that the server books them as released instead of
+	 * queueing them. A hung server thus costs one bounded wait, not one
+	 * per launch, and a live one keeps holding the task. */
+	uint64_t d = go ? 0 : atomic_load_explicit(&c->degraded_seq, memory_order_relaxed);
 	if (d) {
-		if (!granted(s, d))
-			return; /* the server has not caught up since a timeout */
-		atomic_store_explicit(&c->degraded_seq, 0, memory_order_relaxed);
+		if (!granted(s, d) && atomic_load_explicit(&s->tail, memory_order_acquire) < d)
+			go = 1;
+		else
+			atomic_store_explicit(&c->degraded_seq, 0, memory_order_relaxed);
 	}
+	uint64_t seq = put_entry(c, l, name_id, (uint32_t)l->api | (go ? MMK_ENTRY_WENT : 0), t0);
+	if (!seq || go)
+		return;
 	if (granted(s, seq))
 		return;
 	atomic_fetch_add_explicit(&mmk_stats.held, 1, memory_order_relaxed);

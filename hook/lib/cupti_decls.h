@@ -48,6 +48,10 @@ typedef void (*mmk_CUpti_CallbackFunc)(void *userdata, mmk_CUpti_CallbackDomain 
 /* Driver-API callback ids of every launch entry point (cupti_driver_cbid.h,
  * CUDA 13.0, read on the GPU machine). */
 enum {
+	MMK_CBID_cuCtxSynchronize = 17,
+	MMK_CBID_cuEventSynchronize = 121,
+	MMK_CBID_cuStreamSynchronize = 126,
+	MMK_CBID_cuStreamSynchronize_ptsz = 440,
 	MMK_CBID_cuLaunch = 115,
 	MMK_CBID_cuLaunchGrid = 116,
 	MMK_CBID_cuLaunchGridAsync = 117,

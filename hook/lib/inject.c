@@ -72,10 +72,11 @@ int mmk_stats_json(char *buf, int len)
 {
 	if (len <= 0)
 		return 0;
-	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"by_api\":{",
+	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"syncs\":%llu,\"by_api\":{",
 			 (int)getpid(), (unsigned long long)mmk_hook_launches(),
 			 (unsigned long long)atomic_load(&mmk_stats.unnamed), (unsigned long long)atomic_load(&mmk_stats.held),
-			 (unsigned long long)atomic_load(&mmk_stats.fail_open), (unsigned long long)atomic_load(&mmk_stats.wakes));
+			 (unsigned long long)atomic_load(&mmk_stats.fail_open), (unsigned long long)atomic_load(&mmk_stats.wakes),
+			 (unsigned long long)atomic_load(&mmk_stats.syncs));
 	for (int i = 0; i < MMK_API_COUNT && n < len; i++)
 		n += snprintf(buf + n, (size_t)(len - n), "%s\"%s\":%llu", i ? "," : "", api_names[i],
 			      (unsigned long long)atomic_load(&mmk_stats.by_api[i]));
@@ -105,7 +106,18 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 {
 	(void)userdata;
 	const mmk_CUpti_CallbackData *cb = data;
-	if (domain != MMK_CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != MMK_CUPTI_API_ENTER)
+	if (domain != MMK_CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	switch (cbid) {
+	case MMK_CBID_cuCtxSynchronize:
+	case MMK_CBID_cuEventSynchronize:
+	case MMK_CBID_cuStreamSynchronize:
+	case MMK_CBID_cuStreamSynchronize_ptsz:
+		atomic_fetch_add_explicit(&mmk_stats.syncs, cb->callbackSite == MMK_CUPTI_API_ENTER, memory_order_relaxed);
+		mmk_report_sync(cb->callbackSite == MMK_CUPTI_API_ENTER);
+		return;
+	}
+	if (cb->callbackSite != MMK_CUPTI_API_ENTER)
 		return;
 	struct mmk_launch l;
 	if (!mmk_decode(cbid, cb, &l))
@@ -119,13 +131,17 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 	mmk_report(&l, id);
 }
 
-static const mmk_CUpti_CallbackId launch_ids[] = {
+static const mmk_CUpti_CallbackId callback_ids[] = {
 	MMK_CBID_cuLaunch, MMK_CBID_cuLaunchGrid, MMK_CBID_cuLaunchGridAsync,
 	MMK_CBID_cuLaunchKernel, MMK_CBID_cuLaunchKernel_ptsz,
 	MMK_CBID_cuLaunchCooperativeKernel, MMK_CBID_cuLaunchCooperativeKernel_ptsz,
 	MMK_CBID_cuLaunchCooperativeKernelMultiDevice,
 	MMK_CBID_cuGraphLaunch, MMK_CBID_cuGraphLaunch_ptsz,
 	MMK_CBID_cuLaunchKernelEx, MMK_CBID_cuLaunchKernelEx_ptsz,
+	/* Synchronisations tell the scheduler when a task's kernels have
+	 * really finished (protocol step 6); they are rare next to launches. */
+	MMK_CBID_cuCtxSynchronize, MMK_CBID_cuEventSynchronize,
+	MMK_CBID_cuStreamSynchronize, MMK_CBID_cuStreamSynchronize_ptsz,
 };
 
 typedef mmk_CUptiResult (*subscribe_fn)(mmk_CUpti_SubscriberHandle *, mmk_CUpti_CallbackFunc, void *);
@@ -148,6 +164,23 @@ static void *open_cupti(void)
 }
 
 static int injected;
+static enable_fn enable_cb;
+static mmk_CUpti_SubscriberHandle subscriber;
+
+/* set_callbacks turns the launch callbacks on or off; it returns the
+ * number of ids CUPTI refused. */
+static int set_callbacks(uint32_t on)
+{
+	int bad = 0;
+	for (size_t i = 0; i < sizeof callback_ids / sizeof *callback_ids; i++) {
+		mmk_CUptiResult r = enable_cb(on, subscriber, MMK_CUPTI_CB_DOMAIN_DRIVER_API, callback_ids[i]);
+		if (r != MMK_CUPTI_SUCCESS) {
+			mmk_log(1, "cuptiEnableCallback(%u, %u): CUPTI error %d", on, callback_ids[i], r);
+			bad++;
+		}
+	}
+	return bad;
+}
 
 /* InitializeInjection is what the CUDA driver calls. It returns 1 when the
  * hook is in place; on any failure the job runs on unhooked (fail-open). */
@@ -172,21 +205,17 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		return 0;
 	}
 	mmk_client_init();
-	mmk_CUpti_SubscriberHandle sub;
-	mmk_CUptiResult r = subscribe(&sub, mmk_on_callback, NULL);
+	mmk_CUptiResult r = subscribe(&subscriber, mmk_on_callback, NULL);
 	if (r != MMK_CUPTI_SUCCESS) {
 		mmk_log(1, "cuptiSubscribe: CUPTI error %d (another CUPTI subscriber, e.g. a profiler?); launches are not seen", r);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof launch_ids / sizeof *launch_ids; i++) {
-		r = enable(1, sub, MMK_CUPTI_CB_DOMAIN_DRIVER_API, launch_ids[i]);
-		if (r != MMK_CUPTI_SUCCESS)
-			mmk_log(1, "cuptiEnableCallback(%u): CUPTI error %d", launch_ids[i], r);
-	}
+	enable_cb = enable;
+	set_callbacks(1);
 	mmk_profile_init(h);
 	if (stats_path)
 		atexit(write_stats);
-	mmk_log(0, "hooked %zu launch callbacks", sizeof launch_ids / sizeof *launch_ids);
+	mmk_log(0, "hooked %zu launch and synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids);
 	return 1;
 }
 
@@ -195,6 +224,19 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 __attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int len)
 {
 	return mmk_stats_json(buf, len);
+}
+
+/* mmk_hook_set_active turns the hook's launch callbacks off (0) or back on
+ * (1) while the job runs: with them off CUPTI calls nothing at a launch.
+ * It is for measuring the hook's cost inside one process (interleaved
+ * blocks of iterations, bench/gpu/hook_workload.py --mode toggle), never
+ * called from a launch callback. It returns 0 on success, -1 when the hook
+ * is not in place, else the number of ids CUPTI refused. */
+__attribute__((visibility("default"))) int mmk_hook_set_active(int on)
+{
+	if (!enable_cb)
+		return -1;
+	return set_callbacks(on ? 1 : 0);
 }
 
 /* mmk_hook_count is the number of launches seen so far. */

@@ -56,6 +56,9 @@ int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void))
  * for the grant when the task's launches are held. */
 void mmk_client_init(void);
 void mmk_report(const struct mmk_launch *l, uint32_t name_id);
+/* mmk_report_sync tells the kernel scheduler that a synchronisation starts
+ * (enter 1) or returned (enter 0); it never waits. */
+void mmk_report_sync(int enter);
 
 /* The profiling phase (profile.c): mmk_profile_init starts it when
  * MMK_PROFILE_OUT is set (cupti: CUPTI's dlopen handle); while
@@ -77,6 +80,7 @@ struct mmk_stats {
 	_Atomic uint64_t held;      /* launches that waited for a grant */
 	_Atomic uint64_t fail_open; /* launches let through because the scheduler did not answer */
 	_Atomic uint64_t wakes;     /* eventfd writes that woke the scheduler's loop */
+	_Atomic uint64_t syncs;     /* synchronisations seen */
 };
 
 extern struct mmk_stats mmk_stats;

@@ -22,10 +22,19 @@
  * 4. Unless the slot is free (the policy releases this task's launches at
  *    once), the launch waits until granted >= seq (32-bit wrapping
  *    compare; futex on granted) for at most MMK_HOOK_TIMEOUT_US
- *    (default 10 ms), then goes anyway (fail-open) and the hook stops
- *    waiting until a later grant shows the server is back.
+ *    (default 10 ms), then goes anyway (fail-open). Until the server
+ *    has granted that seq or read the ring up to it, later launches go
+ *    without waiting and are published with MMK_ENTRY_WENT (version 2):
+ *    the server books a gone launch of a held task as released at once
+ *    (kernelsched.Scheduler.Went) instead of queueing it.
  * 5. Kernel names go on the socket before the first entry that uses them:
  *    struct mmk_name_msg followed by len bytes.
+ * 6. (Version 2.) A synchronisation (cuCtxSynchronize, cuStreamSynchronize,
+ *    cuEventSynchronize) publishes an entry at its start and one at its
+ *    return (api MMK_ENTRY_SYNC_ENTER / MMK_ENTRY_SYNC_EXIT, t_ns set, no
+ *    kernel). They wait for no grant. While a task is inside one, the GPU
+ *    still runs its kernels, whatever their profiled durations predict;
+ *    its return says the kernels launched before it have finished.
  * The server ends a task when its socket closes.
  */
 #ifndef MMK_PROTO_H
@@ -35,9 +44,12 @@
 #include <stdint.h>
 
 #define MMK_PROTO_MAGIC 0x484b4d4du /* "MMKH" little endian */
-#define MMK_PROTO_VERSION 1
+#define MMK_PROTO_VERSION 2
 #define MMK_RING 4096 /* entries, power of two */
 #define MMK_ENTRY_WENT 0x80000000u /* in api: the launch went without waiting (free) */
+#define MMK_ENTRY_SYNC 0x40000000u /* in api: no launch but a synchronisation: */
+#define MMK_ENTRY_SYNC_ENTER (MMK_ENTRY_SYNC | 1u) /* it starts */
+#define MMK_ENTRY_SYNC_EXIT (MMK_ENTRY_SYNC | 2u)  /* it returned */
 
 struct mmk_hello {
 	uint32_t magic;

@@ -9,9 +9,15 @@ import (
 	"github.com/mmkgpu/mmk/kernelsched"
 )
 
-// entryWent marks, in an entry's api field, a launch that went without
-// waiting (MMK_ENTRY_WENT).
-const entryWent = 0x80000000
+// Marks in an entry's api field (proto.h): a launch that went without
+// waiting (MMK_ENTRY_WENT); no launch but a synchronisation that starts
+// or returned (MMK_ENTRY_SYNC_ENTER, MMK_ENTRY_SYNC_EXIT).
+const (
+	entryWent      = 0x80000000
+	entrySync      = 0x40000000
+	entrySyncEnter = entrySync | 1
+	entrySyncExit  = entrySync | 2
+)
 
 // loop owns the core: it reads the rings, runs the policy, grants, and
 // sleeps when nothing happens.
@@ -140,6 +146,10 @@ func (s *Server) drain(now time.Duration) bool {
 }
 
 func (s *Server) arrive(t *task, e entry, now time.Duration) {
+	if e.api&entrySync != 0 {
+		s.sync(t, e, now)
+		return
+	}
 	name, ok := t.local[e.nameID]
 	if !ok {
 		s.mu.Lock()
@@ -166,13 +176,33 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	if e.tNs != 0 {
 		at = min(time.Duration(e.tNs), now)
 	}
+	if e.api&entryWent != 0 && !t.free {
+		// The hook failed open: the launch went without a decision.
+		seq, err := s.core.Went(at, l)
+		if err != nil {
+			s.cfg.Log.Debug("kernel scheduler: launch not scheduled", "task", t.hello.Name, "err", err)
+			return
+		}
+		s.kernels.Add(1)
+		s.went.Add(1)
+		s.expectDone(t, seq, l.Est, now)
+		return
+	}
 	if _, err := s.core.Arrive(at, l); err != nil {
-		// A launch the core cannot take (a zero dimension) goes unheld.
+		// A launch the core cannot take (a zero dimension, which CUDA
+		// refuses anyway) goes unheld, unless an earlier launch is still
+		// held: a grant lets every launch up to it go, so this one then
+		// waits for the next grant (or its bound).
 		s.cfg.Log.Debug("kernel scheduler: launch not scheduled", "task", t.hello.Name, "err", err)
-		t.slot.grant(e.seq)
+		if len(t.ringSeq) == 0 {
+			t.slot.grant(e.seq)
+		}
 		return
 	}
 	s.kernels.Add(1)
+	if !l.Est.Known {
+		s.unprofiled.Add(1)
+	}
 	t.ringSeq = append(t.ringSeq, e.seq)
 	if e.api&entryWent != 0 {
 		s.atOnce.Add(1)
@@ -195,14 +225,58 @@ func (s *Server) granted(l kernelsched.Launch, now time.Duration) {
 			s.filled.Add(1)
 		}
 	}
-	end := max(now, t.lastEnd) + l.Est.SK
-	t.lastEnd = end
-	t.done = append(t.done, done{seq: l.Seq, at: end})
+	s.expectDone(t, l.Seq, l.Est, now)
 }
 
-// completeDue reports predicted completions to the core.
+// expectDone books a kernel released now to end after its profiled
+// duration, after the task's kernels before it (one stream).
+func (s *Server) expectDone(t *task, seq uint64, est kernelsched.Estimate, now time.Duration) {
+	end := max(now, t.lastEnd) + est.SK
+	t.lastEnd = end
+	t.done = append(t.done, done{seq: seq, at: end})
+}
+
+// sync follows a task's synchronisations. While the task is inside one,
+// its released kernels are still on the GPU whatever their profiled
+// durations predict (they may queue behind other tasks' kernels), so they
+// are not completed at their predicted ends; when it returns, every kernel
+// the task had released has finished, at the hook's time stamp.
+func (s *Server) sync(t *task, e entry, now time.Duration) {
+	switch e.api {
+	case entrySyncEnter:
+		t.syncing++
+		return
+	case entrySyncExit:
+		if t.syncing > 0 {
+			t.syncing--
+		}
+	default:
+		s.cfg.Log.Debug("kernel scheduler: unknown entry", "task", t.hello.Name, "api", e.api)
+		return
+	}
+	if t.syncing > 0 {
+		return
+	}
+	at := now
+	if e.tNs != 0 {
+		at = min(time.Duration(e.tNs), now)
+	}
+	for _, d := range t.done {
+		if err := s.core.Complete(at, t.id, d.seq); err != nil {
+			s.cfg.Log.Debug("kernel scheduler: complete", "task", t.hello.Name, "err", err)
+		}
+	}
+	t.done = t.done[:0]
+	t.lastEnd = at
+}
+
+// completeDue reports predicted completions to the core, except for tasks
+// inside a synchronisation (see sync).
 func (s *Server) completeDue(now time.Duration) {
 	for _, t := range s.tasks {
+		if t.syncing > 0 {
+			continue
+		}
 		n := 0
 		for n < len(t.done) && t.done[n].at <= now {
 			if err := s.core.Complete(t.done[n].at, t.id, t.done[n].seq); err != nil {
@@ -217,7 +291,7 @@ func (s *Server) completeDue(now time.Duration) {
 func (s *Server) nextDone() time.Duration {
 	next := kernelsched.Never
 	for _, t := range s.tasks {
-		if len(t.done) > 0 {
+		if len(t.done) > 0 && t.syncing == 0 {
 			next = min(next, t.done[0].at)
 		}
 	}

@@ -11,6 +11,43 @@ import (
 	"github.com/mmkgpu/mmk/kernelsched"
 )
 
+// TestWentWhileHeld: a launch a held task's hook let go without a grant
+// (fail-open) is booked as released, not queued behind the task's held
+// launches; a held launch after it is queued as usual.
+func TestWentWhileHeld(t *testing.T) {
+	s, err := New(Config{Socket: "unused", Policy: "fifo", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.core.AddTask(kernelsched.TaskSpec{Name: "job", Priority: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, err := newSlot("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sl.close()
+	s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}}
+	publish(sl, 1, uint64(time.Second), entryWent)
+	publish(sl, 2, uint64(time.Second), 0)
+	s.drain(2 * time.Second)
+	ct, err := s.core.Task(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct.Outstanding() != 1 || ct.Pending() != 1 {
+		t.Errorf("%d outstanding, %d held; want 1 and 1", ct.Outstanding(), ct.Pending())
+	}
+	c := s.Counters()
+	if c.Went != 1 || c.Kernels != 2 || c.AtOnce != 0 {
+		t.Errorf("counters %+v: want went 1, kernels 2, at once 0", c)
+	}
+	if len(s.tasks[id].ringSeq) != 1 || s.tasks[id].ringSeq[0] != 2 {
+		t.Errorf("held ring seqs %v, want [2]", s.tasks[id].ringSeq)
+	}
+}
+
 // publish writes one launch into the slot as the hook does (ring entry,
 // then its ready word).
 func publish(s *slot, seq, tNs uint64, api uint32) {
@@ -60,7 +97,8 @@ func TestArrivalTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sl.close()
-			s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}}
+			// A launch that went at once comes from a task the server lets go.
+			s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}, free: tc.api == entryWent}
 			publish(sl, 1, tc.tNs, tc.api)
 			if !s.drain(now) {
 				t.Fatal("drain read nothing")
@@ -80,5 +118,96 @@ func TestArrivalTime(t *testing.T) {
 				t.Errorf("at-once count %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestSyncHoldsCompletions: a high-priority task's kernel is done, by its
+// predicted duration, at once; but while the task is inside a
+// synchronisation the GPU is still running it (it may queue behind other
+// tasks' kernels), so fikit holds the low-priority launch until the
+// synchronisation returns. Without the synchronisation entries the launch
+// goes as soon as the prediction says the GPU is free.
+func TestSyncHoldsCompletions(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tests := []struct {
+		name        string
+		sync        bool
+		grantedAt5  bool
+		grantedAt6  bool
+		hpBusyAfter bool
+	}{
+		{"inside a synchronisation", true, false, true, false},
+		{"no synchronisation reported", false, true, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Config{Socket: "unused", Policy: "fikit", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add := func(name string, prio int, online bool) *task {
+				sl, err := newSlot(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(sl.close)
+				tk := &task{hello: Hello{Name: name, Priority: prio, Online: online}, slot: sl,
+					names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1)}
+				s.events = append(s.events, event{add: tk})
+				s.applyEvents()
+				return tk
+			}
+			hp := add("hp", 0, true)
+			lp := add("lp", 5, false)
+			if !hp.free || lp.free {
+				t.Fatalf("free: hp %v lp %v, want true false", hp.free, lp.free)
+			}
+			step := func(now time.Duration) {
+				s.drain(now)
+				s.completeDue(now)
+				released, _ := s.core.Schedule(now)
+				for _, l := range released {
+					s.granted(l, now)
+				}
+			}
+			grantedLP := func() bool { return atomic.LoadUint32(lp.slot.u32(offGranted)) >= 1 }
+			hpSeq := uint64(1)
+			publish(hp.slot, hpSeq, 0, entryWent)
+			if tc.sync {
+				hpSeq++
+				publishSync(hp.slot, hpSeq, uint64(ms(1)), entrySyncEnter)
+			}
+			step(ms(1))
+			publish(lp.slot, 1, uint64(ms(2)), 0)
+			step(ms(5))
+			if got := grantedLP(); got != tc.grantedAt5 {
+				t.Errorf("at 5 ms the low-priority launch granted: %v, want %v", got, tc.grantedAt5)
+			}
+			if tc.sync {
+				hpSeq++
+				publishSync(hp.slot, hpSeq, uint64(ms(6)), entrySyncExit)
+			}
+			step(ms(6))
+			if got := grantedLP(); got != tc.grantedAt6 {
+				t.Errorf("at 6 ms the low-priority launch granted: %v, want %v", got, tc.grantedAt6)
+			}
+			ct, err := s.core.Task(hp.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ct.Busy() != tc.hpBusyAfter || hp.syncing != 0 {
+				t.Errorf("hp busy %v syncing %d after the synchronisation, want %v and 0", ct.Busy(), hp.syncing, tc.hpBusyAfter)
+			}
+		})
+	}
+}
+
+// publishSync writes a synchronisation entry as the hook does.
+func publishSync(s *slot, seq, tNs uint64, api uint32) {
+	publish(s, seq, tNs, api)
+	off := offRing + int((seq-1)%Ring)*entrySize
+	for i := range 3 {
+		binary.LittleEndian.PutUint32(s.mem[off+entGrid+4*i:], 0)
+		binary.LittleEndian.PutUint32(s.mem[off+entBlock+4*i:], 0)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // TestLayoutMatchesC compiles it to check every offset here.
 const (
 	ProtoMagic   = 0x484b4d4d // "MMKH"
-	ProtoVersion = 1
+	ProtoVersion = 2
 	Ring         = 4096
 
 	helloSize   = 4 + 2 + 2 + 4*4 + 128 + 64

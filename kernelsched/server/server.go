@@ -48,7 +48,13 @@ type Counters struct {
 	Held      uint64 `json:"held"`
 	Filled    uint64 `json:"filled"`
 	FailOpens uint64 `json:"fail_opens"`
-	Refused   uint64 `json:"refused"`
+	// Went counts launches of held tasks that the hook let go without a
+	// decision (it failed open and had not yet seen the server catch up).
+	Went uint64 `json:"went"`
+	// Unprofiled counts launches whose kernel the task's profile lacks
+	// (or the task has none): policies predict nothing for them.
+	Unprofiled uint64 `json:"unprofiled"`
+	Refused    uint64 `json:"refused"`
 	// Waits is how often the loop blocked, waiting for a launch, a
 	// hook's wake-up or a timer: its cost in system calls.
 	Waits uint64 `json:"waits"`
@@ -66,6 +72,7 @@ type Server struct {
 	tasks  map[kernelsched.TaskID]*task
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
+	went, unprofiled                       atomic.Uint64
 	waits                                  atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -96,6 +103,7 @@ type task struct {
 	free    bool
 	done    []done // released kernels, predicted ends, in order
 	lastEnd time.Duration
+	syncing int // synchronisations the task is inside
 }
 
 type done struct {
@@ -141,7 +149,8 @@ func (s *Server) Counters() Counters {
 	s.mu.Unlock()
 	return Counters{
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
-		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Refused: s.refused.Load(), Waits: s.waits.Load(),
+		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
+		Refused: s.refused.Load(), Waits: s.waits.Load(),
 	}
 }
 

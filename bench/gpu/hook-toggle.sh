@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# hook-toggle.sh: the sharing phase's cost inside one process, on resnet50
+# inference at batch 1 (launch-bound) and 32.
+#
+#   bench/gpu/hook-toggle.sh OUTDIR [BLOCKS] [ITERS]
+#
+# A kernel scheduler server (fikit) runs. For each batch size a profiling
+# run writes the task's profile; then one process runs under the hook, the
+# only task of the server, online at priority 0 with its profile present,
+# and times BLOCKS blocks of ITERS iterations with the hook's launch
+# callbacks on and off in turn (on, off, off, on, ...; hook_workload.py
+# --mode toggle). "Off" is CUPTI loaded with no callback enabled: the job
+# as if unhooked. The ratio of the two sides is the hook's cost, free of
+# the process-to-process spread that hook-overhead.sh's separate processes
+# carry. Results: OUTDIR/toggle.jsonl.
+set -euo pipefail
+out=${1:?usage: hook-toggle.sh OUTDIR [BLOCKS] [ITERS]}
+blocks=${2:-40}
+iters=${3:-50}
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
+export MMK_CUPTI_PATH=${MMK_CUPTI_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13}
+tmp=$(mktemp -d /tmp/mmk-tg.XXXX)
+prof=$tmp/profiles
+mkdir -p "$prof"
+sock=$tmp/sched.sock
+"$bin/mmkctl" kernelsched serve --socket "$sock" --policy fikit --profiles "$prof" --stats "$out/toggle-server.json" 2>"$out/toggle-server.log" &
+srv=$!
+trap 'kill $srv 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+w=(python3 "$here/hook_workload.py" --job resnet50_infer --warmup 30)
+for b in 1 32; do
+	"$bin/mmkctl" run --profiles "$prof" --task-key "r50-bs$b" --name "r50-bs$b" --profile-skip 5 --profile-runs 100 -- "${w[@]}" --mode time --batch "$b" --iters 150 >/dev/null
+	"$bin/mmkctl" run --socket "$sock" --profiles "$prof" --task-key "r50-bs$b" --priority 0 --online --name "r50-bs$b" -- "${w[@]}" --mode toggle --batch "$b" --blocks "$blocks" --iters "$iters" |
+		tee -a "$out/toggle.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("bs", r["batch"], "p50 on/off", round(r["iter_ms_p50_on"],3), round(r["iter_ms_p50_off"],3), "ratio p50 %+.2f %%" % ((r["ratio_p50"]-1)*100), "mean %+.2f %%" % ((r["ratio_mean"]-1)*100), "block pairs %+.2f %%" % ((r["block_ratio_median"]-1)*100), "seen on/off", r["kernels_seen_on"], r["kernels_seen_off"])'
+done
+kill -INT $srv
+wait $srv || true
+trap - EXIT
+cat "$out/toggle-server.json"
