@@ -52,7 +52,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## fuzz: run each fuzz test (parsers and file readers) for FUZZTIME (default 30s)
+## fuzz: run each fuzz test (parsers, file readers and the job API) for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLayout -fuzztime $(FUZZTIME) ./partitioner
@@ -61,6 +61,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzReadSamples -fuzztime $(FUZZTIME) ./predictor
 	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzListQuery -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
+	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
+	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
 
 ## results: regenerate docs/results (simulations and the predictor's comparison; a few minutes)
 PROFILES ?= data/profiles/h200-2026-11-22.csv

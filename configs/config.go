@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 )
@@ -26,6 +28,63 @@ type Config struct {
 	Log    LogConfig    `mapstructure:"log"`
 	GPU    GPUConfig    `mapstructure:"gpu"`
 	Server ServerConfig `mapstructure:"server"`
+	// DataDir holds mmkd's job store, job directories, MPS daemons'
+	// directories, kernel profiles and scheduler sockets; "" is
+	// /var/lib/mmk for root, else ~/.local/state/mmk.
+	DataDir     string            `mapstructure:"data_dir"`
+	Jobs        JobsConfig        `mapstructure:"jobs"`
+	MIG         MIGConfig         `mapstructure:"mig"`
+	MPS         MPSConfig         `mapstructure:"mps"`
+	KernelSched KernelSchedConfig `mapstructure:"kernelsched"`
+	Predictor   PredictorConfig   `mapstructure:"predictor"`
+}
+
+// JobsConfig sets the defaults and limits of jobs.
+type JobsConfig struct {
+	// DefaultMemoryMiB is the GPU memory of a job that gives none.
+	DefaultMemoryMiB int64 `mapstructure:"default_memory_mib"`
+	// StopGrace is the time between SIGTERM and SIGKILL when a job is
+	// cancelled or moved.
+	StopGrace time.Duration `mapstructure:"stop_grace"`
+	// LogMaxBytes caps a job's log file; past it the log rotates once.
+	LogMaxBytes int64 `mapstructure:"log_max_bytes"`
+}
+
+// MIGConfig says whether mmkd may change MIG layouts.
+type MIGConfig struct {
+	// Manage lets the placement loop create and destroy MIG instances on
+	// GPUs whose MIG mode an operator enabled. Off by default: mmk then
+	// places jobs in the instances that exist and never changes them.
+	Manage bool `mapstructure:"manage"`
+}
+
+// MPSConfig configures the MPS daemons, one per instance.
+type MPSConfig struct {
+	// Enabled is auto (with the nvml backend when the control binary is
+	// found), true or false.
+	Enabled string `mapstructure:"enabled"`
+	// Control is nvidia-cuda-mps-control; "" looks it up on PATH.
+	Control string `mapstructure:"control"`
+}
+
+// KernelSchedConfig configures kernel scheduling: a kernelsched server
+// per instance and the hook in every job.
+type KernelSchedConfig struct {
+	// Enabled is auto (when the hook library is found), true or false.
+	Enabled string `mapstructure:"enabled"`
+	// Policy is the kernel scheduler's policy.
+	Policy string `mapstructure:"policy"`
+	// Hook is libmmkhook.so; "" looks next to the mmkd binary.
+	Hook string `mapstructure:"hook"`
+	// Cupti is the libcupti the hook loads; "" lets it search.
+	Cupti string `mapstructure:"cupti"`
+}
+
+// PredictorConfig selects the placement's performance model.
+type PredictorConfig struct {
+	// Model is a model file from mmkctl predictor train; "" trains a
+	// random forest on the built-in H200 dataset at start (under a second).
+	Model string `mapstructure:"model"`
 }
 
 // LogConfig configures log/slog.
@@ -50,6 +109,11 @@ type FakeConfig struct {
 // ServerConfig configures mmkd's HTTP server.
 type ServerConfig struct {
 	Listen string `mapstructure:"listen"`
+	// Token is the bearer token every API call must carry; required when
+	// Listen is not a loopback address.
+	Token string `mapstructure:"token"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `mapstructure:"max_body_bytes"`
 }
 
 // FieldError is a bad configuration value; Key is its dotted key.
@@ -78,6 +142,14 @@ func (c *Config) Validate() error {
 		oneOf("log.format", c.Log.Format, "text", "json"),
 		oneOf("gpu.backend", c.GPU.Backend, "auto", "nvml", "fake"),
 		validListen(c.Server.Listen),
+		c.Server.validToken(),
+		oneOf("mps.enabled", c.MPS.Enabled, "auto", "true", "false"),
+		oneOf("kernelsched.enabled", c.KernelSched.Enabled, "auto", "true", "false"),
+		oneOf("kernelsched.policy", c.KernelSched.Policy, kernelsched.Policies()...),
+		positive("jobs.default_memory_mib", c.Jobs.DefaultMemoryMiB),
+		positive("jobs.log_max_bytes", c.Jobs.LogMaxBytes),
+		positive("server.max_body_bytes", c.Server.MaxBodyBytes),
+		positive("jobs.stop_grace", int64(c.Jobs.StopGrace)),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -99,6 +171,30 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+func positive(key string, v int64) error {
+	if v <= 0 {
+		return &FieldError{Key: key, Value: v, Reason: "must be positive"}
+	}
+	return nil
+}
+
+// validToken refuses to serve beyond loopback without a token: anyone who
+// reaches the port could run commands as mmkd's user.
+func (s ServerConfig) validToken() error {
+	host, _, err := net.SplitHostPort(s.Listen)
+	if err != nil || s.Token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return &FieldError{Key: "server.listen", Value: s.Listen,
+		Reason: "is not a loopback address: set server.token (MMK_SERVER_TOKEN) so that requests must carry it"}
 }
 
 func validListen(addr string) error {

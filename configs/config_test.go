@@ -133,3 +133,44 @@ func TestEnvName(t *testing.T) {
 		t.Errorf("EnvName = %q", got)
 	}
 }
+
+// TestDaemonKeys: the daemon's keys, their variables and their checks.
+func TestDaemonKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string
+		wantKey string // "" : loads
+	}{
+		{"defaults", nil, ""},
+		{"data dir from the environment", []string{"MMK_DATA_DIR=/srv/mmk"}, ""},
+		{"beyond loopback without a token", []string{"MMK_SERVER_LISTEN=0.0.0.0:7070"}, "server.listen"},
+		{"beyond loopback with a token", []string{"MMK_SERVER_LISTEN=0.0.0.0:7070", "MMK_SERVER_TOKEN=s3cret"}, ""},
+		{"ipv6 loopback", []string{"MMK_SERVER_LISTEN=[::1]:7070"}, ""},
+		{"localhost", []string{"MMK_SERVER_LISTEN=localhost:7070"}, ""},
+		{"bad policy", []string{"MMK_KERNELSCHED_POLICY=lottery"}, "kernelsched.policy"},
+		{"bad mps switch", []string{"MMK_MPS_ENABLED=maybe"}, "mps.enabled"},
+		{"zero memory", []string{"MMK_JOBS_DEFAULT_MEMORY_MIB=0"}, "jobs.default_memory_mib"},
+		{"duration", []string{"MMK_JOBS_STOP_GRACE=3s"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(Options{Environ: tc.env})
+			if tc.wantKey == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.name == "data dir from the environment" && c.DataDir != "/srv/mmk" {
+					t.Errorf("data_dir %q", c.DataDir)
+				}
+				if tc.name == "duration" && c.Jobs.StopGrace.Seconds() != 3 {
+					t.Errorf("stop_grace %v", c.Jobs.StopGrace)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Key != tc.wantKey {
+				t.Errorf("got %v, want an error on %s", err, tc.wantKey)
+			}
+		})
+	}
+}

@@ -144,3 +144,39 @@ func TestManagerRejectsBadInput(t *testing.T) {
 		t.Errorf("unknown instance: %v", err)
 	}
 }
+
+// TestManagerAdoptsRunningDaemon: a manager of a restarted mmkd finds the
+// daemon the last one started (its jobs still use it) and does not start
+// a second one.
+func TestManagerAdoptsRunningDaemon(t *testing.T) {
+	root, ctl := t.TempDir(), writeFake(t)
+	ctx := context.Background()
+	first, err := NewManager(Options{Root: root, Control: ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := first.Ensure(ctx, Instance{Key: "gpu0", Device: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewManager(Options{Root: root, Control: ctl, DefaultPercent: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Ensure(ctx, Instance{Key: "gpu0", Device: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := d.ControlLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log, "started"); n != 1 {
+		t.Errorf("daemon started %d times, want once:\n%s", n, log)
+	}
+	if out, err := d.Command(ctx, "get_default_active_thread_percentage"); err != nil || out != "30" {
+		t.Errorf("adopted daemon's default percentage %q, %v; want 30 (configured on adoption)", out, err)
+	}
+	if got := second.Keys(); !slices.Equal(got, []string{"gpu0"}) {
+		t.Errorf("keys %v", got)
+	}
+}

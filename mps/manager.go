@@ -62,8 +62,10 @@ func NewManager(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, daemons: map[string]*Daemon{}}, nil
 }
 
-// Ensure returns the instance's daemon, started and answering: it starts
-// one that is missing and restarts one that stopped answering (crashed).
+// Ensure returns the instance's daemon, started and answering: it adopts
+// one an earlier mmkd left running in the instance's pipe directory,
+// starts one that is missing and restarts one that stopped answering
+// (crashed).
 // The daemon's default percentage and pinned-memory limit are applied
 // after each start.
 func (m *Manager) Ensure(ctx context.Context, inst Instance) (*Daemon, error) {
@@ -82,6 +84,19 @@ func (m *Manager) Ensure(ctx context.Context, inst Instance) (*Daemon, error) {
 	}
 	dir := filepath.Join(m.opts.Root, inst.Key)
 	d = &Daemon{Control: m.opts.Control, PipeDir: filepath.Join(dir, "pipe"), LogDir: filepath.Join(dir, "log"), Device: inst.Device}
+	if !ok {
+		// A daemon an earlier mmkd started answers in its pipe directory:
+		// its clients (jobs that outlived that mmkd) still use it, so it
+		// is adopted, not started twice.
+		if _, err := d.Command(ctx, "get_server_list"); err == nil {
+			if err := m.configure(ctx, d); err != nil {
+				return nil, fmt.Errorf("instance %s: %w", inst.Key, err)
+			}
+			m.daemons[inst.Key] = d
+			m.opts.Logger.Info("MPS daemon adopted", "instance", inst.Key, "device", inst.Device, "pipe", d.PipeDir)
+			return d, nil
+		}
+	}
 	if err := d.Start(ctx); err != nil {
 		return nil, fmt.Errorf("instance %s: %w", inst.Key, err)
 	}

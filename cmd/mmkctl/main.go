@@ -1,6 +1,8 @@
 // Command mmkctl is mmk's command-line tool: it shows the node's GPUs and
 // their MIG instances, lists MIG profiles and every valid layout of a GPU
-// model, and plans reconfigurations between layouts. Every command takes
+// model, and plans reconfigurations between layouts. Through mmkd's API
+// (--addr or MMK_ADDR, --token or MMK_TOKEN) it submits, lists, follows
+// and cancels jobs and shows the node's placement. Every command takes
 // -o table|json.
 package main
 
@@ -31,7 +33,7 @@ func newRootCommand() *cobra.Command {
 	a := &app{}
 	root := &cobra.Command{
 		Use:           "mmkctl",
-		Short:         "Inspect GPUs and plan MIG layouts for mmk",
+		Short:         "Run jobs on mmk, inspect GPUs and plan MIG layouts",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,6 +46,7 @@ func newRootCommand() *cobra.Command {
 	a.flags = cli.AddConfigFlags(root.PersistentFlags(), nil)
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
+	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a))
 	return root
 }
 

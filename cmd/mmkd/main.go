@@ -1,7 +1,12 @@
 // Command mmkd is mmk's node daemon. It loads the configuration, opens the
-// GPU backend (NVML, or fake GPUs where no driver is installed), logs the
-// GPUs and their MIG layouts, and serves the HTTP API until SIGINT or
-// SIGTERM, then shuts down gracefully.
+// GPU backend (NVML, or fake GPUs where no driver is installed), the job
+// store and the runner in its data directory, trains (or loads) the
+// predictor, and runs the placement loop and the HTTP API until SIGINT or
+// SIGTERM, then shuts down gracefully. Jobs keep running when mmkd stops;
+// the next mmkd adopts them.
+//
+// "mmkd shim DIR" is the per-job supervisor (jobs.ShimMain) that the
+// runner starts for each job.
 package main
 
 import (
@@ -13,12 +18,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/configs"
 	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/web"
 )
@@ -27,6 +36,9 @@ import (
 const shutdownGrace = 10 * time.Second
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "shim" {
+		os.Exit(jobs.ShimMain(os.Args[2:]))
+	}
 	if err := newCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "mmkd:", err)
 		os.Exit(1)
@@ -41,8 +53,9 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.Flags().String("listen", "127.0.0.1:7070", "host:port of the HTTP API")
-	flags := cli.AddConfigFlags(cmd.Flags(), map[string]string{"server.listen": "listen"})
+	cmd.Flags().String("listen", "127.0.0.1:7070", "host:port of the HTTP API (server.listen)")
+	cmd.Flags().String("data-dir", "", "job store, job logs, MPS and scheduler state (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk)")
+	flags := cli.AddConfigFlags(cmd.Flags(), map[string]string{"server.listen": "listen", "data_dir": "data-dir"})
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -66,34 +79,107 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	if err := logInventory(log, backend); err != nil {
 		return err
 	}
+	n, closeNode, err := openNode(cfg, backend, log)
+	if err != nil {
+		return err
+	}
+	defer closeNode()
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
 	}
-	srv := &http.Server{Handler: web.New(backend, log).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	api := web.New(web.Options{Backend: backend, Node: n, Log: log, Token: cfg.Server.Token, MaxBodyBytes: cfg.Server.MaxBodyBytes})
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	nodeDone := make(chan error, 1)
+	go func() { nodeDone <- n.Run(nodeCtx) }()
 	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name())
 	if ready != nil {
 		ready(ln.Addr())
 	}
 
+	var failed error
 	select {
 	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
+		failed = fmt.Errorf("serve: %w", err)
+	case err := <-nodeDone:
+		failed = fmt.Errorf("placement loop: %w", err)
+		nodeDone <- nil
 	case <-ctx.Done():
 	}
-	log.Info("mmkd shutting down")
+	log.Info("mmkd shutting down (jobs keep running; the next mmkd adopts them)")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	api.Close() // ends followed log streams, which Shutdown would wait for
+	if err := srv.Shutdown(sctx); err != nil && failed == nil {
+		failed = fmt.Errorf("shutdown: %w", err)
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	stopNode()
+	if err := <-nodeDone; err != nil && failed == nil {
+		failed = fmt.Errorf("placement loop: %w", err)
 	}
-	return nil
+	if failed == nil {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			failed = fmt.Errorf("serve: %w", err)
+		}
+	}
+	return failed
+}
+
+// openNode opens the data directory, the store, the runner, MPS, kernel
+// scheduling and the predictor, and returns the node and what closes
+// them.
+func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger) (*node.Node, func(), error) {
+	dir, err := dataDir(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("find mmkd's binary for the job supervisor: %w", err)
+	}
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: exe, ShimArgs: []string{"shim"},
+		LogMaxBytes: cfg.Jobs.LogMaxBytes, StopGrace: cfg.Jobs.StopGrace, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	mpsm, err := openMPS(cfg, backend, dir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := schedConfig(cfg, dir, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	pred, err := openEstimator(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := node.New(node.Config{
+		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
+		ManageMIG: cfg.MIG.Manage, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
+		StopGrace: cfg.Jobs.StopGrace, BaseEnv: node.BaseEnv(), Log: log,
+	})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
+	return n, func() {
+		if err := store.Close(); err != nil {
+			log.Error("close the job store", "err", err)
+		}
+	}, nil
 }
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {

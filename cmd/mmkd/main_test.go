@@ -18,7 +18,8 @@ func flagsFor(t *testing.T, args ...string) *cli.Flags {
 	t.Helper()
 	cmd := &cobra.Command{}
 	cmd.Flags().String("listen", "", "")
-	f := cli.AddConfigFlags(cmd.Flags(), map[string]string{"server.listen": "listen"})
+	cmd.Flags().String("data-dir", "", "")
+	f := cli.AddConfigFlags(cmd.Flags(), map[string]string{"server.listen": "listen", "data_dir": "data-dir"})
 	if err := cmd.Flags().Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestServesUntilCancelled(t *testing.T) {
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, flagsFor(t, "--backend", "fake", "--listen", "127.0.0.1:0", "--log-level", "error"), func(a net.Addr) { addrs <- a })
+		done <- run(ctx, flagsFor(t, "--backend", "fake", "--listen", "127.0.0.1:0", "--log-level", "error", "--data-dir", t.TempDir()), func(a net.Addr) { addrs <- a })
 	}()
 	var addr net.Addr
 	select {

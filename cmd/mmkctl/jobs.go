@@ -1,0 +1,237 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// jobsFlags are the flags of `mmkctl jobs`.
+type jobsFlags struct {
+	state, kind, name string
+	limit             int
+}
+
+func newJobsCommand(a *app) *cobra.Command {
+	f := &jobsFlags{}
+	var server *serverFlags
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "List mmkd's jobs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := server.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			set := func(k, v string) {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			set("state", f.state)
+			set("type", f.kind)
+			set("name", f.name)
+			if f.limit > 0 {
+				q.Set("limit", strconv.Itoa(f.limit))
+			}
+			var list []jobs.Job
+			if err := c.get(cmd.Context(), "/api/v1/jobs", q, &list); err != nil {
+				return err
+			}
+			p := a.printer(cmd)
+			if p.json {
+				return p.JSON(list)
+			}
+			return printJobs(p, list, time.Now())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.state, "state", "", "only jobs in these states, comma-separated (pending, placed, running, restarting, succeeded, failed, cancelled)")
+	fl.StringVar(&f.kind, "type", "", "only online or offline jobs")
+	fl.StringVar(&f.name, "name", "", "only jobs whose name contains this")
+	fl.IntVar(&f.limit, "limit", 0, "at most this many, the newest (0: all)")
+	server = addServerFlags(cmd)
+	return cmd
+}
+
+func printJobs(p printer, list []jobs.Job, now time.Time) error {
+	if len(list) == 0 {
+		p.Line("no jobs")
+		return nil
+	}
+	rows := make([][]string, len(list))
+	for i, j := range list {
+		rows[i] = []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority),
+			mib(j.MemoryMiB), placement(j.Placement), age(now, j.CreatedAt)}
+	}
+	return p.Table("", []string{"ID", "NAME", "TYPE", "STATE", "PRIO", "MEMORY", "PLACEMENT", "AGE"}, rows)
+}
+
+// placement is where a job runs, e.g. "GPU 0 3g.40gb@gi1 MPS 60%".
+func placement(pl *jobs.Placement) string {
+	if pl == nil {
+		return "-"
+	}
+	profile := pl.Profile
+	if profile == "" {
+		profile = "whole GPU"
+	}
+	return fmt.Sprintf("GPU %d %s (instance %d) MPS %d%%", pl.GPU, profile, pl.Instance, pl.MPSPercent)
+}
+
+// age is how long ago t was, coarsely.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// jobWithEvents is `mmkctl job -o json`: the job object with its events.
+type jobWithEvents struct {
+	jobs.Job
+	Events []jobs.Event `json:"events"`
+}
+
+func newJobCommand(a *app) *cobra.Command {
+	var server *serverFlags
+	cmd := &cobra.Command{
+		Use:   "job ID",
+		Short: "Show one job of mmkd and its events",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := server.client()
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/jobs/" + url.PathEscape(args[0])
+			var out jobWithEvents
+			if err := c.get(cmd.Context(), path, nil, &out.Job); err != nil {
+				return err
+			}
+			if err := c.get(cmd.Context(), path+"/events", nil, &out.Events); err != nil {
+				return err
+			}
+			p := a.printer(cmd)
+			if p.json {
+				return p.JSON(out)
+			}
+			return printJob(p, out)
+		},
+	}
+	server = addServerFlags(cmd)
+	return cmd
+}
+
+func printJob(p printer, j jobWithEvents) error {
+	rows := [][]string{
+		{"ID:", j.ID},
+		{"Name:", j.Spec.Name},
+		{"Type:", string(j.Spec.Kind)},
+		{"State:", withReason(string(j.State), j.Reason)},
+		{"Priority:", strconv.Itoa(j.Priority)},
+		{"Memory:", mib(j.MemoryMiB)},
+		{"Task key:", orDash(j.TaskKey)},
+		{"Command:", shellQuote(j.Spec.Command)},
+		{"Workdir:", orDash(j.Spec.WorkDir)},
+	}
+	if w := j.Spec.Workload; w != nil {
+		rows = append(rows, []string{"Workload:", fmt.Sprintf("%s %s, batch %d", w.Model, w.Mode, w.Batch)})
+	}
+	keys := make([]string, 0, len(j.Spec.Env))
+	for k := range j.Spec.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		label := ""
+		if i == 0 {
+			label = "Env:"
+		}
+		rows = append(rows, []string{label, k + "=" + j.Spec.Env[k]})
+	}
+	if pl := j.Placement; pl != nil {
+		rows = append(rows,
+			[]string{"Placement:", placement(pl)},
+			[]string{"Device:", orDash(pl.Device)},
+			[]string{"Instance key:", orDash(pl.InstanceKey)},
+			[]string{"Speed:", fmt.Sprintf("%.2f (predicted; 1 = alone on the whole GPU)", pl.Speed)})
+	}
+	if j.PID != 0 {
+		rows = append(rows, []string{"PID:", strconv.Itoa(j.PID)})
+	}
+	if j.ExitCode != nil {
+		exit := strconv.Itoa(*j.ExitCode)
+		if j.Signal != "" {
+			exit += " (" + j.Signal + ")"
+		}
+		rows = append(rows, []string{"Exit code:", exit})
+	}
+	rows = append(rows, []string{"Restarts:", strconv.Itoa(j.Restarts)})
+	if j.IdempotencyKey != "" {
+		rows = append(rows, []string{"Idempotency key:", j.IdempotencyKey})
+	}
+	for _, t := range []struct {
+		label string
+		at    time.Time
+	}{{"Created:", j.CreatedAt}, {"Started:", j.StartedAt}, {"Finished:", j.FinishedAt}} {
+		if !t.at.IsZero() {
+			rows = append(rows, []string{t.label, t.at.Local().Format(time.RFC3339)})
+		}
+	}
+	if err := tableNoHeader(p, rows); err != nil {
+		return err
+	}
+	p.Line("\nEvents:")
+	var ev [][]string
+	for _, e := range j.Events {
+		ev = append(ev, []string{strconv.Itoa(e.Seq), e.Time.Local().Format(time.RFC3339), orDash(string(e.From)), string(e.To), orDash(e.Reason)})
+	}
+	return p.Table("  ", []string{"SEQ", "TIME", "FROM", "TO", "REASON"}, ev)
+}
+
+// tableNoHeader writes aligned label/value rows.
+func tableNoHeader(p printer, rows [][]string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return p.Table("", rows[0], rows[1:])
+}
+
+func withReason(s, reason string) string {
+	if reason == "" {
+		return s
+	}
+	return s + " (" + reason + ")"
+}
+
+// shellQuote writes an argv as a shell would read it back.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+)
+
+// nodePlan is `mmkctl plan -o json`: the placement and the last
+// reconfigurations.
+type nodePlan struct {
+	Plan      node.PlanView   `json:"plan"`
+	Reconfigs []jobs.Reconfig `json:"reconfigs"`
+}
+
+func newNodePlanCommand(a *app) *cobra.Command {
+	var last int
+	var server *serverFlags
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show mmkd's placement: GPUs, layouts, instances, jobs and their MPS shares",
+		Long: "Shows how mmkd has cut each GPU (MIG layout), the instances, the jobs in each\n" +
+			"with their MPS percentage, the jobs still waiting for a place, and the last\n" +
+			"reconfigurations.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if last < 1 {
+				return fmt.Errorf("flag --reconfigs: %d is not a positive count", last)
+			}
+			c, err := server.client()
+			if err != nil {
+				return err
+			}
+			var out nodePlan
+			if err := c.get(cmd.Context(), "/api/v1/plan", nil, &out.Plan); err != nil {
+				return err
+			}
+			if err := c.get(cmd.Context(), "/api/v1/reconfigs", url.Values{"limit": {strconv.Itoa(last)}}, &out.Reconfigs); err != nil {
+				return err
+			}
+			p := a.printer(cmd)
+			if p.json {
+				return p.JSON(out)
+			}
+			return printNodePlan(p, out)
+		},
+	}
+	cmd.Flags().IntVar(&last, "reconfigs", 5, "how many of the last reconfigurations to show")
+	server = addServerFlags(cmd)
+	return cmd
+}
+
+func printNodePlan(p printer, np nodePlan) error {
+	pl := np.Plan
+	if len(pl.GPUs) == 0 {
+		p.Line("no GPUs in the plan")
+	} else {
+		rows := make([][]string, len(pl.GPUs))
+		for i, g := range pl.GPUs {
+			mig := "off"
+			if g.MIG {
+				mig = "on"
+			}
+			rows[i] = []string{strconv.Itoa(g.Index), orDash(g.Model), mig, orDash(g.Layout), strconv.Itoa(g.SMs), mib(g.MemoryMiB), strconv.Itoa(len(g.Instances))}
+		}
+		if err := p.Table("", []string{"GPU", "MODEL", "MIG", "LAYOUT", "SMS", "MEMORY", "INSTANCES"}, rows); err != nil {
+			return err
+		}
+	}
+	for _, g := range pl.GPUs {
+		p.Line("\nGPU %d instances:", g.Index)
+		var rows [][]string
+		for _, in := range g.Instances {
+			mps := "no"
+			if in.MPS {
+				mps = "yes"
+			}
+			head := []string{strconv.Itoa(in.Index), orDash(in.Profile), fmt.Sprintf("%d:%d", in.Start, in.Size), strconv.Itoa(in.SMs), mib(in.MemoryMiB), mps}
+			if len(in.Jobs) == 0 {
+				rows = append(rows, append(head, "-"))
+			}
+			for i, j := range in.Jobs {
+				if i > 0 {
+					head = []string{"", "", "", "", "", ""}
+				}
+				rows = append(rows, append(head, j.ID, j.Name, string(j.Kind), string(j.State), strconv.Itoa(j.Percent)+"%", fmt.Sprintf("%.2f", j.Speed)))
+			}
+		}
+		if err := p.Table("  ", []string{"GI", "PROFILE", "SLICES", "SMS", "MEMORY", "MPS", "JOB", "NAME", "TYPE", "STATE", "MPS %", "SPEED"}, rows); err != nil {
+			return err
+		}
+	}
+	waiting := "none"
+	if len(pl.Waiting) > 0 {
+		waiting = strings.Join(pl.Waiting, ", ")
+	}
+	p.Line("\nWaiting: %s", waiting)
+	p.Line("Predicted throughput %.2f, %d placement decisions", pl.Total, pl.Decisions)
+	if len(np.Reconfigs) == 0 {
+		p.Line("\nNo reconfigurations yet.")
+		return nil
+	}
+	p.Line("\nLast reconfigurations:")
+	rows := make([][]string, len(np.Reconfigs))
+	for i, r := range np.Reconfigs {
+		result := fmt.Sprintf("+%.2f", r.Gain)
+		if r.Error != "" {
+			result = "failed: " + r.Error
+		}
+		rows[i] = []string{strconv.Itoa(r.Seq), r.Time.Local().Format(time.DateTime), strconv.Itoa(r.GPU), orDash(r.From), orDash(r.To),
+			strconv.Itoa(len(r.Restarted)), r.Duration.Round(time.Millisecond).String(), result, r.Cause}
+	}
+	return p.Table("  ", []string{"SEQ", "TIME", "GPU", "FROM", "TO", "RESTARTED", "TOOK", "GAIN", "CAUSE"}, rows)
+}

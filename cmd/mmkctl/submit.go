@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// submitFlags are the flags of `mmkctl submit`.
+type submitFlags struct {
+	online, offline  bool
+	priority         int
+	memory, name     string
+	env              []string
+	workdir          string
+	workload         string
+	taskKey, idemKey string
+}
+
+func newSubmitCommand(a *app) *cobra.Command {
+	f := &submitFlags{}
+	var server *serverFlags
+	cmd := &cobra.Command{
+		Use:   "submit [flags] -- CMD [ARGS...]",
+		Short: "Submit a job to mmkd",
+		Long: "Submits CMD as a job to mmkd, which places it on a GPU instance and an MPS share\n" +
+			"and starts it. Offline (throughput) unless --online. Prints the job's id; -o json\n" +
+			"prints {\"id\": ...}. With --idempotency-key, submitting again returns the same job.",
+		Example: "  mmkctl submit --online --memory 8GiB --workload bert:8:infer -- python3 serve.py\n" +
+			"  mmkctl submit --name resnet --env EPOCHS=3 -o json -- python3 train.py --lr 0.1",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.spec(cmd, args)
+			if err != nil {
+				return err
+			}
+			c, err := server.client()
+			if err != nil {
+				return err
+			}
+			var header http.Header
+			if f.idemKey != "" {
+				header = http.Header{"Idempotency-Key": {f.idemKey}}
+			}
+			var j jobs.Job
+			status, err := c.post(cmd.Context(), "/api/v1/jobs", spec, header, &j)
+			if err != nil {
+				return err
+			}
+			p := a.printer(cmd)
+			if p.json {
+				return p.JSON(map[string]string{"id": j.ID})
+			}
+			if err := p.Table("", []string{"ID", "STATE", "NAME"}, [][]string{{j.ID, string(j.State), j.Spec.Name}}); err != nil {
+				return err
+			}
+			if status == http.StatusOK {
+				p.Line("(submitted before with idempotency key %q: the job it created)", f.idemKey)
+			}
+			return nil
+		},
+	}
+	// Flags stop at CMD, so that its own flags are not taken for mmkctl's.
+	cmd.Flags().SetInterspersed(false)
+	fl := cmd.Flags()
+	fl.BoolVar(&f.online, "online", false, "latency-critical job (inference serving)")
+	fl.BoolVar(&f.offline, "offline", false, "throughput job (training, batch inference); the default")
+	cmd.MarkFlagsMutuallyExclusive("online", "offline")
+	fl.IntVar(&f.priority, "priority", 0, "kernel scheduler priority, 0 (highest) to 9 (default: 0 online, 5 offline)")
+	fl.StringVar(&f.memory, "memory", "", "GPU memory the job needs, e.g. 8GiB or 512MiB (default: mmkd's)")
+	fl.StringVar(&f.name, "name", "", "name shown in lists (default: the command's base name)")
+	fl.StringArrayVar(&f.env, "env", nil, "K=V added to the job's environment (repeatable)")
+	fl.StringVar(&f.workdir, "workdir", "", "working directory (a relative one is taken from the current directory)")
+	fl.StringVar(&f.workload, "workload", "", "predictor hint MODEL:BATCH:MODE or MODEL:MODE, e.g. resnet50:32:train")
+	fl.StringVar(&f.taskKey, "task-key", "", "kernel profile key (default: from the workload, else the name)")
+	fl.StringVar(&f.idemKey, "idempotency-key", "", "submitting again with the same key returns the same job")
+	server = addServerFlags(cmd)
+	return cmd
+}
+
+// spec builds the job spec of the flags and the command.
+func (f *submitFlags) spec(cmd *cobra.Command, args []string) (jobs.Spec, error) {
+	s := jobs.Spec{Name: f.name, Command: args, Kind: jobs.Offline, TaskKey: f.taskKey}
+	if f.online {
+		s.Kind = jobs.Online
+	}
+	if cmd.Flags().Changed("priority") {
+		p := f.priority
+		s.Priority = &p
+	}
+	if f.memory != "" {
+		mib, err := jobs.ParseMiB(f.memory)
+		if err != nil {
+			return s, fmt.Errorf("flag --memory: %w", err)
+		}
+		s.MemoryMiB = mib
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return s, fmt.Errorf("flag --env: %q is not K=V", kv)
+		}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = v
+	}
+	if f.workdir != "" {
+		dir, err := filepath.Abs(f.workdir)
+		if err != nil {
+			return s, fmt.Errorf("flag --workdir: %w", err)
+		}
+		s.WorkDir = dir
+	}
+	if f.workload != "" {
+		w, err := parseWorkload(f.workload)
+		if err != nil {
+			return s, fmt.Errorf("flag --workload: %w", err)
+		}
+		s.Workload = w
+	}
+	return s, nil
+}
+
+// parseWorkload reads MODEL:BATCH:MODE or MODEL:MODE.
+func parseWorkload(s string) (*jobs.Workload, error) {
+	parts := strings.Split(s, ":")
+	switch len(parts) {
+	case 2:
+		return &jobs.Workload{Model: parts[0], Mode: parts[1]}, nil
+	case 3:
+		batch, err := strconv.Atoi(parts[1])
+		if err != nil || batch < 1 {
+			return nil, fmt.Errorf("%q: the batch size %q is not a positive integer", s, parts[1])
+		}
+		return &jobs.Workload{Model: parts[0], Batch: batch, Mode: parts[2]}, nil
+	}
+	return nil, fmt.Errorf("%q: want MODEL:BATCH:MODE or MODEL:MODE, e.g. resnet50:32:train", s)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/data"
+	"github.com/mmkgpu/mmk/mps"
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/predictor"
+)
+
+// dataDir is the configured data directory, or the default: /var/lib/mmk
+// for root, else ~/.local/state/mmk.
+func dataDir(c *configs.Config) (string, error) {
+	if c.DataDir != "" {
+		return filepath.Abs(c.DataDir)
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/mmk", nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("data_dir is not set and there is no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mmk"), nil
+}
+
+// openEstimator is the predictor the placement uses: a model file, or a
+// random forest trained now on the built-in dataset.
+func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {
+	_, samples, err := data.Samples()
+	if err != nil {
+		return predictor.Estimator{}, err
+	}
+	profiles := predictor.Profiles(samples)
+	if c.Predictor.Model != "" {
+		m, err := predictor.LoadModel(c.Predictor.Model)
+		if err != nil {
+			return predictor.Estimator{}, fmt.Errorf("predictor.model: %w", err)
+		}
+		return predictor.Estimator{Model: m, Profiles: profiles}, nil
+	}
+	schema := predictor.SchemaOf(samples)
+	m, err := predictor.Train(predictor.KindForest, samples, predictor.DefaultForest(len(schema.Features())))
+	if err != nil {
+		return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
+	}
+	log.Info("predictor trained on the built-in dataset", "samples", len(samples), "types", len(profiles))
+	return predictor.Estimator{Model: m, Profiles: profiles}, nil
+}
+
+// openMPS is the MPS manager when MPS is on: mps.enabled true, or auto
+// with the nvml backend and the control binary found.
+func openMPS(c *configs.Config, backend partitioner.Backend, dir string, log *slog.Logger) (*mps.Manager, error) {
+	control := c.MPS.Control
+	if control == "" {
+		control = "nvidia-cuda-mps-control"
+	}
+	_, lookErr := exec.LookPath(control)
+	switch c.MPS.Enabled {
+	case "false":
+		return nil, nil
+	case "auto":
+		if backend.Name() != "nvml" || lookErr != nil {
+			log.Info("MPS off (mps.enabled auto)", "backend", backend.Name(), "control", control, "found", lookErr == nil)
+			return nil, nil
+		}
+	case "true":
+		if lookErr != nil {
+			return nil, fmt.Errorf("mps.enabled is true but %s is not found: %w", control, lookErr)
+		}
+	}
+	m, err := mps.NewManager(mps.Options{Root: filepath.Join(dir, "mps"), Control: control, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// schedConfig is the kernel scheduling setup when it is on: enabled true,
+// or auto with the hook library found.
+func schedConfig(c *configs.Config, dir string, log *slog.Logger) (*node.SchedConfig, error) {
+	hook := c.KernelSched.Hook
+	if hook == "" {
+		exe, err := os.Executable()
+		if err == nil {
+			hook = filepath.Join(filepath.Dir(exe), "libmmkhook.so")
+		}
+	}
+	_, statErr := os.Stat(hook)
+	switch c.KernelSched.Enabled {
+	case "false":
+		return nil, nil
+	case "auto":
+		if statErr != nil {
+			log.Info("kernel scheduling off (kernelsched.enabled auto): no hook library", "hook", hook)
+			return nil, nil
+		}
+	case "true":
+		if statErr != nil {
+			return nil, fmt.Errorf("kernelsched.enabled is true but the hook is missing: %w", statErr)
+		}
+	}
+	abs, err := filepath.Abs(hook)
+	if err != nil {
+		return nil, fmt.Errorf("kernelsched.hook: %w", err)
+	}
+	return &node.SchedConfig{Policy: c.KernelSched.Policy, Hook: abs, Cupti: c.KernelSched.Cupti,
+		SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}, nil
+}

@@ -1,0 +1,297 @@
+package jobs
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind says whether a job is latency-critical.
+type Kind string
+
+// The kinds of job.
+const (
+	Online  Kind = "online"  // latency-critical (inference serving)
+	Offline Kind = "offline" // throughput (training, batch inference)
+)
+
+// Limits on a submitted spec.
+const (
+	MaxNameLen    = 128
+	MaxArgs       = 4096
+	MaxArgBytes   = 128 << 10
+	MaxEnv        = 1024
+	MaxTaskKeyLen = 127 // the hook's task_key field holds 128 bytes with its NUL
+	MaxMemoryMiB  = 1 << 22
+	MaxBatch      = 1 << 20
+)
+
+// Workload is an optional hint for the predictor: which of its profiled
+// job types the job is (model and mode) and its batch size.
+type Workload struct {
+	Model string `json:"model"`
+	Batch int    `json:"batch,omitempty"`
+	// Mode is "train" or "infer".
+	Mode string `json:"mode"`
+}
+
+// Type is the predictor's job type, e.g. "resnet50_train".
+func (w *Workload) Type() string {
+	if w == nil || w.Model == "" {
+		return ""
+	}
+	return w.Model + "_" + w.Mode
+}
+
+// Spec is what a user submits.
+type Spec struct {
+	// Name is shown in lists; default: the command's base name.
+	Name string `json:"name,omitempty"`
+	// Command is the program and its arguments: an argv, never a shell
+	// string.
+	Command []string `json:"command"`
+	// Env is added to mmkd's environment for the job.
+	Env map[string]string `json:"env,omitempty"`
+	// WorkDir is the job's working directory (absolute); default: the
+	// job's own directory under mmkd's data directory.
+	WorkDir string `json:"workdir,omitempty"`
+	// Kind is online or offline (default offline).
+	Kind Kind `json:"type"`
+	// Priority is 0 (highest) to 9 for the kernel scheduler; nil takes the
+	// default of the kind (online 0, offline 5).
+	Priority *int `json:"priority,omitempty"`
+	// MemoryMiB is the job's GPU memory estimate; 0 takes the daemon's
+	// default.
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	// Workload is the optional predictor hint.
+	Workload *Workload `json:"workload,omitempty"`
+	// TaskKey selects the job's kernel profile; default: derived from the
+	// workload, else the name.
+	TaskKey string `json:"taskKey,omitempty"`
+}
+
+// Placement is where a job runs.
+type Placement struct {
+	GPU     int    `json:"gpu"`
+	GPUUUID string `json:"gpuUUID"`
+	// Instance indexes the GPU's layout; Profile names its MIG profile
+	// ("" on a GPU without MIG, which is one instance).
+	Instance int    `json:"instance"`
+	Profile  string `json:"profile,omitempty"`
+	// InstanceKey names the instance's MPS daemon and kernel scheduler.
+	InstanceKey string `json:"instanceKey"`
+	// Device is the job's CUDA_VISIBLE_DEVICES: a GPU or MIG UUID.
+	Device string `json:"device"`
+	// MPSPercent is its CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
+	MPSPercent int `json:"mpsPercent"`
+	// Speed is the predictor's estimate of its speed there (1: alone on
+	// the whole GPU).
+	Speed float64 `json:"speed"`
+}
+
+// Job is a submitted job and where it is in its life.
+type Job struct {
+	ID   string `json:"id"`
+	Spec Spec   `json:"spec"`
+	// Priority and MemoryMiB are the spec's with defaults applied.
+	Priority  int    `json:"priority"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	TaskKey   string `json:"taskKey"`
+	State     State  `json:"state"`
+	// Reason says why the job is in its state (a failure, a cancel, a
+	// move), when there is something to say.
+	Reason    string     `json:"reason,omitempty"`
+	Placement *Placement `json:"placement,omitempty"`
+	// PID is the job's process (group) id while it runs; ShimPID its
+	// supervisor's.
+	PID     int `json:"pid,omitempty"`
+	ShimPID int `json:"shimPID,omitempty"`
+	// ExitCode is the process's exit status once it ended (-1: killed by
+	// a signal, see Signal).
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	// Restarts counts the times a reconfiguration restarted the job.
+	Restarts int `json:"restarts"`
+	// IdempotencyKey is the key it was submitted with, if any.
+	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	StartedAt      time.Time `json:"startedAt,omitzero"`
+	FinishedAt     time.Time `json:"finishedAt,omitzero"`
+}
+
+// FieldError is a bad field of a submitted spec.
+type FieldError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: %s (got %s)", e.Field, e.Reason, quote(e.Value))
+}
+
+func quote(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+var (
+	envKeyPattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	taskKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:@+-]+$`)
+	modelPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+)
+
+// reservedEnv are variables mmk sets for a job; a spec may not set them.
+var reservedEnv = []string{"CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
+	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_INJECTION64_PATH"}
+
+// ReservedEnv reports a variable mmk sets for every job.
+func ReservedEnv(key string) bool {
+	for _, r := range reservedEnv {
+		if key == r {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, "MMK_")
+}
+
+// Validate checks a spec and returns the first bad field as a
+// *FieldError.
+func (s *Spec) Validate() error {
+	if s.Name != "" && (len(s.Name) > MaxNameLen || !printable(s.Name)) {
+		return &FieldError{"name", s.Name, fmt.Sprintf("must be printable text of at most %d bytes", MaxNameLen)}
+	}
+	if len(s.Command) == 0 {
+		return &FieldError{"command", s.Command, "must name a program (an argv: [\"python3\", \"train.py\"])"}
+	}
+	if len(s.Command) > MaxArgs {
+		return &FieldError{"command", len(s.Command), fmt.Sprintf("has more than %d arguments", MaxArgs)}
+	}
+	if s.Command[0] == "" {
+		return &FieldError{"command[0]", "", "the program is empty"}
+	}
+	for i, a := range s.Command {
+		if len(a) > MaxArgBytes || strings.IndexByte(a, 0) >= 0 || !utf8.ValidString(a) {
+			return &FieldError{fmt.Sprintf("command[%d]", i), a, fmt.Sprintf("must be UTF-8 without NUL, at most %d bytes", MaxArgBytes)}
+		}
+	}
+	if len(s.Env) > MaxEnv {
+		return &FieldError{"env", len(s.Env), fmt.Sprintf("has more than %d variables", MaxEnv)}
+	}
+	for k, v := range s.Env {
+		switch {
+		case !envKeyPattern.MatchString(k):
+			return &FieldError{"env", k, "variable names are letters, digits and '_', not starting with a digit"}
+		case ReservedEnv(k):
+			return &FieldError{"env." + k, k, "is set by mmk for every job"}
+		case len(v) > MaxArgBytes || strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
+			return &FieldError{"env." + k, v, fmt.Sprintf("must be UTF-8 without NUL, at most %d bytes", MaxArgBytes)}
+		}
+	}
+	if s.WorkDir != "" && (!filepath.IsAbs(s.WorkDir) || strings.IndexByte(s.WorkDir, 0) >= 0) {
+		return &FieldError{"workdir", s.WorkDir, "must be an absolute path"}
+	}
+	if s.Kind != Online && s.Kind != Offline {
+		return &FieldError{"type", s.Kind, "must be online or offline"}
+	}
+	if s.Priority != nil && (*s.Priority < 0 || *s.Priority > 9) {
+		return &FieldError{"priority", *s.Priority, "must be 0 (highest) to 9"}
+	}
+	if s.MemoryMiB < 0 || s.MemoryMiB > MaxMemoryMiB {
+		return &FieldError{"memoryMiB", s.MemoryMiB, fmt.Sprintf("must be 1 to %d MiB (0: the default)", MaxMemoryMiB)}
+	}
+	if w := s.Workload; w != nil {
+		switch {
+		case !modelPattern.MatchString(w.Model) || len(w.Model) > 64:
+			return &FieldError{"workload.model", w.Model, "must be a model name such as resnet50"}
+		case w.Mode != "train" && w.Mode != "infer":
+			return &FieldError{"workload.mode", w.Mode, "must be train or infer"}
+		case w.Batch < 0 || w.Batch > MaxBatch:
+			return &FieldError{"workload.batch", w.Batch, fmt.Sprintf("must be 1 to %d (0: unknown)", MaxBatch)}
+		}
+	}
+	if s.TaskKey != "" && (len(s.TaskKey) > MaxTaskKeyLen || !taskKeyPattern.MatchString(s.TaskKey)) {
+		return &FieldError{"taskKey", s.TaskKey, fmt.Sprintf("must be letters, digits and ._:@+-, at most %d bytes", MaxTaskKeyLen)}
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Defaults fills what a valid spec left out: the name, priority, memory
+// and task key the job gets.
+func (s *Spec) Defaults(defaultMemoryMiB int64) (name string, priority int, memoryMiB int64, taskKey string) {
+	name = s.Name
+	if name == "" {
+		name = filepath.Base(s.Command[0])
+		if len(name) > MaxNameLen || !printable(name) {
+			name = "job"
+		}
+	}
+	priority = 5
+	if s.Kind == Online {
+		priority = 0
+	}
+	if s.Priority != nil {
+		priority = *s.Priority
+	}
+	memoryMiB = s.MemoryMiB
+	if memoryMiB == 0 {
+		memoryMiB = defaultMemoryMiB
+	}
+	taskKey = s.TaskKey
+	if taskKey == "" {
+		if t := s.Workload.Type(); t != "" {
+			taskKey = t
+			if s.Workload.Batch > 0 {
+				taskKey = fmt.Sprintf("%s_bs%d", t, s.Workload.Batch)
+			}
+		} else {
+			taskKey = sanitizeKey(name)
+		}
+	}
+	return name, priority, memoryMiB, taskKey
+}
+
+// sanitizeKey makes a task key of a name: characters outside the key's
+// alphabet become '_'.
+func sanitizeKey(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && taskKeyPattern.MatchString(string(r)) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= MaxTaskKeyLen {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "job"
+	}
+	return b.String()
+}
+
+// Type is the job's predictor job type ("" when it gave no workload).
+func (j *Job) Type() string { return j.Spec.Workload.Type() }
+
+// Online reports a latency-critical job.
+func (j *Job) Online() bool { return j.Spec.Kind == Online }

@@ -1,0 +1,329 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Shim timings.
+const (
+	// drainTimeout bounds how long the shim reads the output pipe after the
+	// child's group ended: a process that left the group (setsid) may hold
+	// it open for ever.
+	drainTimeout = 2 * time.Second
+	// shimDefaultGrace is the grace period of a stop request whose record
+	// cannot be read.
+	shimDefaultGrace = 10 * time.Second
+	// defaultJobPath is the PATH a program name is looked up in when the
+	// job's environment has none.
+	defaultJobPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// ShimMain is the main of a job's supervisor, run as "mmkd shim JOB_DIR":
+// args are the arguments after "shim", the job directory's absolute path.
+//
+// It reads and removes the directory's launch file, starts the program in
+// its own process group with the launch's argv, environment and working
+// directory, records the child's identity (pid record), copies its stdout
+// and stderr into the job's log (one pipe for both, so they interleave as
+// they arrive; rotated at the cap), waits for it and records how it ended
+// (exit record). Records are written atomically. A program that cannot be
+// started is recorded as an exit with Error set. On SIGUSR1 it reads the
+// stop record and sends SIGTERM to the group, then SIGKILL when the grace
+// period ends; SIGTERM, SIGINT and SIGHUP sent to the shim itself are
+// logged and ignored. When the child ends, the shim kills what is left of
+// its process group, so that no stray process keeps a GPU share.
+//
+// It returns the shim's exit status: 0 once the exit record is written, 1
+// when it could not be, 2 on bad arguments. Messages go to stderr, which
+// the Runner points at the job's shim.log.
+func ShimMain(args []string) int {
+	// First of all, so that no signal the Runner sends finds the default
+	// action. Handled signals (unlike ignored ones) are reset to their
+	// default in the child at exec.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGUSR1)
+	defer signal.Stop(sigs)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("shim", os.Getpid())
+	if len(args) != 1 || !filepath.IsAbs(args[0]) {
+		fmt.Fprintln(os.Stderr, "usage: mmkd shim JOB_DIR (an absolute path; mmkd runs this itself)")
+		return 2
+	}
+	s := &shim{dir: args[0], log: log, sigs: sigs}
+	exit, err := s.run()
+	if err != nil {
+		log.Error("job did not start", "err", err)
+		exit = Exit{Code: -1, At: time.Now(), Error: err.Error()}
+	}
+	if err := writeRecord(s.dir, exitFile, exitRecord{Version: recordVersion, Exit: exit}); err != nil {
+		log.Error("cannot record the exit", "exit", exit, "err", err)
+		return 1
+	}
+	return 0
+}
+
+type shim struct {
+	dir  string
+	log  *slog.Logger
+	sigs chan os.Signal
+}
+
+// run starts the child and supervises it until it ends. An error means
+// the child did not run (or was killed at once because its pid could not
+// be recorded).
+func (s *shim) run() (Exit, error) {
+	l, found, err := readRecord(s.dir, launchFile, parseLaunch)
+	if err == nil && !found {
+		err = errors.New("no launch record")
+	}
+	if err != nil {
+		return Exit{}, err
+	}
+	if err := os.Remove(filepath.Join(s.dir, launchFile)); err != nil {
+		s.log.Warn("cannot remove the launch record", "err", err)
+	}
+	lw, err := openLog(filepath.Join(s.dir, logFile), l.LogMaxBytes)
+	if err != nil {
+		return Exit{}, err
+	}
+	defer lw.Close()
+	// Checked here because a failed chdir in the child reads as a missing
+	// program ("fork/exec /usr/bin/true: no such file or directory").
+	if st, err := os.Stat(l.Dir); err != nil {
+		return Exit{}, fmt.Errorf("working directory: %w", err)
+	} else if !st.IsDir() {
+		return Exit{}, fmt.Errorf("working directory %s is not a directory", l.Dir)
+	}
+	path, err := lookPath(l.Argv[0], l.Env, l.Dir)
+	if err != nil {
+		return Exit{}, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Exit{}, fmt.Errorf("output pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        l.Argv,
+		Env:         l.Env,
+		Dir:         l.Dir,
+		Stdout:      pw,
+		Stderr:      pw,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return Exit{}, fmt.Errorf("start %s: %w", l.Argv[0], err)
+	}
+	leader, err := s.recordPID(cmd.Process.Pid)
+	if err != nil {
+		// mmkd could not find the job again: do not leave it running.
+		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		_, _ = cmd.Process.Wait()
+		return Exit{}, err
+	}
+	copied := make(chan struct{})
+	go s.copyOutput(pr, lw, copied)
+	exit, err := s.supervise(cmd, leader)
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+		s.log.Warn("output pipe still open after the job ended; closing it", "after", drainTimeout)
+	}
+	pr.Close()
+	<-copied
+	if err != nil {
+		// The child ran; what failed is the shim's own wait. Record it.
+		s.log.Error("wait", "err", err)
+		return Exit{Code: -1, At: time.Now(), Error: err.Error()}, nil
+	}
+	return exit, nil
+}
+
+// recordPID writes the pid record: the child's identity and the shim's.
+func (s *shim) recordPID(pid int) (procIdent, error) {
+	child, err := identify(pid)
+	if err != nil {
+		return procIdent{}, fmt.Errorf("record pid: %w", err)
+	}
+	self, err := identify(os.Getpid())
+	if err != nil {
+		return procIdent{}, fmt.Errorf("record pid: %w", err)
+	}
+	rec := pidRecord{Version: recordVersion, Child: child, Shim: self, StartedAt: time.Now()}
+	if err := writeRecord(s.dir, pidFile, rec); err != nil {
+		return procIdent{}, fmt.Errorf("record pid: %w", err)
+	}
+	return child, nil
+}
+
+// copyOutput copies the pipe into the log until the pipe is closed. It
+// keeps reading after a write error (a full disk), dropping the output,
+// so that the job never blocks on a full pipe.
+func (s *shim) copyOutput(pr *os.File, lw *logWriter, done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, 32<<10)
+	failed := false
+	for {
+		n, err := pr.Read(buf)
+		if n > 0 {
+			if _, werr := lw.Write(buf[:n]); werr != nil && !failed {
+				s.log.Error("job output is being dropped", "err", werr)
+				failed = true
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// supervise waits for the child to end, handling signals meanwhile, then
+// kills what is left of its group and reaps it.
+func (s *shim) supervise(cmd *exec.Cmd, leader procIdent) (Exit, error) {
+	pid := cmd.Process.Pid
+	// Wait without reaping: while the leader is a zombie its pid, the
+	// group's id, cannot be reused, so the group signals below cannot
+	// reach another group.
+	ended := make(chan error, 1)
+	go func() {
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				ended <- err
+				return
+			}
+		}
+	}()
+	var (
+		killTimer *time.Timer
+		killAt    time.Time
+		killC     <-chan time.Time
+		termSent  bool
+	)
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	for {
+		select {
+		case err := <-ended:
+			if err != nil {
+				return Exit{}, fmt.Errorf("wait for process %d: %w", pid, err)
+			}
+			if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				s.log.Warn("cannot kill what is left of the process group", "pgid", pid, "err", err)
+			}
+			state, err := cmd.Process.Wait()
+			if err != nil {
+				return Exit{}, fmt.Errorf("reap process %d: %w", pid, err)
+			}
+			return exitOf(state), nil
+		case sig := <-s.sigs:
+			if sig != unix.SIGUSR1 {
+				s.log.Info("ignoring signal", "signal", signalName(sig))
+				continue
+			}
+			grace := s.stopGrace()
+			if !termSent {
+				s.log.Info("stopping the job", "grace", grace)
+				if err := unix.Kill(-pid, unix.SIGTERM); err != nil && !errors.Is(err, unix.ESRCH) {
+					s.log.Warn("SIGTERM to the process group", "err", err)
+				}
+				termSent = true
+			}
+			if at := time.Now().Add(grace); killTimer == nil || at.Before(killAt) {
+				if killTimer != nil {
+					killTimer.Stop()
+				}
+				killAt, killTimer = at, time.NewTimer(grace)
+				killC = killTimer.C
+			}
+		case <-killC:
+			s.log.Info("grace period over: SIGKILL to the process group")
+			if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				s.log.Warn("SIGKILL to the process group", "err", err)
+			}
+			killC = nil
+		}
+	}
+}
+
+// stopGrace reads the stop record's grace period.
+func (s *shim) stopGrace() time.Duration {
+	rec, found, err := readRecord(s.dir, stopFile, parseStopRecord)
+	if err != nil || !found {
+		s.log.Warn("stop requested without a readable stop record; using the default grace", "grace", shimDefaultGrace, "err", err)
+		return shimDefaultGrace
+	}
+	return rec.Grace
+}
+
+func signalName(sig os.Signal) string {
+	if n, ok := sig.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
+
+// exitOf turns a wait status into an Exit.
+func exitOf(state *os.ProcessState) Exit {
+	e := Exit{Code: state.ExitCode(), At: time.Now()}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Code = -1
+		e.Signal = signalName(ws.Signal())
+	}
+	return e
+}
+
+// lookPath finds the program as execvp would with the job's PATH (not the
+// shim's). A name with a slash is used as it is: a relative one is
+// resolved against the working directory once the child is in it.
+func lookPath(file string, env []string, dir string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	pathEnv, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			pathEnv, ok = v, true // the last one wins, as in os/exec
+		}
+	}
+	if !ok {
+		pathEnv = defaultJobPath
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, file)
+		st, err := os.Stat(p)
+		if err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) && !errors.Is(err, fs.ErrPermission) {
+			return "", fmt.Errorf("look up %q: %w", file, err)
+		}
+	}
+	return "", fmt.Errorf("%q: executable file not found in the job's PATH", file)
+}

@@ -1,0 +1,340 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the store layout this mmk writes. Version 1: buckets
+// meta, jobs (id -> Job JSON), events (id/seq -> Event JSON), idem
+// (idempotency key -> id), reconfigs (seq -> Reconfig JSON).
+const SchemaVersion = 1
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketJobs     = []byte("jobs")
+	bucketEvents   = []byte("events")
+	bucketIdem     = []byte("idem")
+	bucketReconfig = []byte("reconfigs")
+	keySchema      = []byte("schema")
+)
+
+// batchDelay is bbolt's MaxBatchDelay for Create (its default is 10 ms).
+const batchDelay = 500 * time.Microsecond
+
+// ErrNotFound is a job id the store does not hold.
+var ErrNotFound = errors.New("no such job")
+
+// Event is one transition of a job, as the store recorded it.
+type Event struct {
+	Seq    int       `json:"seq"`
+	Time   time.Time `json:"time"`
+	From   State     `json:"from,omitempty"`
+	To     State     `json:"to"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Reconfig is one change of a GPU's layout or MPS shares: what the
+// placement loop decided and what it cost.
+type Reconfig struct {
+	Seq  int       `json:"seq"`
+	Time time.Time `json:"time"`
+	GPU  int       `json:"gpu"`
+	// Cause is what triggered the decision ("arrival of job X").
+	Cause string `json:"cause"`
+	// From and To are the GPU's layouts (canonical text; "whole" for a
+	// GPU without MIG).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Steps are the MIG operations applied (none when only MPS shares or
+	// placements changed).
+	Steps []string `json:"steps,omitempty"`
+	// Restarted are the jobs it stopped and started again, Started the
+	// pending jobs it placed.
+	Restarted []string `json:"restarted,omitempty"`
+	Started   []string `json:"started,omitempty"`
+	// Gain is the predicted rise of the GPU's total speed.
+	Gain float64 `json:"gain"`
+	// Duration is how long applying it took; Error why it failed, if it did.
+	Duration time.Duration `json:"durationNs"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Store is the durable job store. It is safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+// OpenStore opens (creating it if needed) the store at path. A store of
+// a newer schema than this mmk writes is refused.
+func OpenStore(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("job store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("job store %s: locked by another process (is another mmkd running with this data directory?)", path)
+		}
+		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	// Create's batches wait at most this long for company: long enough
+	// for a burst of concurrent submissions to share one commit, short
+	// next to a commit's two fsyncs on a slow disk.
+	db.MaxBatchDelay = batchDelay
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketEvents, bucketIdem, bucketReconfig} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get(keySchema)
+		if v == nil {
+			return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return fmt.Errorf("schema version %q is not a number", v)
+		}
+		if n > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this mmk's %d: use a newer mmkd", n, SchemaVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Create stores a new job in its first state with its first event. With
+// an idempotency key already used, it returns the job created then and
+// false, and stores nothing. Concurrent calls share fsyncs (bolt Batch).
+func (s *Store) Create(j Job) (Job, bool, error) {
+	if !j.State.Valid() {
+		return Job{}, false, fmt.Errorf("job %s: state %q", j.ID, j.State)
+	}
+	var out Job
+	created := false
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		created = false
+		if k := j.IdempotencyKey; k != "" {
+			if id := tx.Bucket(bucketIdem).Get([]byte(k)); id != nil {
+				created = false
+				return get(tx, string(id), &out)
+			}
+		}
+		jobs := tx.Bucket(bucketJobs)
+		if jobs.Get([]byte(j.ID)) != nil {
+			return fmt.Errorf("job %s exists", j.ID)
+		}
+		if err := put(jobs, j); err != nil {
+			return err
+		}
+		if err := putEvent(tx, j.ID, Event{Time: j.CreatedAt, To: j.State, Reason: "submitted"}); err != nil {
+			return err
+		}
+		if k := j.IdempotencyKey; k != "" {
+			if err := tx.Bucket(bucketIdem).Put([]byte(k), []byte(j.ID)); err != nil {
+				return err
+			}
+		}
+		out, created = j, true
+		return nil
+	})
+	if err != nil {
+		return Job{}, false, fmt.Errorf("job store: create: %w", err)
+	}
+	return out, created, nil
+}
+
+// Get returns a job; ErrNotFound if there is none of that id.
+func (s *Store) Get(id string) (Job, error) {
+	var j Job
+	err := s.db.View(func(tx *bolt.Tx) error { return get(tx, id, &j) })
+	return j, err
+}
+
+// All returns every job in id order (creation order).
+func (s *Store) All() ([]Job, error) {
+	var out []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			var j Job
+			if err := json.Unmarshal(v, &j); err != nil {
+				return fmt.Errorf("job %s: %w", k, err)
+			}
+			out = append(out, j)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job store: %w", err)
+	}
+	return out, nil
+}
+
+// Transition moves a job to state to at now, after fn (if set) updated
+// its other fields, and records the event; both are written in one
+// commit. A move the state machine forbids is a *TransitionError and
+// changes nothing.
+func (s *Store) Transition(id string, to State, now time.Time, reason string, fn func(*Job)) (Job, error) {
+	var out Job
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var j Job
+		if err := get(tx, id, &j); err != nil {
+			return err
+		}
+		if !j.State.CanMove(to) {
+			return &TransitionError{ID: id, From: j.State, To: to}
+		}
+		from := j.State
+		if fn != nil {
+			fn(&j)
+		}
+		j.State, j.Reason, j.UpdatedAt = to, reason, now
+		if err := put(tx.Bucket(bucketJobs), j); err != nil {
+			return err
+		}
+		if err := putEvent(tx, id, Event{Time: now, From: from, To: to, Reason: reason}); err != nil {
+			return err
+		}
+		out = j
+		return nil
+	})
+	return out, err
+}
+
+// Update changes a job's fields other than its state (a pid, say).
+func (s *Store) Update(id string, now time.Time, fn func(*Job)) (Job, error) {
+	var out Job
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var j Job
+		if err := get(tx, id, &j); err != nil {
+			return err
+		}
+		state := j.State
+		fn(&j)
+		j.State, j.UpdatedAt = state, now
+		out = j
+		return put(tx.Bucket(bucketJobs), j)
+	})
+	return out, err
+}
+
+// Events returns a job's transitions in order.
+func (s *Store) Events(id string) ([]Event, error) {
+	var out []Event
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketJobs).Get([]byte(id)) == nil {
+			return fmt.Errorf("job %s: %w", id, ErrNotFound)
+		}
+		prefix := []byte(id + "/")
+		c := tx.Bucket(bucketEvents).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("event %s: %w", k, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AddReconfig records a reconfiguration and returns it with its number.
+func (s *Store) AddReconfig(r Reconfig) (Reconfig, error) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketReconfig)
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		r.Seq = int(seq)
+		v, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return b.Put(seqKey(seq), v)
+	})
+	if err != nil {
+		return Reconfig{}, fmt.Errorf("job store: reconfiguration: %w", err)
+	}
+	return r, nil
+}
+
+// Reconfigs returns the last n reconfigurations, newest first (n <= 0:
+// all).
+func (s *Store) Reconfigs(n int) ([]Reconfig, error) {
+	var out []Reconfig
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketReconfig).Cursor()
+		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
+			var r Reconfig
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("reconfiguration %x: %w", k, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func get(tx *bolt.Tx, id string, j *Job) error {
+	v := tx.Bucket(bucketJobs).Get([]byte(id))
+	if v == nil {
+		return fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err := json.Unmarshal(v, j); err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
+	return nil
+}
+
+func put(b *bolt.Bucket, j Job) error {
+	v, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	return b.Put([]byte(j.ID), v)
+}
+
+func putEvent(tx *bolt.Tx, id string, e Event) error {
+	b := tx.Bucket(bucketEvents)
+	// Events of a job sort by their number under "id/".
+	prefix := []byte(id + "/")
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	e.Seq = n + 1
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return b.Put(append(prefix, seqKey(uint64(e.Seq))...), v)
+}
+
+func seqKey(n uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], n)
+	return k[:]
+}

@@ -1,0 +1,197 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// ErrNotReady is returned while the node recovers or after it stopped.
+var ErrNotReady = errors.New("node is not ready")
+
+// cancelTimeout bounds how long Cancel waits for the placement loop.
+const cancelTimeout = 10 * time.Second
+
+// Submit validates a spec, stores the job as pending and wakes the
+// placement loop. With an idempotency key used before, it returns the job
+// created then and false.
+func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error) {
+	if err := spec.Validate(); err != nil {
+		return jobs.Job{}, false, err
+	}
+	name, prio, mem, key := spec.Defaults(n.cfg.DefaultMemoryMiB)
+	if n.maxMemoryMiB > 0 && mem > n.maxMemoryMiB {
+		return jobs.Job{}, false, &jobs.FieldError{Field: "memoryMiB", Value: mem,
+			Reason: fmt.Sprintf("no GPU instance of this node has that much memory (the largest: %d MiB)", n.maxMemoryMiB)}
+	}
+	spec.Name = name
+	now := n.cfg.Now()
+	j := jobs.Job{
+		ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
+		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now,
+	}
+	j, created, err := n.cfg.Store.Create(j)
+	if err != nil {
+		return jobs.Job{}, false, err
+	}
+	if created {
+		n.mu.Lock()
+		if _, ok := n.jobs[j.ID]; !ok {
+			// Ids sort by time; keep the order of creation even when
+			// concurrent submissions land out of order.
+			i, _ := slices.BinarySearch(n.order, j.ID)
+			n.order = slices.Insert(n.order, i, j.ID)
+			jj := j
+			n.jobs[j.ID] = &jj
+			n.arrivals = append(n.arrivals, j.ID)
+		}
+		n.mu.Unlock()
+		n.wake()
+	}
+	return j, created, nil
+}
+
+// takeArrivals moves the jobs submitted since the last decision into its
+// causes.
+func (n *Node) takeArrivals() {
+	n.mu.Lock()
+	ids := n.arrivals
+	n.arrivals = nil
+	n.mu.Unlock()
+	for _, id := range ids {
+		n.causes = append(n.causes, "arrival of job "+id)
+	}
+}
+
+// Jobs lists jobs, newest first.
+func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var out []jobs.Job
+	for i := len(n.order) - 1; i >= 0; i-- {
+		j := n.jobs[n.order[i]]
+		if len(f.States) > 0 && !slices.Contains(f.States, j.State) {
+			continue
+		}
+		if f.Kind != "" && j.Spec.Kind != f.Kind {
+			continue
+		}
+		if f.Name != "" && !strings.Contains(j.Spec.Name, f.Name) {
+			continue
+		}
+		out = append(out, *j)
+		if f.Limit > 0 && len(out) >= f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Job returns one job.
+func (n *Node) Job(id string) (jobs.Job, error) {
+	j, ok := n.get(id)
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	return j, nil
+}
+
+// Events returns a job's transitions.
+func (n *Node) Events(id string) ([]jobs.Event, error) { return n.cfg.Store.Events(id) }
+
+// Cancel cancels a job on the placement loop.
+func (n *Node) Cancel(id, reason string) (jobs.Job, error) {
+	if _, ok := n.get(id); !ok {
+		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	var j jobs.Job
+	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	if lerr := n.onLoop(ctx, func() { j, err = n.cancel(id, reason) }); lerr != nil {
+		return jobs.Job{}, fmt.Errorf("cancel job %s: %w: %w", id, ErrNotReady, lerr)
+	}
+	return j, err
+}
+
+// LogPath is the job's log file.
+func (n *Node) LogPath(id string) (string, error) {
+	if _, ok := n.get(id); !ok {
+		return "", fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	return n.cfg.Runner.LogPath(id), nil
+}
+
+// Plan is the current placement.
+func (n *Node) Plan() PlanView {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.view
+}
+
+// Reconfigs are the last n reconfigurations, newest first.
+func (n *Node) Reconfigs(limit int) ([]jobs.Reconfig, error) { return n.cfg.Store.Reconfigs(limit) }
+
+// Ready is nil once the node has recovered and its backend answers.
+func (n *Node) Ready(context.Context) error {
+	if !n.ready.Load() {
+		return ErrNotReady
+	}
+	if _, err := n.cfg.Backend.GPUs(); err != nil {
+		return fmt.Errorf("GPU backend: %w", err)
+	}
+	return nil
+}
+
+// publishView rebuilds the plan view after a decision.
+func (n *Node) publishView(gpus []gpuInfo) {
+	n.pruneSchedulers(gpus)
+	v := n.buildView(gpus)
+	n.mu.Lock()
+	n.view = v
+	n.mu.Unlock()
+}
+
+// buildView is the plan view of the GPUs with the jobs placed on them.
+func (n *Node) buildView(gpus []gpuInfo) PlanView {
+	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, Decisions: n.decisions}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for _, g := range gpus {
+		gv := GPUView{Index: g.state.Index, UUID: g.state.UUID, Name: g.state.Name, Model: g.state.Model,
+			MIG: g.mig, Layout: g.state.Layout, SMs: g.state.SMs, MemoryMiB: g.state.MemoryMiB, Instances: []InstanceView{}}
+		for i, in := range g.layout.Instances {
+			iv := InstanceView{Index: i, Key: g.keys[i], Profile: in.Profile.Name, Start: in.Start, Size: in.Profile.MemorySlices,
+				ComputeSlices: in.Profile.ComputeSlices, SMs: in.Profile.SMs, MemoryMiB: in.Profile.MemoryMiB,
+				Device: g.device[i], Jobs: []PlacedView{}}
+			if !g.mig {
+				iv.SMs, iv.MemoryMiB = g.state.SMs, g.state.MemoryMiB
+			}
+			if n.cfg.MPS != nil {
+				iv.MPS = slices.Contains(n.cfg.MPS.Keys(), iv.Key)
+			}
+			for _, id := range n.order {
+				j := n.jobs[id]
+				if j.Placement == nil || j.Placement.InstanceKey != iv.Key || j.State.Terminal() || j.State == jobs.Pending {
+					continue
+				}
+				iv.Jobs = append(iv.Jobs, PlacedView{ID: j.ID, Name: j.Spec.Name, Kind: j.Spec.Kind, State: j.State,
+					Percent: j.Placement.MPSPercent, Speed: j.Placement.Speed})
+				v.Total += j.Placement.Speed
+			}
+			gv.Instances = append(gv.Instances, iv)
+		}
+		v.GPUs = append(v.GPUs, gv)
+	}
+	for _, id := range n.order {
+		if n.jobs[id].State == jobs.Pending {
+			v.Waiting = append(v.Waiting, id)
+		}
+	}
+	return v
+}

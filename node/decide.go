@@ -1,0 +1,236 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner"
+)
+
+// retryAfter is when the loop decides again after a decision it could
+// not carry out whole (a MIG change waiting for its instances to empty, a
+// failure of the backend).
+const retryAfter = 2 * time.Second
+
+// decide runs Algorithm 1 on the current state and carries out the plan:
+// restarts (SIGTERM; the job is placed again once it exits), MIG changes
+// once their instances are idle (only with ManageMIG), and starts. It
+// returns when to decide again even if nothing happens (0: no need).
+func (n *Node) decide(ctx context.Context) time.Duration {
+	cause := summarize(n.causes)
+	n.causes = n.causes[:0]
+	gpus, err := n.readGPUs()
+	if err != nil {
+		n.cfg.Log.Error("placement: read GPUs", "err", err)
+		return retryAfter
+	}
+	req, placedOn := n.request(gpus)
+	if len(req.Pending) == 0 && !n.anyRunning() {
+		n.publishView(gpus)
+		return 0
+	}
+	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus)}
+	plan, err := partitioner.Decide(req, n.est, opt)
+	n.decisions++
+	if err != nil {
+		n.cfg.Log.Error("placement: decide", "err", err, "cause", cause)
+		n.publishView(gpus)
+		return retryAfter
+	}
+	again := time.Duration(0)
+	for _, ch := range plan.Changes {
+		g := placedOn[ch.GPU]
+		if d := n.apply(ctx, gpus[g], plan.GPUs[ch.GPU], ch, cause); d > 0 {
+			again = d
+		}
+	}
+	if again > 0 || len(plan.Changes) > 0 {
+		// A MIG change re-reads the layout; starts changed states.
+		if fresh, err := n.readGPUs(); err == nil {
+			gpus = fresh
+		}
+	}
+	n.publishView(gpus)
+	return again
+}
+
+// summarize joins the causes of a decision, the first few.
+func summarize(causes []string) string {
+	if len(causes) == 0 {
+		return "timer"
+	}
+	if len(causes) > 3 {
+		return strings.Join(causes[:3], ", ") + fmt.Sprintf(" and %d more", len(causes)-3)
+	}
+	return strings.Join(causes, ", ")
+}
+
+// migManaged reports whether the loop may change layouts: mig.manage is
+// on and every GPU it places on runs MIG (Algorithm 1's layout search
+// applies to all GPUs of a decision; a GPU without MIG must keep its one
+// whole-GPU instance).
+func (n *Node) migManaged(gpus []gpuInfo) bool {
+	if !n.cfg.ManageMIG {
+		return false
+	}
+	for _, g := range gpus {
+		if g.skip == "" && !g.mig {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *Node) anyRunning() bool {
+	return len(n.inState(jobs.Placed, jobs.Running, jobs.Restarting)) > 0
+}
+
+// request builds Algorithm 1's input from the GPUs and the jobs: what
+// runs where, and the pending jobs in arrival order. placedOn maps the
+// request's GPU positions to gpus' (GPUs mmk cannot place on are left
+// out).
+func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
+	var req partitioner.Request
+	var placedOn []int
+	pos := map[int]int{} // GPU index -> request position
+	for i, g := range gpus {
+		if g.skip != "" {
+			continue
+		}
+		pos[g.state.Index] = len(req.GPUs)
+		placedOn = append(placedOn, i)
+		req.GPUs = append(req.GPUs, partitioner.GPUPlan{Layout: g.layout})
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for _, id := range n.order {
+		j := n.jobs[id]
+		switch j.State {
+		case jobs.Pending:
+			req.Pending = append(req.Pending, partJob(j))
+		case jobs.Placed, jobs.Running, jobs.Restarting:
+			// A restarting job still holds its place until it exits.
+			pl := j.Placement
+			if pl == nil {
+				continue
+			}
+			p, ok := pos[pl.GPU]
+			if !ok {
+				continue
+			}
+			g := gpus[placedOn[p]]
+			inst := slices.Index(g.keys, pl.InstanceKey)
+			if inst < 0 {
+				n.cfg.Log.Warn("placement: job's instance is gone", "job", id, "instance", pl.InstanceKey)
+				continue
+			}
+			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: partJob(j), Instance: inst, Percent: pl.MPSPercent, Speed: pl.Speed})
+		}
+	}
+	return req, placedOn
+}
+
+// partJob is what Algorithm 1 knows of a job.
+func partJob(j *jobs.Job) partitioner.Job {
+	return partitioner.Job{ID: j.ID, Type: j.Type(), Online: j.Online(), MemoryMiB: j.MemoryMiB}
+}
+
+// apply carries out one GPU's change. It returns when to decide again
+// if part of it must wait (0: done).
+func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan, ch partitioner.GPUChange, cause string) time.Duration {
+	start := n.cfg.Now()
+	rec := jobs.Reconfig{Time: start, GPU: g.state.Index, Cause: cause, From: layoutText(g), To: layoutText(gpuInfo{layout: target.Layout, mig: g.mig})}
+	// Restarts first: a moved job is stopped; it is placed again (by a
+	// later decision) once it has exited.
+	for _, id := range ch.Restart {
+		if j, ok := n.get(id); ok && j.State == jobs.Running {
+			n.restart(id, "moved by a reconfiguration: "+cause)
+			rec.Restarted = append(rec.Restarted, id)
+		}
+	}
+	if ch.MIG != nil {
+		if len(ch.Restart) > 0 || n.busy(g, ch.MIG) {
+			// The instances must be idle; the restarted jobs' exits wake
+			// the loop, which decides (and likely plans this) again.
+			n.cfg.Log.Info("placement: MIG change waits for its instances to empty", "gpu", g.state.Index, "to", rec.To)
+			n.record(rec, start)
+			return retryAfter
+		}
+		for _, s := range ch.MIG.Steps {
+			rec.Steps = append(rec.Steps, s.String())
+		}
+		if err := partitioner.Apply(n.cfg.Backend, g.state.Index, ch.MIG); err != nil {
+			rec.Error = err.Error()
+			n.record(rec, start)
+			n.cfg.Log.Error("placement: MIG change failed", "gpu", g.state.Index, "err", err)
+			return retryAfter
+		}
+		fresh, err := n.readGPUs()
+		if err != nil {
+			rec.Error = err.Error()
+			n.record(rec, start)
+			return retryAfter
+		}
+		g = fresh[slices.IndexFunc(fresh, func(x gpuInfo) bool { return x.state.Index == g.state.Index })]
+	}
+	for _, id := range ch.Start {
+		i := slices.IndexFunc(target.Jobs, func(p partitioner.Placed) bool { return p.Job.ID == id })
+		if i < 0 {
+			continue
+		}
+		p := target.Jobs[i]
+		pl := jobs.Placement{
+			GPU: g.state.Index, GPUUUID: g.state.UUID, Instance: p.Instance, InstanceKey: g.keys[p.Instance],
+			Device: g.device[p.Instance], MPSPercent: p.Percent, Speed: p.Speed,
+		}
+		if g.mig {
+			pl.Profile = g.layout.Instances[p.Instance].Profile.Name
+		}
+		n.launch(ctx, id, pl, g)
+		rec.Started = append(rec.Started, id)
+	}
+	if ch.MIG != nil || len(rec.Restarted) > 0 {
+		n.record(rec, start)
+	}
+	return 0
+}
+
+// busy reports whether an instance the MIG change must destroy still
+// holds a job of mmk's.
+func (n *Node) busy(g gpuInfo, r *partitioner.Reconfiguration) bool {
+	keys := map[string]bool{}
+	for _, gi := range r.MustBeIdle {
+		keys[instanceKey(g.state.Index, gi.Profile, gi.Start)] = true
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for _, j := range n.jobs {
+		if (j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting) && j.Placement != nil && keys[j.Placement.InstanceKey] {
+			return true
+		}
+	}
+	return false
+}
+
+// record stores a reconfiguration with its cost.
+func (n *Node) record(r jobs.Reconfig, start time.Time) {
+	r.Duration = n.cfg.Now().Sub(start)
+	if _, err := n.cfg.Store.AddReconfig(r); err != nil {
+		n.cfg.Log.Error("placement: record reconfiguration", "err", err)
+	}
+}
+
+// layoutText is a GPU's layout as the history shows it.
+func layoutText(g gpuInfo) string {
+	if !g.mig {
+		return "whole GPU"
+	}
+	if s := g.layout.String(); s != "" {
+		return s
+	}
+	return "no instances"
+}

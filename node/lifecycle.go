@@ -1,0 +1,217 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// launch places a pending job and starts it: the placement is written
+// (placed) before the process starts, and the process (running, with its
+// pid) once it did. A start that fails marks the job failed with the
+// reason.
+func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuInfo) {
+	j, err := n.move(id, jobs.Placed, "", func(j *jobs.Job) { j.Placement = &pl })
+	if err != nil {
+		n.cfg.Log.Error("placement: place job", "job", id, "err", err)
+		return
+	}
+	env, err := n.jobEnv(ctx, &j, g)
+	if err != nil {
+		n.fail(id, fmt.Sprintf("environment: %v", err))
+		return
+	}
+	argv := j.Spec.Command
+	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: argv, Env: env, WorkDir: n.workDir(&j)})
+	if err != nil {
+		n.fail(id, fmt.Sprintf("start: %v", err))
+		return
+	}
+	if _, err := n.move(id, jobs.Running, "", func(j *jobs.Job) {
+		j.PID, j.ShimPID, j.StartedAt = proc.PID, proc.ShimPID, proc.StartedAt
+	}); err != nil {
+		n.cfg.Log.Error("placement: job started but not recorded", "job", id, "err", err)
+	}
+	n.watch(ctx, id)
+}
+
+// workDir is where a job runs: its spec's directory, else its own.
+func (n *Node) workDir(j *jobs.Job) string {
+	if j.Spec.WorkDir != "" {
+		return j.Spec.WorkDir
+	}
+	return ""
+}
+
+// fail marks a placed job failed.
+func (n *Node) fail(id, reason string) {
+	if _, err := n.move(id, jobs.Failed, reason, func(j *jobs.Job) { j.FinishedAt = n.cfg.Now() }); err != nil {
+		n.cfg.Log.Error("placement: mark job failed", "job", id, "err", err)
+	}
+	n.causes = append(n.causes, "failure of job "+id)
+}
+
+// watch follows a running job until it exits.
+func (n *Node) watch(ctx context.Context, id string) {
+	if _, ok := n.watching[id]; ok {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	n.watching[id] = cancel
+	ch := n.cfg.Runner.Wait(wctx, id)
+	go func() {
+		select {
+		case e, ok := <-ch:
+			if ok {
+				select {
+				case n.exits <- exitEvent{id: id, exit: e}:
+				case <-wctx.Done():
+				}
+			}
+		case <-wctx.Done():
+		}
+	}()
+}
+
+// restart stops a running job so that it can be placed again.
+func (n *Node) restart(id, reason string) {
+	if _, err := n.move(id, jobs.Restarting, reason, nil); err != nil {
+		n.cfg.Log.Error("placement: restart job", "job", id, "err", err)
+		return
+	}
+	if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
+		n.cfg.Log.Error("placement: stop job", "job", id, "err", err)
+	}
+}
+
+// exited records a job's end: succeeded or failed by its exit status; a
+// job being restarted goes back to pending with its count raised; a
+// cancelled one keeps its state and gets its exit status.
+func (n *Node) exited(ctx context.Context, e exitEvent) {
+	if stop, ok := n.watching[e.id]; ok {
+		stop()
+		delete(n.watching, e.id)
+	}
+	j, ok := n.get(e.id)
+	if !ok {
+		return
+	}
+	ex := e.exit
+	status := func(j *jobs.Job) {
+		code := ex.Code
+		j.ExitCode, j.Signal, j.FinishedAt, j.PID = &code, ex.Signal, ex.At, 0
+	}
+	var err error
+	switch j.State {
+	case jobs.Running, jobs.Placed:
+		to, reason := jobs.Succeeded, ""
+		if ex.Error != "" || ex.Code != 0 {
+			to, reason = jobs.Failed, exitReason(ex)
+		}
+		_, err = n.move(e.id, to, reason, status)
+		n.causes = append(n.causes, "completion of job "+e.id)
+	case jobs.Restarting:
+		_, err = n.move(e.id, jobs.Pending, "restarting after a reconfiguration", func(j *jobs.Job) {
+			j.Restarts++
+			j.PID, j.ShimPID, j.Placement = 0, 0, nil
+		})
+		n.causes = append(n.causes, "restart of job "+e.id)
+	case jobs.Cancelled:
+		_, err = n.update(e.id, status)
+		n.causes = append(n.causes, "cancel of job "+e.id)
+	}
+	if err != nil {
+		n.cfg.Log.Error("job exit not recorded", "job", e.id, "err", err)
+	}
+}
+
+// exitReason says why a process ended badly.
+func exitReason(e jobs.Exit) string {
+	switch {
+	case e.Error != "":
+		return e.Error
+	case e.Signal != "":
+		return "killed by " + e.Signal
+	default:
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+}
+
+// cancel cancels a job on the loop: a job not started yet is cancelled at
+// once; a running one is cancelled and stopped (SIGTERM, SIGKILL after
+// the grace period), its exit status recorded when it ends.
+func (n *Node) cancel(id, reason string) (jobs.Job, error) {
+	j, ok := n.get(id)
+	if !ok {
+		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	if reason == "" {
+		reason = "cancelled"
+	}
+	live := j.State == jobs.Running || j.State == jobs.Restarting
+	j, err := n.move(id, jobs.Cancelled, reason, func(j *jobs.Job) {
+		if !live {
+			j.FinishedAt = n.cfg.Now()
+		}
+	})
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	if live {
+		if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
+			n.cfg.Log.Error("cancel: stop job", "job", id, "err", err)
+		}
+	}
+	n.causes = append(n.causes, "cancel of job "+id)
+	return j, nil
+}
+
+// recover adopts what the last mmkd left: a job whose process still runs
+// is watched again (or stopped, if it was being stopped); one that ended
+// meanwhile gets its true exit status; one placed but never started goes
+// back to pending; one whose supervisor vanished without a record failed.
+func (n *Node) recover(ctx context.Context) {
+	for _, id := range n.inState(jobs.Placed, jobs.Running, jobs.Restarting, jobs.Cancelled) {
+		j, _ := n.get(id)
+		if j.State == jobs.Cancelled && (j.ExitCode != nil || j.PID == 0) {
+			continue // ended, or never started
+		}
+		proc, exit, err := n.cfg.Runner.Adopt(id)
+		switch {
+		case exit != nil:
+			n.cfg.Log.Info("recovery: job ended while mmkd was down", "job", id)
+			n.exited(ctx, exitEvent{id: id, exit: *exit})
+		case err == nil:
+			n.cfg.Log.Info("recovery: adopted running job", "job", id, "pid", proc.PID)
+			if j.State == jobs.Placed {
+				if _, err := n.move(id, jobs.Running, "adopted after a restart of mmkd", func(j *jobs.Job) {
+					j.PID, j.ShimPID, j.StartedAt = proc.PID, proc.ShimPID, proc.StartedAt
+				}); err != nil {
+					n.cfg.Log.Error("recovery: record adopted job", "job", id, "err", err)
+				}
+			}
+			if j.State == jobs.Restarting || j.State == jobs.Cancelled {
+				if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
+					n.cfg.Log.Error("recovery: stop job", "job", id, "err", err)
+				}
+			}
+			n.watch(ctx, id)
+		case j.State == jobs.Placed && errors.Is(err, jobs.ErrNotStarted):
+			if _, err := n.move(id, jobs.Pending, "placed but not started when mmkd stopped", func(j *jobs.Job) { j.Placement = nil }); err != nil {
+				n.cfg.Log.Error("recovery: requeue job", "job", id, "err", err)
+			}
+		default:
+			reason := err.Error()
+			if j.State == jobs.Cancelled {
+				_, err = n.update(id, func(j *jobs.Job) { j.PID = 0 })
+			} else {
+				_, err = n.move(id, jobs.Failed, reason, func(j *jobs.Job) { j.FinishedAt, j.PID = n.cfg.Now(), 0 })
+			}
+			if err != nil {
+				n.cfg.Log.Error("recovery: record lost job", "job", id, "err", err)
+			}
+		}
+	}
+}

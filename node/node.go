@@ -1,0 +1,257 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/mps"
+	"github.com/mmkgpu/mmk/partitioner"
+)
+
+// Runner starts, stops and watches job processes (jobs.Runner).
+type Runner interface {
+	Start(l jobs.Launch) (jobs.Proc, error)
+	Adopt(id string) (jobs.Proc, *jobs.Exit, error)
+	Wait(ctx context.Context, id string) <-chan jobs.Exit
+	Stop(id string, grace time.Duration) error
+	LogPath(id string) string
+	CheckpointDir(id string) (string, error)
+}
+
+// Config wires a node.
+type Config struct {
+	Backend   partitioner.Backend
+	Store     *jobs.Store
+	Runner    Runner
+	Estimator partitioner.Estimator
+	// MPS runs one MPS daemon per instance with jobs; nil: none (the
+	// percentages are still given to jobs, but nothing enforces them).
+	MPS *mps.Manager
+	// ManageMIG lets the placement loop change MIG layouts (mig.manage);
+	// off, layouts are never touched.
+	ManageMIG bool
+	// Sched runs kernel scheduler servers and attaches the hook; nil: no
+	// kernel scheduling.
+	Sched *SchedConfig
+	// DefaultMemoryMiB is the memory of a job that gave none.
+	DefaultMemoryMiB int64
+	// StopGrace is how long a stopped job has between SIGTERM and SIGKILL.
+	StopGrace time.Duration
+	// BaseEnv is the environment every job starts from (mmkd's own, less
+	// what mmk sets).
+	BaseEnv []string
+	Log     *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Node is mmkd's job keeper and placement loop. Its methods are safe for
+// concurrent use; job state changes other than submission happen on the
+// loop's goroutine (Run), in the order they are written to the store.
+type Node struct {
+	cfg Config
+	est partitioner.Estimator
+
+	mu    sync.RWMutex
+	jobs  map[string]*jobs.Job
+	order []string // ids in creation order
+	view  PlanView
+	// arrivals are jobs submitted since the loop last looked.
+	arrivals []string
+	scheds   map[string]*sched
+
+	poke  chan struct{}
+	reqs  chan func()
+	exits chan exitEvent
+	ready atomic.Bool
+
+	// Loop-owned.
+	causes    []string
+	watching  map[string]context.CancelFunc
+	decisions int
+	// maxMemoryMiB is the largest job memory any instance (or, when MIG is
+	// managed, any GPU) can hold, read at start.
+	maxMemoryMiB int64
+}
+
+type exitEvent struct {
+	id   string
+	exit jobs.Exit
+}
+
+// New checks the configuration and loads the jobs from the store.
+func New(cfg Config) (*Node, error) {
+	if cfg.Backend == nil || cfg.Store == nil || cfg.Runner == nil || cfg.Estimator == nil {
+		return nil, errors.New("node: backend, store, runner and estimator are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultMemoryMiB <= 0 {
+		cfg.DefaultMemoryMiB = 4096
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	n := &Node{
+		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
+		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
+		watching: map[string]context.CancelFunc{},
+	}
+	all, err := cfg.Store.All()
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	for i := range all {
+		j := all[i]
+		n.jobs[j.ID] = &j
+		n.order = append(n.order, j.ID)
+	}
+	gpus, err := n.readGPUs()
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.maxMemoryMiB = maxJobMemory(gpus, cfg.ManageMIG)
+	n.view = n.buildView(gpus)
+	return n, nil
+}
+
+// Run recovers the jobs that were running when mmkd last stopped, then
+// runs the placement loop until ctx ends. Jobs keep running after it
+// returns: they outlive mmkd, and the next Run adopts them.
+func (n *Node) Run(ctx context.Context) error {
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n.recover(loopCtx)
+	n.ready.Store(true)
+	defer n.ready.Store(false)
+	defer n.stopSchedulers()
+	n.causes = append(n.causes, "start")
+	n.decide(loopCtx)
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			for _, stop := range n.watching {
+				stop()
+			}
+			return nil
+		case <-n.poke:
+		case f := <-n.reqs:
+			f()
+		case e := <-n.exits:
+			n.exited(loopCtx, e)
+		case <-retry.C:
+			n.causes = append(n.causes, "retry")
+		}
+		// Take whatever else is queued before deciding once.
+		for drained := false; !drained; {
+			select {
+			case f := <-n.reqs:
+				f()
+			case e := <-n.exits:
+				n.exited(loopCtx, e)
+			case <-n.poke:
+			default:
+				drained = true
+			}
+		}
+		n.takeArrivals()
+		if len(n.causes) > 0 {
+			if again := n.decide(loopCtx); again > 0 {
+				retry.Reset(again)
+			}
+		}
+	}
+}
+
+// wake asks the loop to decide again.
+func (n *Node) wake() {
+	select {
+	case n.poke <- struct{}{}:
+	default:
+	}
+}
+
+// onLoop runs f on the loop's goroutine and waits for it; it fails when
+// ctx ends first (or the loop is not running).
+func (n *Node) onLoop(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case n.reqs <- func() { f(); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// get returns a copy of a job.
+func (n *Node) get(id string) (jobs.Job, bool) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	j, ok := n.jobs[id]
+	if !ok {
+		return jobs.Job{}, false
+	}
+	return *j, true
+}
+
+// set records a job's new state in memory, after the store has it.
+func (n *Node) set(j jobs.Job) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.jobs[j.ID]; !ok {
+		n.order = append(n.order, j.ID)
+	}
+	n.jobs[j.ID] = &j
+}
+
+// move writes a transition to the store, then to memory.
+func (n *Node) move(id string, to jobs.State, reason string, fn func(*jobs.Job)) (jobs.Job, error) {
+	j, err := n.cfg.Store.Transition(id, to, n.cfg.Now(), reason, fn)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	n.set(j)
+	n.cfg.Log.Info("job", "id", id, "state", to, "reason", reason)
+	return j, nil
+}
+
+// update writes fields other than the state to the store, then to memory.
+func (n *Node) update(id string, fn func(*jobs.Job)) (jobs.Job, error) {
+	j, err := n.cfg.Store.Update(id, n.cfg.Now(), fn)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	n.set(j)
+	return j, nil
+}
+
+// inState lists the ids of jobs in the given states, in creation order.
+func (n *Node) inState(states ...jobs.State) []string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var out []string
+	for _, id := range n.order {
+		if slices.Contains(states, n.jobs[id].State) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,344 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
+)
+
+// TestMain lets the test binary be the job supervisor.
+func TestMain(m *testing.M) {
+	if os.Getenv("MMK_NODE_TEST_SHIM") == "1" {
+		os.Exit(jobs.ShimMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// curveEstimator is a deterministic Estimator for tests: a job's speed is
+// the instance's share of the GPU's SMs times min(1, percent/demand),
+// with the demand by job type (100 for types it does not list), and no
+// contention.
+type curveEstimator map[string]int
+
+func (c curveEstimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, _ []partitioner.Share) (float64, error) {
+	d, ok := c[j.Type]
+	if !ok {
+		d = 100
+	}
+	return float64(sms) / float64(gpuSMs) * min(1, float64(percent)/float64(d)), nil
+}
+
+// harness is a node on fake GPUs with a real store and runner.
+type harness struct {
+	t       *testing.T
+	n       *Node
+	backend partitioner.Backend
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func newHarness(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partitioner.Estimator) *harness {
+	t.Helper()
+	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: gpus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	dir := t.TempDir()
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	log := slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG,
+		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, n: n, backend: backend, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- n.Run(ctx) }()
+	t.Cleanup(func() {
+		// Jobs outlive the node: stop what still runs, then the loop.
+		var stopped []string
+		for _, j := range h.list() {
+			if j.State == jobs.Running || j.State == jobs.Restarting {
+				if _, err := n.Cancel(j.ID, "test over"); err == nil {
+					stopped = append(stopped, j.ID)
+				}
+			}
+		}
+		// Their supervisors write the exit records before the temporary
+		// directories go.
+		for _, id := range stopped {
+			h.until(id, "ended", func(j jobs.Job) bool { return j.ExitCode != nil })
+		}
+		cancel()
+		if err := <-h.done; err != nil {
+			t.Error(err)
+		}
+	})
+	for !n.ready.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	return h
+}
+
+func (h *harness) list() []jobs.Job {
+	js, err := h.n.Jobs(JobFilter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return js
+}
+
+func (h *harness) submit(spec jobs.Spec) jobs.Job {
+	h.t.Helper()
+	j, created, err := h.n.Submit(context.Background(), spec, "")
+	if err != nil || !created {
+		h.t.Fatalf("submit: %v %v", created, err)
+	}
+	return j
+}
+
+// until waits for the job to satisfy ok.
+func (h *harness) until(id string, what string, ok func(jobs.Job) bool) jobs.Job {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := h.n.Job(id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if ok(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("job %s (%s): %s (%s), want %s", id, j.Spec.Name, j.State, j.Reason, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) state(id string, s jobs.State) jobs.Job {
+	h.t.Helper()
+	return h.until(id, string(s), func(j jobs.Job) bool { return j.State == s })
+}
+
+func sh(name, script string, typ string) jobs.Spec {
+	s := jobs.Spec{Name: name, Command: []string{"sh", "-c", script}, Kind: jobs.Offline}
+	if typ != "" {
+		s.Workload = &jobs.Workload{Model: typ, Mode: "train"}
+	}
+	return s
+}
+
+// gated is a script that waits for a file, then exits with code.
+func gated(t *testing.T, code string) (script, gate string) {
+	gate = filepath.Join(t.TempDir(), "go")
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
+	return "while [ ! -e " + gate + " ]; do sleep 0.01; done; exit " + code, gate
+}
+
+func open(t *testing.T, gate string) {
+	t.Helper()
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var h200 = []fakegpu.GPUSpec{{Model: "H200-141GB"}}
+
+// TestPlaceAndEnvironment: a job is placed on a MIG instance, started
+// with the instance's device and MPS share, and its exit status recorded.
+func TestPlaceAndEnvironment(t *testing.T) {
+	h := newHarness(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, false, curveEstimator{})
+	out := filepath.Join(t.TempDir(), "env")
+	j := h.submit(sh("env", "env > "+out+"; exit 3", ""))
+	j = h.state(j.ID, jobs.Failed)
+	if j.ExitCode == nil || *j.ExitCode != 3 || j.Reason != "exit status 3" {
+		t.Errorf("exit %v reason %q", j.ExitCode, j.Reason)
+	}
+	pl := j.Placement
+	if pl == nil || pl.Profile != "4g.40gb" || pl.MPSPercent != 100 || !strings.HasPrefix(pl.Device, "MIG-") {
+		t.Fatalf("placement %+v: want the 4g.40gb (most SMs) at 100 %% on its MIG device", pl)
+	}
+	env, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CUDA_VISIBLE_DEVICES=" + pl.Device, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",
+		"MMK_JOB_ID=" + j.ID, "MMK_RESTART_COUNT=0", "MMK_CHECKPOINT_DIR="} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("job environment lacks %s", want)
+		}
+	}
+	evs, err := h.n.Events(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path []jobs.State
+	for _, e := range evs {
+		path = append(path, e.To)
+	}
+	if !slices.Equal(path, []jobs.State{jobs.Pending, jobs.Placed, jobs.Running, jobs.Failed}) {
+		t.Errorf("events %v", path)
+	}
+}
+
+// TestShareAndQueue: jobs of demand 50 % share the one instance two at a
+// time; a third waits and is placed when one ends; memory beyond every
+// instance is refused at submission.
+func TestShareAndQueue(t *testing.T) {
+	h := newHarness(t, h200, false, curveEstimator{"half_train": 50})
+	script, gate := gated(t, "0")
+	a := h.submit(sh("a", script, "half"))
+	b := h.submit(sh("b", script, "half"))
+	c := h.submit(sh("c", "exit 0", "half"))
+	for _, id := range []string{a.ID, b.ID} {
+		if j := h.state(id, jobs.Running); j.Placement.MPSPercent != 50 {
+			t.Errorf("job %s at %d %%, want 50", id, j.Placement.MPSPercent)
+		}
+	}
+	if j, _ := h.n.Job(c.ID); j.State != jobs.Pending {
+		t.Errorf("third job %s, want pending while two share the GPU", j.State)
+	}
+	v := h.n.Plan()
+	if len(v.Waiting) != 1 || v.Waiting[0] != c.ID || len(v.GPUs) != 1 || len(v.GPUs[0].Instances[0].Jobs) != 2 {
+		t.Errorf("plan %+v", v)
+	}
+	open(t, gate)
+	h.state(c.ID, jobs.Succeeded)
+	if _, _, err := h.n.Submit(context.Background(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline, MemoryMiB: 200000}, ""); !errors.As(err, new(*jobs.FieldError)) {
+		t.Errorf("a job bigger than every instance: %v, want a FieldError", err)
+	}
+}
+
+// TestCancel: a pending job is cancelled at once; a running one is
+// stopped with SIGTERM and keeps its cancelled state with the signal; a
+// finished one cannot be cancelled.
+func TestCancel(t *testing.T) {
+	h := newHarness(t, h200, false, curveEstimator{})
+	run := h.submit(sh("runs", "sleep 60", ""))
+	wait := h.submit(sh("waits", "sleep 60", ""))
+	h.state(run.ID, jobs.Running)
+	if j, err := h.n.Cancel(wait.ID, "no longer needed"); err != nil || j.State != jobs.Cancelled || j.Reason != "no longer needed" {
+		t.Fatalf("cancel pending: %+v %v", j, err)
+	}
+	if _, err := h.n.Cancel(run.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	j := h.until(run.ID, "cancelled with SIGTERM", func(j jobs.Job) bool { return j.State == jobs.Cancelled && j.Signal != "" })
+	if j.Signal != "SIGTERM" {
+		t.Errorf("cancelled job ended by %s, want SIGTERM", j.Signal)
+	}
+	var te *jobs.TransitionError
+	if _, err := h.n.Cancel(run.ID, ""); !errors.As(err, &te) {
+		t.Errorf("second cancel: %v, want a TransitionError", err)
+	}
+	if _, err := h.n.Cancel("0000000000000000", ""); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("unknown job: %v", err)
+	}
+}
+
+// TestRestartOnReshare: when a job arrives next to an offline job, and
+// again when it ends, Algorithm 1 re-shares the instance; MPS fixes a
+// share when a process starts, so the offline job is stopped (SIGTERM, the
+// checkpoint contract) and started again at its new share with its
+// restart count raised, and each change is recorded with its cause.
+func TestRestartOnReshare(t *testing.T) {
+	h := newHarness(t, h200, false, curveEstimator{"half_train": 50})
+	out := filepath.Join(t.TempDir(), "restarts")
+	// The full job records each start's restart count and share, and
+	// exits 0 on SIGTERM (its checkpoint) or after a while.
+	full := h.submit(sh("full", `echo "$MMK_RESTART_COUNT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >> `+out+`; trap 'exit 0' TERM; sleep 30 & wait`, "lin"))
+	h.until(full.ID, "running at 100 %", func(j jobs.Job) bool {
+		return j.State == jobs.Running && j.Placement != nil && j.Placement.MPSPercent == 100
+	})
+	// A job of demand 50 % arrives: the full one is re-shared to 50 %.
+	script, gate := gated(t, "0")
+	half := h.submit(sh("half", script, "half"))
+	h.state(half.ID, jobs.Running)
+	h.until(full.ID, "restarted at 50 %", func(j jobs.Job) bool {
+		return j.State == jobs.Running && j.Restarts == 1 && j.Placement != nil && j.Placement.MPSPercent == 50
+	})
+	// It ends: the full one gets the whole GPU again.
+	open(t, gate)
+	h.until(full.ID, "restarted at 100 %", func(j jobs.Job) bool {
+		return j.State == jobs.Running && j.Restarts == 2 && j.Placement != nil && j.Placement.MPSPercent == 100
+	})
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"0", "100", "1", "50", "2", "100"}) {
+		t.Errorf("starts (restart count, share): %v", got)
+	}
+	rs, err := h.n.Reconfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || !slices.Contains(rs[0].Restarted, full.ID) || !strings.Contains(rs[0].Cause, "completion of job "+half.ID) {
+		t.Errorf("reconfigurations %+v", rs)
+	}
+}
+
+// TestManageMIG: with mig.manage on, a GPU in MIG mode with no instance
+// gets a layout for the job that arrives, through the backend, and the
+// change is recorded with its steps; with it off, the job waits.
+func TestManageMIG(t *testing.T) {
+	for _, manage := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[manage], func(t *testing.T) {
+			h := newHarness(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true}}, manage, curveEstimator{})
+			j := h.submit(sh("job", "exit 0", ""))
+			if !manage {
+				time.Sleep(100 * time.Millisecond)
+				if j, _ := h.n.Job(j.ID); j.State != jobs.Pending {
+					t.Errorf("without mig.manage the job is %s, want pending (no instance)", j.State)
+				}
+				return
+			}
+			h.state(j.ID, jobs.Succeeded)
+			insts, err := h.backend.Instances(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(insts) == 0 {
+				t.Fatal("no instance was created")
+			}
+			rs, err := h.n.Reconfigs(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 0 || len(rs[len(rs)-1].Steps) == 0 || rs[len(rs)-1].From != "no instances" {
+				t.Errorf("reconfigurations %+v", rs)
+			}
+		})
+	}
+}
+
+// testWriter sends the node's log to the test's output if MMK_TEST_LOG is set.
+func testWriter(t *testing.T) io.Writer {
+	if os.Getenv("MMK_TEST_LOG") == "" {
+		return io.Discard
+	}
+	return os.Stderr
+}

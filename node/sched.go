@@ -1,0 +1,134 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/kernelsched/server"
+)
+
+// SchedConfig sets up kernel scheduling: one kernelsched server per
+// instance, and the hook every job gets.
+type SchedConfig struct {
+	// Policy is a kernelsched policy name.
+	Policy string
+	// Hook is the hook library (CUDA_INJECTION64_PATH); Cupti, if set,
+	// the libcupti it loads (MMK_CUPTI_PATH).
+	Hook, Cupti string
+	// SocketDir holds the servers' sockets; ProfileDir the kernel
+	// profiles (kernelsched.ProfilePath).
+	SocketDir, ProfileDir string
+}
+
+// sched is one running kernel scheduler server.
+type sched struct {
+	srv    *server.Server
+	socket string
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// maxSocketPath is the longest path a Unix socket address holds.
+const maxSocketPath = 107
+
+// ensureScheduler returns the socket of the instance's kernel scheduler,
+// starting the server if it does not run.
+func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
+	n.mu.RLock()
+	s, ok := n.scheds[key]
+	n.mu.RUnlock()
+	if ok {
+		return s.socket, nil
+	}
+	c := n.cfg.Sched
+	sock := filepath.Join(c.SocketDir, key+".sock")
+	if len(sock) > maxSocketPath {
+		// Too long for a Unix socket address: a short name under the
+		// system's temporary directory, the same for the same path.
+		sum := sha256.Sum256([]byte(sock))
+		sock = filepath.Join(os.TempDir(), "mmk-"+hex.EncodeToString(sum[:6])+".sock")
+	}
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)
+	}
+	sms := g.state.SMs
+	if i := slices.Index(g.keys, key); i >= 0 && g.mig {
+		sms = g.layout.Instances[i].Profile.SMs
+	}
+	srv, err := server.New(server.Config{
+		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
+		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key),
+	})
+	if err != nil {
+		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s = &sched{srv: srv, socket: sock, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		if err := srv.Serve(ctx); err != nil {
+			n.cfg.Log.Error("kernel scheduler stopped", "instance", key, "err", err)
+		}
+	}()
+	n.mu.Lock()
+	n.scheds[key] = s
+	n.mu.Unlock()
+	n.cfg.Log.Info("kernel scheduler serving", "instance", key, "policy", c.Policy, "socket", sock)
+	return sock, nil
+}
+
+// pruneSchedulers stops the servers of instances no longer in any
+// layout.
+func (n *Node) pruneSchedulers(gpus []gpuInfo) {
+	live := map[string]bool{}
+	for _, g := range gpus {
+		for _, k := range g.keys {
+			live[k] = true
+		}
+	}
+	n.mu.Lock()
+	var gone []*sched
+	for k, s := range n.scheds {
+		if !live[k] {
+			gone = append(gone, s)
+			delete(n.scheds, k)
+		}
+	}
+	n.mu.Unlock()
+	for _, s := range gone {
+		s.stop()
+		<-s.done
+	}
+}
+
+// stopSchedulers stops every server (mmkd is stopping; the hooks of
+// running jobs fail open and reconnect to the next mmkd).
+func (n *Node) stopSchedulers() {
+	n.pruneSchedulers(nil)
+}
+
+// Schedulers are the instances' kernel schedulers, by instance key.
+func (n *Node) Schedulers() []SchedView {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	out := make([]SchedView, 0, len(n.scheds))
+	for k, s := range n.scheds {
+		out = append(out, SchedView{Instance: k, Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters()})
+	}
+	slices.SortFunc(out, func(a, b SchedView) int {
+		if a.Instance < b.Instance {
+			return -1
+		}
+		if a.Instance > b.Instance {
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,85 @@
+package node
+
+import (
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
+)
+
+// PlanView is the node's current placement: every GPU, how it is cut,
+// and which job runs where at which MPS percentage. The API's
+// /api/v1/plan and /api/v1/gpus/instances serve it.
+type PlanView struct {
+	GPUs []GPUView `json:"gpus"`
+	// Waiting are the pending jobs that found no place, in arrival order.
+	Waiting []string `json:"waiting"`
+	// Total is the predicted system throughput (sum of job speeds).
+	Total float64 `json:"total"`
+	// Decisions counts the placement loop's runs since mmkd started.
+	Decisions int `json:"decisions"`
+}
+
+// GPUView is one GPU of the plan.
+type GPUView struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Name  string `json:"name"`
+	Model string `json:"model"`
+	// MIG is whether the GPU runs MIG; a GPU without MIG is one instance
+	// of the whole-GPU profile.
+	MIG bool `json:"mig"`
+	// Layout is the canonical layout text ("" without MIG).
+	Layout string `json:"layout"`
+	// SMs and MemoryMiB are the GPU's; its 7 compute x 8 memory slices
+	// are drawn from the instances' Start and Size.
+	SMs       int            `json:"sms"`
+	MemoryMiB int64          `json:"memoryMiB"`
+	Instances []InstanceView `json:"instances"`
+}
+
+// InstanceView is one GPU instance (or a whole GPU without MIG).
+type InstanceView struct {
+	// Index is the instance's position in the layout; Key names its MPS
+	// daemon and kernel scheduler.
+	Index   int    `json:"index"`
+	Key     string `json:"key"`
+	Profile string `json:"profile"`
+	// Start and Size are its memory slices (of 8); ComputeSlices of 7.
+	Start         int   `json:"start"`
+	Size          int   `json:"size"`
+	ComputeSlices int   `json:"computeSlices"`
+	SMs           int   `json:"sms"`
+	MemoryMiB     int64 `json:"memoryMiB"`
+	// Device is the CUDA_VISIBLE_DEVICES of its jobs (GPU or MIG UUID).
+	Device string `json:"device"`
+	// MPS says whether an MPS daemon serves it.
+	MPS  bool         `json:"mps"`
+	Jobs []PlacedView `json:"jobs"`
+}
+
+// PlacedView is a job in an instance.
+type PlacedView struct {
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Kind    jobs.Kind  `json:"type"`
+	State   jobs.State `json:"state"`
+	Percent int        `json:"mpsPercent"`
+	Speed   float64    `json:"speed"`
+}
+
+// SchedView is one instance's kernel scheduler.
+type SchedView struct {
+	Instance string          `json:"instance"`
+	Policy   string          `json:"policy"`
+	Socket   string          `json:"socket"`
+	Counters server.Counters `json:"counters"`
+}
+
+// JobFilter selects jobs in a list; zero fields select all.
+type JobFilter struct {
+	States []jobs.State
+	Kind   jobs.Kind
+	// Name selects jobs whose name contains it.
+	Name string
+	// Limit caps the number returned (newest first when set).
+	Limit int
+}

@@ -1,0 +1,167 @@
+package web
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+)
+
+// nodeCollector is a Prometheus collector that reads the Node when
+// scraped, so that the metrics never disagree with the API and the node
+// keeps no metric state of its own.
+type nodeCollector struct {
+	node Node
+
+	jobs, waiting, decisions, throughput, instances, instJobs  *prometheus.Desc
+	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
+	refused, waits, tasks                                      *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*nodeCollector)(nil)
+
+func newNodeCollector(n Node) *nodeCollector {
+	sched := []string{"instance", "policy"}
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &nodeCollector{
+		node:       n,
+		jobs:       d("mmk_jobs", "Jobs the node holds, by state and type.", "state", "type"),
+		waiting:    d("mmk_jobs_waiting", "Pending jobs that found no place in the plan."),
+		decisions:  d("mmk_placement_decisions_total", "Runs of the placement loop since mmkd started."),
+		throughput: d("mmk_predicted_throughput", "Predicted system throughput: the sum of the placed jobs' speeds."),
+		instances:  d("mmk_instances", "GPU instances of the plan, by GPU and whether an MPS daemon serves them.", "gpu", "mps"),
+		instJobs:   d("mmk_instance_jobs", "Jobs placed in a GPU instance.", "gpu", "instance"),
+		kernels:    d("mmk_kernelsched_kernels_total", "Kernel launches the instance's kernel scheduler saw.", sched...),
+		atOnce:     d("mmk_kernelsched_at_once_total", "Kernel launches let go at once, without waiting.", sched...),
+		held:       d("mmk_kernelsched_held_total", "Kernel launches held for a higher-priority task.", sched...),
+		filled:     d("mmk_kernelsched_filled_total", "Held kernel launches let go into a higher-priority task's idle gap.", sched...),
+		failOpens:  d("mmk_kernelsched_fail_opens_total", "Held launches the hook let go when the scheduler did not answer in time.", sched...),
+		went:       d("mmk_kernelsched_went_total", "Launches of held tasks the hook let go without a decision.", sched...),
+		unprofiled: d("mmk_kernelsched_unprofiled_total", "Launches whose kernel the task's profile lacks.", sched...),
+		refused:    d("mmk_kernelsched_refused_total", "Hook connections the scheduler refused.", sched...),
+		waits:      d("mmk_kernelsched_waits_total", "Times the scheduler's loop blocked waiting for work.", sched...),
+		tasks:      d("mmk_kernelsched_tasks", "Tasks connected to the instance's kernel scheduler.", sched...),
+	}
+}
+
+// Describe sends every metric's description.
+func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.decisions, nc.throughput, nc.instances, nc.instJobs,
+		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks} {
+		ch <- d
+	}
+}
+
+// Collect reads the node's jobs, plan and kernel schedulers.
+func (nc *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	nc.collectJobs(ch)
+	nc.collectPlan(ch, nc.node.Plan())
+	for _, sv := range nc.node.Schedulers() {
+		nc.collectSched(ch, sv)
+	}
+}
+
+// collectJobs counts the jobs of every state and type, zeros included, so
+// that each series exists from the first scrape.
+func (nc *nodeCollector) collectJobs(ch chan<- prometheus.Metric) {
+	list, err := nc.node.Jobs(node.JobFilter{})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(nc.jobs, fmt.Errorf("list jobs: %w", err))
+		return
+	}
+	type key struct {
+		state jobs.State
+		kind  jobs.Kind
+	}
+	counts := map[key]int{}
+	for _, j := range list {
+		counts[key{j.State, j.Spec.Kind}]++
+	}
+	for _, st := range jobs.States() {
+		for _, k := range []jobs.Kind{jobs.Online, jobs.Offline} {
+			ch <- prometheus.MustNewConstMetric(nc.jobs, prometheus.GaugeValue, float64(counts[key{st, k}]), string(st), string(k))
+		}
+	}
+}
+
+func (nc *nodeCollector) collectPlan(ch chan<- prometheus.Metric, p node.PlanView) {
+	ch <- prometheus.MustNewConstMetric(nc.waiting, prometheus.GaugeValue, float64(len(p.Waiting)))
+	ch <- prometheus.MustNewConstMetric(nc.decisions, prometheus.CounterValue, float64(p.Decisions))
+	ch <- prometheus.MustNewConstMetric(nc.throughput, prometheus.GaugeValue, p.Total)
+	for _, g := range p.GPUs {
+		gpu := strconv.Itoa(g.Index)
+		withMPS, without := 0, 0
+		for _, in := range g.Instances {
+			if in.MPS {
+				withMPS++
+			} else {
+				without++
+			}
+			ch <- prometheus.MustNewConstMetric(nc.instJobs, prometheus.GaugeValue, float64(len(in.Jobs)), gpu, instanceLabel(in))
+		}
+		ch <- prometheus.MustNewConstMetric(nc.instances, prometheus.GaugeValue, float64(withMPS), gpu, "true")
+		ch <- prometheus.MustNewConstMetric(nc.instances, prometheus.GaugeValue, float64(without), gpu, "false")
+	}
+}
+
+// instanceLabel names an instance in a label: its key, else its index.
+func instanceLabel(in node.InstanceView) string {
+	if in.Key != "" {
+		return in.Key
+	}
+	return strconv.Itoa(in.Index)
+}
+
+func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.SchedView) {
+	c := sv.Counters
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), sv.Instance, sv.Policy)
+	}
+	counter(nc.kernels, c.Kernels)
+	counter(nc.atOnce, c.AtOnce)
+	counter(nc.held, c.Held)
+	counter(nc.filled, c.Filled)
+	counter(nc.failOpens, c.FailOpens)
+	counter(nc.went, c.Went)
+	counter(nc.unprofiled, c.Unprofiled)
+	counter(nc.refused, c.Refused)
+	counter(nc.waits, c.Waits)
+	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), sv.Instance, sv.Policy)
+}
+
+// newMetricsHandler returns the handler of /metrics: the node's metrics
+// (when there is a node) and the Go runtime's and process's, in the
+// Prometheus text format. A metric that cannot be read is left out and
+// logged; the rest is served.
+func newMetricsHandler(n Node, log *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if n != nil {
+		reg.MustRegister(newNodeCollector(n))
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      promLogger{log},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// serveMetrics serves GET /metrics.
+func (s *Server) serveMetrics(c *gin.Context) {
+	s.metrics.ServeHTTP(c.Writer, c.Request)
+}
+
+// promLogger passes promhttp's errors to slog.
+type promLogger struct{ log *slog.Logger }
+
+// Println logs one error of a scrape.
+func (l promLogger) Println(v ...any) { l.log.Error("metrics", "err", fmt.Sprint(v...)) }

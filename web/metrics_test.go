@@ -1,0 +1,80 @@
+package web
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+func TestMetrics(t *testing.T) {
+	ts := newTestServer(t)
+	ts.node.SetPlan(samplePlan())
+	ts.node.SetSchedulers(sampleScheds())
+	on := ts.submit(t, `{"command":["x"],"type":"online"}`)
+	must(t, ts.node.SetState(on.ID, jobs.Running, ""))
+	ts.submit(t, `{"command":["x"]}`)
+	ts.submit(t, `{"command":["x"]}`)
+
+	r := ts.do(t, "GET", "/metrics", "")
+	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("metrics = %d %s (%s)", r.code, r.body, r.header.Get("Content-Type"))
+	}
+	lines := strings.Split(r.body, "\n")
+	for _, want := range []string{
+		`mmk_jobs{state="running",type="online"} 1`,
+		`mmk_jobs{state="pending",type="offline"} 2`,
+		`mmk_jobs{state="failed",type="online"} 0`,
+		`mmk_jobs_waiting 1`,
+		`mmk_placement_decisions_total 7`,
+		`mmk_predicted_throughput 0.63`,
+		`mmk_instances{gpu="0",mps="true"} 1`,
+		`mmk_instances{gpu="0",mps="false"} 1`,
+		`mmk_instances{gpu="1",mps="true"} 1`,
+		`mmk_instance_jobs{gpu="0",instance="gpu0-gi0"} 2`,
+		`mmk_kernelsched_kernels_total{instance="gpu0-gi0",policy="fikit"} 1000`,
+		`mmk_kernelsched_held_total{instance="gpu0-gi0",policy="fikit"} 300`,
+		`mmk_kernelsched_filled_total{instance="gpu0-gi0",policy="fikit"} 120`,
+		`mmk_kernelsched_fail_opens_total{instance="gpu0-gi0",policy="fikit"} 3`,
+		`mmk_kernelsched_went_total{instance="gpu0-gi0",policy="fikit"} 1`,
+		`mmk_kernelsched_tasks{instance="gpu0-gi0",policy="fikit"} 2`,
+		`mmk_kernelsched_kernels_total{instance="gpu1",policy="mmk"} 0`,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("metrics lack the line %s", want)
+		}
+	}
+	if !strings.Contains(r.body, "go_goroutines") {
+		t.Error("metrics lack the Go runtime's")
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("not the Prometheus text format: %v", err)
+	}
+	for name, f := range families {
+		if strings.HasPrefix(name, "mmk_") && f.GetHelp() == "" {
+			t.Errorf("%s has no help", name)
+		}
+	}
+}
+
+// TestMetricsNodeFailure checks that a node that cannot list its jobs
+// leaves those metrics out, logs why and serves the rest.
+func TestMetricsNodeFailure(t *testing.T) {
+	ts := newTestServer(t)
+	ts.node.SetPlan(samplePlan())
+	ts.node.Fail(errors.New("store: disk gone"))
+	r := ts.do(t, "GET", "/metrics", "")
+	if r.code != 200 || strings.Contains(r.body, "mmk_jobs{") || !strings.Contains(r.body, "mmk_placement_decisions_total 7") {
+		t.Errorf("metrics of a failing node = %d %s", r.code, r.body)
+	}
+	if !strings.Contains(ts.log.String(), "disk gone") {
+		t.Errorf("failure not logged: %s", ts.log.String())
+	}
+}

@@ -1,0 +1,37 @@
+package web
+
+import (
+	"context"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+)
+
+// Node is what the job API needs of mmkd's node (node.Node implements it;
+// tests use fakes).
+type Node interface {
+	// Submit validates and stores a job. With an idempotency key already
+	// used it returns the job created then and false. A bad spec is a
+	// *jobs.FieldError.
+	Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error)
+	// Jobs lists jobs, newest first.
+	Jobs(f node.JobFilter) ([]jobs.Job, error)
+	// Job returns one job; an unknown id wraps jobs.ErrNotFound.
+	Job(id string) (jobs.Job, error)
+	// Events returns a job's transitions.
+	Events(id string) ([]jobs.Event, error)
+	// Cancel cancels a job (SIGTERM, then SIGKILL after the grace
+	// period, if it runs). A finished job is a *jobs.TransitionError.
+	Cancel(id, reason string) (jobs.Job, error)
+	// LogPath is the job's log file; the rotated older part is LogPath +
+	// ".1".
+	LogPath(id string) (string, error)
+	// Plan is the current placement.
+	Plan() node.PlanView
+	// Reconfigs are the last n reconfigurations, newest first.
+	Reconfigs(n int) ([]jobs.Reconfig, error)
+	// Schedulers are the kernel schedulers of the instances.
+	Schedulers() []node.SchedView
+	// Ready is nil once the node serves (store open, GPUs read).
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,265 @@
+// Package webtest holds a fake of the node that the web package serves,
+// for tests of the API and of clients of it (mmkctl). The fake keeps the
+// contracts of the real node: it validates specs, honours idempotency
+// keys, lists newest first, refuses to cancel a finished job with a
+// *jobs.TransitionError, and answers unknown ids with jobs.ErrNotFound.
+// It runs no process: tests move jobs between states with SetState and
+// write their logs under LogPath.
+package webtest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+)
+
+// DefaultMemoryMiB is the memory a fake job gets when its spec gives none.
+const DefaultMemoryMiB = 4096
+
+// FakeNode is an in-memory node. It is safe for concurrent use.
+type FakeNode struct {
+	logDir string
+
+	mu        sync.Mutex
+	now       time.Time
+	jobs      map[string]*jobs.Job
+	order     []string // ids in creation order
+	events    map[string][]jobs.Event
+	idem      map[string]string
+	plan      node.PlanView
+	reconfigs []jobs.Reconfig // oldest first
+	scheds    []node.SchedView
+	readyErr  error
+	fail      error
+}
+
+// NewFakeNode returns an empty fake whose job logs live in logDir.
+func NewFakeNode(logDir string) *FakeNode {
+	return &FakeNode{
+		logDir: logDir,
+		now:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		jobs:   map[string]*jobs.Job{},
+		events: map[string][]jobs.Event{},
+		idem:   map[string]string{},
+	}
+}
+
+// tick advances the fake clock by a millisecond, so that ids and times
+// order the jobs.
+func (f *FakeNode) tick() time.Time {
+	f.now = f.now.Add(time.Millisecond)
+	return f.now
+}
+
+// Submit validates and stores a job as pending. With an idempotency key
+// used before it returns the job created then and false.
+func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return jobs.Job{}, false, f.fail
+	}
+	if err := spec.Validate(); err != nil {
+		return jobs.Job{}, false, err
+	}
+	if id, ok := f.idem[idempotencyKey]; ok && idempotencyKey != "" {
+		return *f.jobs[id], false, nil
+	}
+	name, prio, mem, key := spec.Defaults(DefaultMemoryMiB)
+	spec.Name = name
+	now := f.tick()
+	j := &jobs.Job{ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
+		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now}
+	f.jobs[j.ID] = j
+	f.order = append(f.order, j.ID)
+	f.events[j.ID] = []jobs.Event{{Seq: 1, Time: now, To: jobs.Pending, Reason: "submitted"}}
+	if idempotencyKey != "" {
+		f.idem[idempotencyKey] = j.ID
+	}
+	return *j, true, nil
+}
+
+// Jobs lists the jobs the filter selects, newest first.
+func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	var out []jobs.Job
+	for i := len(f.order) - 1; i >= 0; i-- {
+		j := f.jobs[f.order[i]]
+		if len(flt.States) > 0 && !slices.Contains(flt.States, j.State) ||
+			flt.Kind != "" && j.Spec.Kind != flt.Kind ||
+			!strings.Contains(j.Spec.Name, flt.Name) {
+			continue
+		}
+		out = append(out, *j)
+		if flt.Limit > 0 && len(out) == flt.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Job returns one job.
+func (f *FakeNode) Job(id string) (jobs.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, err := f.get(id)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	return *j, nil
+}
+
+func (f *FakeNode) get(id string) (*jobs.Job, error) {
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	j, ok := f.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	return j, nil
+}
+
+// Events returns a job's transitions, oldest first.
+func (f *FakeNode) Events(id string) ([]jobs.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.get(id); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.events[id]), nil
+}
+
+// Cancel moves a job to cancelled; a finished one is a
+// *jobs.TransitionError.
+func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, err := f.get(id)
+	if err != nil {
+		return jobs.Job{}, err
+	}
+	if !j.State.CanMove(jobs.Cancelled) {
+		return jobs.Job{}, &jobs.TransitionError{ID: id, From: j.State, To: jobs.Cancelled}
+	}
+	f.move(j, jobs.Cancelled, reason)
+	return *j, nil
+}
+
+// SetState forces a job into a state, recording the event, whatever the
+// state machine says (tests use it to stand for the placement loop and
+// the runner).
+func (f *FakeNode) SetState(id string, to jobs.State, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	f.move(j, to, reason)
+	return nil
+}
+
+func (f *FakeNode) move(j *jobs.Job, to jobs.State, reason string) {
+	now := f.tick()
+	f.events[j.ID] = append(f.events[j.ID], jobs.Event{Seq: len(f.events[j.ID]) + 1, Time: now, From: j.State, To: to, Reason: reason})
+	j.State, j.Reason, j.UpdatedAt = to, reason, now
+	if to.Terminal() {
+		j.FinishedAt = now
+	}
+}
+
+// LogPath is <logDir>/<id>.log.
+func (f *FakeNode) LogPath(id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.get(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(f.logDir, id+".log"), nil
+}
+
+// Plan returns the plan SetPlan set.
+func (f *FakeNode) Plan() node.PlanView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.plan
+}
+
+// SetPlan sets the plan.
+func (f *FakeNode) SetPlan(p node.PlanView) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plan = p
+}
+
+// Reconfigs returns the last n reconfigurations, newest first (n <= 0:
+// all).
+func (f *FakeNode) Reconfigs(n int) ([]jobs.Reconfig, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	var out []jobs.Reconfig
+	for i := len(f.reconfigs) - 1; i >= 0 && (n <= 0 || len(out) < n); i-- {
+		out = append(out, f.reconfigs[i])
+	}
+	return out, nil
+}
+
+// AddReconfig records a reconfiguration with the next number.
+func (f *FakeNode) AddReconfig(r jobs.Reconfig) jobs.Reconfig {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.Seq = len(f.reconfigs) + 1
+	f.reconfigs = append(f.reconfigs, r)
+	return r
+}
+
+// Schedulers returns what SetSchedulers set.
+func (f *FakeNode) Schedulers() []node.SchedView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.scheds)
+}
+
+// SetSchedulers sets the kernel schedulers.
+func (f *FakeNode) SetSchedulers(s []node.SchedView) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scheds = s
+}
+
+// Ready returns what SetReady set (nil at first).
+func (f *FakeNode) Ready(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readyErr
+}
+
+// SetReady sets Ready's answer.
+func (f *FakeNode) SetReady(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readyErr = err
+}
+
+// Fail makes every method that can fail return err (nil: none), as a
+// node whose store broke would.
+func (f *FakeNode) Fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = err
+}
