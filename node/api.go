@@ -42,12 +42,7 @@ func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string
 	if created {
 		n.mu.Lock()
 		if _, ok := n.jobs[j.ID]; !ok {
-			// Ids sort by time; keep the order of creation even when
-			// concurrent submissions land out of order.
-			i, _ := slices.BinarySearch(n.order, j.ID)
-			n.order = slices.Insert(n.order, i, j.ID)
-			jj := j
-			n.jobs[j.ID] = &jj
+			n.setLocked(j)
 			n.arrivals = append(n.arrivals, j.ID)
 		}
 		n.mu.Unlock()
@@ -74,7 +69,7 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 	defer n.mu.RUnlock()
 	var out []jobs.Job
 	for i := len(n.order) - 1; i >= 0; i-- {
-		j := n.jobs[n.order[i]]
+		j := n.order[i]
 		if len(f.States) > 0 && !slices.Contains(f.States, j.State) {
 			continue
 		}
@@ -162,36 +157,41 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, Decisions: n.decisions}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
+	// The placed jobs by instance, in one pass.
+	byInstance := map[string][]PlacedView{}
+	speed := map[string]float64{}
+	for _, j := range n.order {
+		switch {
+		case j.State == jobs.Pending:
+			v.Waiting = append(v.Waiting, j.ID)
+		case j.Placement != nil && !j.State.Terminal():
+			k := j.Placement.InstanceKey
+			byInstance[k] = append(byInstance[k], PlacedView{ID: j.ID, Name: j.Spec.Name, Kind: j.Spec.Kind, State: j.State,
+				Percent: j.Placement.MPSPercent, Speed: j.Placement.Speed})
+			speed[k] += j.Placement.Speed
+		}
+	}
+	var mpsKeys []string
+	if n.cfg.MPS != nil {
+		mpsKeys = n.cfg.MPS.Keys()
+	}
 	for _, g := range gpus {
 		gv := GPUView{Index: g.state.Index, UUID: g.state.UUID, Name: g.state.Name, Model: g.state.Model,
 			MIG: g.mig, Layout: g.state.Layout, SMs: g.state.SMs, MemoryMiB: g.state.MemoryMiB, Instances: []InstanceView{}}
 		for i, in := range g.layout.Instances {
 			iv := InstanceView{Index: i, Key: g.keys[i], Profile: in.Profile.Name, Start: in.Start, Size: in.Profile.MemorySlices,
 				ComputeSlices: in.Profile.ComputeSlices, SMs: in.Profile.SMs, MemoryMiB: in.Profile.MemoryMiB,
-				Device: g.device[i], Jobs: []PlacedView{}}
+				Device: g.device[i], MPS: slices.Contains(mpsKeys, g.keys[i]), Jobs: byInstance[g.keys[i]]}
+			if iv.Jobs == nil {
+				iv.Jobs = []PlacedView{}
+			}
 			if !g.mig {
 				iv.SMs, iv.MemoryMiB = g.state.SMs, g.state.MemoryMiB
 			}
-			if n.cfg.MPS != nil {
-				iv.MPS = slices.Contains(n.cfg.MPS.Keys(), iv.Key)
-			}
-			for _, id := range n.order {
-				j := n.jobs[id]
-				if j.Placement == nil || j.Placement.InstanceKey != iv.Key || j.State.Terminal() || j.State == jobs.Pending {
-					continue
-				}
-				iv.Jobs = append(iv.Jobs, PlacedView{ID: j.ID, Name: j.Spec.Name, Kind: j.Spec.Kind, State: j.State,
-					Percent: j.Placement.MPSPercent, Speed: j.Placement.Speed})
-				v.Total += j.Placement.Speed
-			}
+			v.Total += speed[iv.Key]
 			gv.Instances = append(gv.Instances, iv)
 		}
 		v.GPUs = append(v.GPUs, gv)
-	}
-	for _, id := range n.order {
-		if n.jobs[id].State == jobs.Pending {
-			v.Waiting = append(v.Waiting, id)
-		}
 	}
 	return v
 }

@@ -107,8 +107,8 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	for _, id := range n.order {
-		j := n.jobs[id]
+	for _, j := range n.order {
+		id := j.ID
 		switch j.State {
 		case jobs.Pending:
 			req.Pending = append(req.Pending, partJob(j))

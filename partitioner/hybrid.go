@@ -146,7 +146,11 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 	if !opt.ArrivalOrder {
 		pending = byMemory(pending)
 	}
-	seen := map[string]bool{}
+	nrun := 0
+	for _, g := range req.GPUs {
+		nrun += len(g.Jobs)
+	}
+	seen := make(map[string]bool, nrun+len(pending))
 	for _, g := range req.GPUs {
 		for _, p := range g.Jobs {
 			seen[p.Job.ID] = true
@@ -187,7 +191,7 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 		}
 	}
 
-	arrival := map[string]int{}
+	arrival := make(map[string]int, len(req.Pending))
 	for k, j := range req.Pending {
 		arrival[j.ID] = k
 	}

@@ -1,0 +1,253 @@
+// Command apiload measures mmkd's job submission over HTTP on loopback:
+// submissions per second and their latency (p50, p99, max), every one
+// written to the durable job store (bbolt, fsynced) before it is
+// answered.
+//
+//	go run ./bench/apiload                       # an mmkd in this process: fake GPUs, a fresh data directory
+//	go run ./bench/apiload -addr 127.0.0.1:7070  # a running mmkd (its jobs stay in its store)
+//
+// -clients concurrent HTTP clients (keep-alive) submit for -duration,
+// each its next job as soon as the last is answered. The submitted jobs
+// ask for 100 GiB of GPU memory, so that on the fake GPUs of the
+// in-process mmkd one runs (a `sleep`, cancelled at the end) and the rest
+// wait: the placement loop decides on every burst, but no host is flooded
+// with processes.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mmkgpu/mmk/data"
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
+	"github.com/mmkgpu/mmk/predictor"
+	"github.com/mmkgpu/mmk/web"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "shim" {
+		os.Exit(jobs.ShimMain(os.Args[2:]))
+	}
+	addr := flag.String("addr", "", "a running mmkd (host:port); empty: start one in this process")
+	clients := flag.Int("clients", 32, "concurrent clients")
+	duration := flag.Duration("duration", 10*time.Second, "how long to submit")
+	token := flag.String("token", os.Getenv("MMK_TOKEN"), "bearer token of the mmkd")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (in-process mmkd included) to this file")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *clients < 1 || *duration <= 0 {
+		fmt.Fprintln(os.Stderr, "apiload: -clients must be at least 1 and -duration positive")
+		os.Exit(2)
+	}
+	target := *addr
+	if target == "" {
+		a, stop, err := startMMKD()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		target = a
+	}
+	r, err := load(target, *token, *clients, *duration)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiload:", err)
+		os.Exit(1)
+	}
+	fmt.Print(r)
+}
+
+// startMMKD serves a node on fake GPUs from a fresh data directory on a
+// loopback port, as mmkd does.
+func startMMKD() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "mmk-apiload-")
+	if err != nil {
+		return "", nil, err
+	}
+	log := slog.New(slog.DiscardHandler)
+	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: []fakegpu.GPUSpec{
+		{Model: "H100-80GB", MIG: true, Layout: "3g.40gb@0+3g.40gb@4"}, {Model: "H200-141GB"}}})
+	if err != nil {
+		return "", nil, err
+	}
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		return "", nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: exe, ShimArgs: []string{"shim"}, Logger: log})
+	if err != nil {
+		return "", nil, err
+	}
+	_, samples, err := data.Samples()
+	if err != nil {
+		return "", nil, err
+	}
+	schema := predictor.SchemaOf(samples)
+	model, err := predictor.Train(predictor.KindForest, samples, predictor.DefaultForest(len(schema.Features())))
+	if err != nil {
+		return "", nil, err
+	}
+	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner,
+		Estimator: node.NewEstimator(predictor.Estimator{Model: model, Profiles: predictor.Profiles(samples)}),
+		BaseEnv: node.BaseEnv(), Log: log})
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return "", nil, err
+	}
+	api := web.New(web.Options{Backend: backend, Node: n, Log: log})
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	for n.Ready(ctx) != nil {
+		time.Sleep(time.Millisecond)
+	}
+	return ln.Addr().String(), func() {
+		api.Close()
+		_ = srv.Close()
+		cancel()
+		<-done
+		// Jobs outlive mmkd: with its loop stopped (nothing new starts),
+		// end the ones that run. The data directory goes, so the store
+		// need not know.
+		running, _ := n.Jobs(node.JobFilter{States: []jobs.State{jobs.Placed, jobs.Running}})
+		for _, j := range running {
+			if err := runner.Stop(j.ID, time.Second); err != nil {
+				fmt.Fprintln(os.Stderr, "apiload: stop job", j.ID, err)
+			}
+			<-runner.Wait(context.Background(), j.ID)
+		}
+		store.Close()
+		backend.Close()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// result is one load run.
+type result struct {
+	clients          int
+	duration         time.Duration
+	ok, failed       int
+	p50, p99, pmax   time.Duration
+	firstFailure     string
+	submitsPerSecond float64
+}
+
+func (r result) String() string {
+	s := fmt.Sprintf("| clients | submits | failed | submits/s | p50 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n| %d | %d | %d | %.0f | %.2f ms | %.2f ms | %.2f ms |\n",
+		r.clients, r.ok, r.failed, r.submitsPerSecond, ms(r.p50), ms(r.p99), ms(r.pmax))
+	if r.firstFailure != "" {
+		s += "first failure: " + r.firstFailure + "\n"
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// load submits from clients concurrent clients for d.
+func load(addr, token string, clients int, d time.Duration) (result, error) {
+	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	defer transport.CloseIdleConnections()
+	url := "http://" + addr + "/api/v1/jobs"
+	body, err := json.Marshal(jobs.Spec{Name: "apiload", Command: []string{"sleep", "3600"}, Kind: jobs.Offline, MemoryMiB: 100 << 10})
+	if err != nil {
+		return result{}, err
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	r := result{clients: clients, duration: d}
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			failed, first := 0, ""
+			for time.Now().Before(end) {
+				req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+				if err != nil {
+					failed++
+					continue
+				}
+				req.Header.Set("Content-Type", "application/json")
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusCreated {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					failed++
+					if first == "" {
+						first = err.Error()
+					}
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			r.failed += failed
+			if r.firstFailure == "" {
+				r.firstFailure = first
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(lat) == 0 {
+		return r, fmt.Errorf("no submission succeeded (first failure: %s)", r.firstFailure)
+	}
+	slices.Sort(lat)
+	r.ok = len(lat)
+	r.p50, r.p99, r.pmax = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)], lat[len(lat)-1]
+	r.submitsPerSecond = float64(r.ok) / elapsed.Seconds()
+	return r, nil
+}
