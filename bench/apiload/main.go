@@ -121,7 +121,7 @@ func startMMKD() (string, func(), error) {
 	}
 	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner,
 		Estimator: node.NewEstimator(predictor.Estimator{Model: model, Profiles: predictor.Profiles(samples)}),
-		BaseEnv: node.BaseEnv(), Log: log})
+		BaseEnv:   node.BaseEnv(), Log: log})
 	if err != nil {
 		return "", nil, err
 	}
