@@ -150,6 +150,7 @@ func (n *Node) publishView(gpus []gpuInfo) {
 	n.mu.Lock()
 	n.view = v
 	n.mu.Unlock()
+	n.notify()
 }
 
 // buildView is the plan view of the GPUs with the jobs placed on them.

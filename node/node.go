@@ -68,6 +68,10 @@ type Node struct {
 	arrivals []string
 	scheds   map[string]*sched
 
+	// changed is closed at the next change (Changed).
+	changeMu sync.Mutex
+	changed  chan struct{}
+
 	poke  chan struct{}
 	reqs  chan func()
 	exits chan exitEvent
@@ -238,6 +242,7 @@ func (n *Node) set(j jobs.Job) {
 }
 
 func (n *Node) setLocked(j jobs.Job) {
+	defer n.notify()
 	if p, ok := n.jobs[j.ID]; ok {
 		*p = j
 		return
@@ -282,4 +287,25 @@ func (n *Node) inState(states ...jobs.State) []string {
 		}
 	}
 	return out
+}
+
+// Changed returns a channel closed at the next change of a job, the plan
+// or the kernel schedulers.
+func (n *Node) Changed() <-chan struct{} {
+	n.changeMu.Lock()
+	defer n.changeMu.Unlock()
+	if n.changed == nil {
+		n.changed = make(chan struct{})
+	}
+	return n.changed
+}
+
+// notify wakes those waiting on Changed.
+func (n *Node) notify() {
+	n.changeMu.Lock()
+	defer n.changeMu.Unlock()
+	if n.changed != nil {
+		close(n.changed)
+		n.changed = nil
+	}
 }

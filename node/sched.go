@@ -79,6 +79,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	n.mu.Lock()
 	n.scheds[key] = s
 	n.mu.Unlock()
+	n.notify()
 	n.cfg.Log.Info("kernel scheduler serving", "instance", key, "policy", c.Policy, "socket", sock)
 	return sock, nil
 }
@@ -119,7 +120,8 @@ func (n *Node) Schedulers() []SchedView {
 	defer n.mu.RUnlock()
 	out := make([]SchedView, 0, len(n.scheds))
 	for k, s := range n.scheds {
-		out = append(out, SchedView{Instance: k, Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters()})
+		out = append(out, SchedView{Instance: k, Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters(),
+			Queues: s.srv.Queues(), Tasks: s.srv.Tasks(), Timeline: s.srv.Timeline()})
 	}
 	slices.SortFunc(out, func(a, b SchedView) int {
 		if a.Instance < b.Instance {

@@ -72,6 +72,13 @@ type SchedView struct {
 	Policy   string          `json:"policy"`
 	Socket   string          `json:"socket"`
 	Counters server.Counters `json:"counters"`
+	// Queues are the launches held now, per priority 0 (highest) to 9.
+	Queues [10]int `json:"queues"`
+	// Tasks are the jobs' processes connected to it.
+	Tasks []server.TaskView `json:"tasks"`
+	// Timeline is when each task's kernels ran (by their profiled
+	// durations, after their release) over the last seconds, oldest first.
+	Timeline []server.Span `json:"timeline"`
 }
 
 // JobFilter selects jobs in a list; zero fields select all.

@@ -34,4 +34,8 @@ type Node interface {
 	Schedulers() []node.SchedView
 	// Ready is nil once the node serves (store open, GPUs read).
 	Ready(ctx context.Context) error
+	// Changed returns a channel that is closed at the next change of a
+	// job, the plan or the kernel schedulers' tasks (each call may return
+	// a new channel): live views wait on it.
+	Changed() <-chan struct{}
 }

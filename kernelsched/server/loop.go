@@ -24,7 +24,7 @@ const (
 func (s *Server) loop(ctx context.Context) {
 	lastBusy := mono()
 	for ctx.Err() == nil {
-		s.applyEvents()
+		changed := s.applyEvents()
 		now := mono()
 		s.lookForProfiles(now)
 		busy := s.drain(now)
@@ -32,6 +32,10 @@ func (s *Server) loop(ctx context.Context) {
 		released, wake := s.core.Schedule(now)
 		for _, l := range released {
 			s.granted(l, now)
+		}
+		if changed || ((busy || len(released) > 0) && now-s.lastPublish >= publishEvery) {
+			s.publish()
+			s.lastPublish = now
 		}
 		if !s.anyHeld {
 			// Every task's launches go at once: no hook waits on a
@@ -54,14 +58,19 @@ func (s *Server) loop(ctx context.Context) {
 	}
 }
 
-// applyEvents registers new tasks and drops gone ones.
-func (s *Server) applyEvents() {
+// publishEvery is how often the loop refreshes the view while launches
+// flow (tasks that come or go refresh it at once).
+const publishEvery = 20 * time.Millisecond
+
+// applyEvents registers new tasks and drops gone ones; it reports whether
+// there were any.
+func (s *Server) applyEvents() bool {
 	s.mu.Lock()
 	evs := s.events
 	s.events = nil
 	s.mu.Unlock()
 	if len(evs) == 0 {
-		return
+		return false
 	}
 	for _, e := range evs {
 		switch {
@@ -127,6 +136,7 @@ func (s *Server) applyEvents() {
 			t.slot.grant(t.slot.headSeen())
 		}
 	}
+	return true
 }
 
 // drain reads every published launch into the core.
@@ -231,8 +241,10 @@ func (s *Server) granted(l kernelsched.Launch, now time.Duration) {
 // expectDone books a kernel released now to end after its profiled
 // duration, after the task's kernels before it (one stream).
 func (s *Server) expectDone(t *task, seq uint64, est kernelsched.Estimate, now time.Duration) {
-	end := max(now, t.lastEnd) + est.SK
+	start := max(now, t.lastEnd)
+	end := start + est.SK
 	t.lastEnd = end
+	s.view.record(t, start, end)
 	t.done = append(t.done, done{seq: seq, at: end})
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,6 +184,17 @@ func TestSyncHoldsCompletions(t *testing.T) {
 			if got := grantedLP(); got != tc.grantedAt5 {
 				t.Errorf("at 5 ms the low-priority launch granted: %v, want %v", got, tc.grantedAt5)
 			}
+			s.publish()
+			held := 0
+			if !tc.grantedAt5 {
+				held = 1
+			}
+			if q := s.Queues(); q[5] != held || q[0] != 0 {
+				t.Errorf("queues %v: want %d held at priority 5", q, held)
+			}
+			if ts := s.Tasks(); len(ts) != 2 || ts[0].Held+ts[1].Held != held {
+				t.Errorf("tasks %+v", ts)
+			}
 			if tc.sync {
 				hpSeq++
 				publishSync(hp.slot, hpSeq, uint64(ms(6)), entrySyncExit)
@@ -190,6 +202,16 @@ func TestSyncHoldsCompletions(t *testing.T) {
 			step(ms(6))
 			if got := grantedLP(); got != tc.grantedAt6 {
 				t.Errorf("at 6 ms the low-priority launch granted: %v, want %v", got, tc.grantedAt6)
+			}
+			var names []string
+			for _, sp := range s.Timeline() {
+				names = append(names, sp.Task)
+				if sp.End.Before(sp.Start) || sp.Kernels < 1 {
+					t.Errorf("span %+v", sp)
+				}
+			}
+			if !slices.Contains(names, "hp") || !slices.Contains(names, "lp") {
+				t.Errorf("timeline tasks %v, want hp and lp", names)
 			}
 			ct, err := s.core.Task(hp.id)
 			if err != nil {

@@ -83,6 +83,10 @@ type Server struct {
 	idle    time.Duration
 	// nextLook is when the loop next looks for missing profiles.
 	nextLook time.Duration
+	// view is what Tasks, Queues and Timeline read; lastPublish when the
+	// loop last refreshed it.
+	view        view
+	lastPublish time.Duration
 }
 
 type event struct {
@@ -133,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}}
+	s.view.init()
 	for _, p := range cfg.Profiles {
 		s.profiles[p.Key] = p
 	}

@@ -38,6 +38,7 @@ type FakeNode struct {
 	scheds    []node.SchedView
 	readyErr  error
 	fail      error
+	changed   chan struct{} // closed at the next change (Changed)
 }
 
 // NewFakeNode returns an empty fake whose job logs live in logDir.
@@ -83,6 +84,7 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	if idempotencyKey != "" {
 		f.idem[idempotencyKey] = j.ID
 	}
+	f.notifyLocked()
 	return *j, true, nil
 }
 
@@ -172,6 +174,7 @@ func (f *FakeNode) SetState(id string, to jobs.State, reason string) error {
 }
 
 func (f *FakeNode) move(j *jobs.Job, to jobs.State, reason string) {
+	defer f.notifyLocked()
 	now := f.tick()
 	f.events[j.ID] = append(f.events[j.ID], jobs.Event{Seq: len(f.events[j.ID]) + 1, Time: now, From: j.State, To: to, Reason: reason})
 	j.State, j.Reason, j.UpdatedAt = to, reason, now
@@ -202,6 +205,7 @@ func (f *FakeNode) SetPlan(p node.PlanView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.plan = p
+	f.notifyLocked()
 }
 
 // Reconfigs returns the last n reconfigurations, newest first (n <= 0:
@@ -240,6 +244,27 @@ func (f *FakeNode) SetSchedulers(s []node.SchedView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.scheds = s
+	f.notifyLocked()
+}
+
+// Changed returns a channel closed at the next change the fake makes (a
+// job moved or created, the plan or the schedulers set), as the real
+// node's is.
+func (f *FakeNode) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// notifyLocked wakes those waiting on Changed; f.mu is held.
+func (f *FakeNode) notifyLocked() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
 }
 
 // Ready returns what SetReady set (nil at first).
