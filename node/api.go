@@ -58,10 +58,21 @@ func (n *Node) takeArrivals() {
 	ids := n.arrivals
 	n.arrivals = nil
 	n.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	now := time.Now()
+	if n.firstArrival.IsZero() {
+		n.firstArrival = now
+	}
+	n.lastArrival = now
 	for _, id := range ids {
-		n.causes = append(n.causes, "arrival of job "+id)
+		n.causes = append(n.causes, arrivalCause+id)
 	}
 }
+
+// arrivalCause starts the cause of a decision an arrival triggered.
+const arrivalCause = "arrival of job "
 
 // Jobs lists jobs, newest first.
 func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {

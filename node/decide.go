@@ -23,6 +23,7 @@ const retryAfter = 2 * time.Second
 func (n *Node) decide(ctx context.Context) time.Duration {
 	cause := summarize(n.causes)
 	n.causes = n.causes[:0]
+	n.firstArrival = time.Time{}
 	gpus, err := n.readGPUs()
 	if err != nil {
 		n.cfg.Log.Error("placement: read GPUs", "err", err)

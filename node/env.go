@@ -67,6 +67,11 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 		if s.Cupti != "" {
 			env = append(env, "MMK_CUPTI_PATH="+s.Cupti)
 		}
+		penv, err := n.profilePhase(j)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, penv...)
 	}
 	ckpt, err := n.cfg.Runner.CheckpointDir(j.ID)
 	if err != nil {

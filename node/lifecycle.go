@@ -98,6 +98,9 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 	if !ok {
 		return
 	}
+	if _, profiling := n.phases[e.id]; profiling {
+		n.collectProfiles() // the hook writes its trace at exit
+	}
 	ex := e.exit
 	status := func(j *jobs.Job) {
 		code := ex.Code

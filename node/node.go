@@ -14,6 +14,7 @@ import (
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/mps"
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // Runner starts, stops and watches job processes (jobs.Runner).
@@ -78,12 +79,44 @@ type Node struct {
 	ready atomic.Bool
 
 	// Loop-owned.
-	causes    []string
-	watching  map[string]context.CancelFunc
-	decisions int
+	causes []string
+	// firstArrival and lastArrival bound the arrivals not yet decided.
+	firstArrival, lastArrival time.Time
+	phases                    map[string]*trace.ProfilePhase // profiling phases by job id
+	watching                  map[string]context.CancelFunc
+	decisions                 int
 	// maxMemoryMiB is the largest job memory any instance (or, when MIG is
 	// managed, any GPU) can hold, read at start.
 	maxMemoryMiB int64
+}
+
+// profileCollectEvery is how often the loop looks for the traces of
+// profiling phases.
+const profileCollectEvery = 500 * time.Millisecond
+
+// Arrivals are placed in batches: a decision caused by arrivals alone
+// waits until none came for arrivalQuiet, at most arrivalMax after the
+// first, so that jobs submitted together are placed together rather than
+// one by one, each arrival re-sharing (and restarting) the ones before.
+const (
+	arrivalQuiet = 250 * time.Millisecond
+	arrivalMax   = 2 * time.Second
+)
+
+// batching returns how long the decision should wait for more arrivals
+// (0: decide now).
+func (n *Node) batching() time.Duration {
+	if len(n.causes) == 0 || n.firstArrival.IsZero() {
+		return 0
+	}
+	for _, c := range n.causes {
+		if !strings.HasPrefix(c, arrivalCause) {
+			return 0
+		}
+	}
+	now := time.Now()
+	wait := min(n.lastArrival.Add(arrivalQuiet).Sub(now), n.firstArrival.Add(arrivalMax).Sub(now))
+	return max(wait, 0)
 }
 
 // minDecisionGap is the least time between two runs of the placement
@@ -115,7 +148,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
-		watching: map[string]context.CancelFunc{},
+		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 	}
 	all, err := cfg.Store.All()
 	if err != nil {
@@ -149,6 +182,10 @@ func (n *Node) Run(ctx context.Context) error {
 	n.decide(loopCtx)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
+	collect := time.NewTicker(profileCollectEvery)
+	defer collect.Stop()
+	batch := time.NewTimer(time.Hour)
+	defer batch.Stop()
 	last, gap := time.Now(), time.Duration(minDecisionGap)
 	for {
 		select {
@@ -164,6 +201,11 @@ func (n *Node) Run(ctx context.Context) error {
 			n.exited(loopCtx, e)
 		case <-retry.C:
 			n.causes = append(n.causes, "retry")
+		case <-batch.C:
+		case <-collect.C:
+			if len(n.phases) > 0 {
+				n.collectProfiles()
+			}
 		}
 		// Take whatever else is queued before deciding once.
 		for drained := false; !drained; {
@@ -178,6 +220,10 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		}
 		n.takeArrivals()
+		if wait := n.batching(); wait > 0 {
+			batch.Reset(wait)
+			continue
+		}
 		if len(n.causes) > 0 {
 			// A burst of submissions is decided in few runs: a run costs
 			// O(pending jobs), so the next one waits minDecisionGap or

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
@@ -51,6 +53,11 @@ type harness struct {
 
 func newHarness(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partitioner.Estimator) *harness {
 	t.Helper()
+	return newHarnessWith(t, gpus, manageMIG, est, nil)
+}
+
+func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partitioner.Estimator, sc *SchedConfig) *harness {
+	t.Helper()
 	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: gpus})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,7 @@ func newHarness(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partit
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG,
+	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc,
 		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -341,4 +348,63 @@ func testWriter(t *testing.T) io.Writer {
 		return io.Discard
 	}
 	return os.Stderr
+}
+
+// buildHookFakes builds the hook, the fake CUPTI and the replay job (make
+// hook-fakes) into a temporary directory.
+func buildHookFakes(t *testing.T) (hook, cupti, replay string) {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("make", "-s", "-C", root, "hook-fakes", "FAKE_DIR="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("make hook-fakes: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "libmmkhook.so"), filepath.Join(dir, "libfakecupti.so"), filepath.Join(dir, "replay")
+}
+
+// TestKernelSchedulingAndProfile: with kernel scheduling on, a job gets
+// the hook and its instance's scheduler, which sees its launches; its task
+// key had no profile, so the hook profiles its first runs and mmkd writes
+// the profile where the scheduler reads it.
+func TestKernelSchedulingAndProfile(t *testing.T) {
+	hook, cupti, replay := buildHookFakes(t)
+	var b strings.Builder
+	for range 5 {
+		b.WriteString("k1 4 1 1 128 1 1 100 20\nk2 8 1 1 256 1 1 200 20\nsync 3000\n")
+	}
+	kernels := filepath.Join(t.TempDir(), "trace.txt")
+	if err := os.WriteFile(kernels, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sc := &SchedConfig{Policy: "fikit", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc)
+	spec := jobs.Spec{Name: "replay", Command: []string{replay, kernels, "20"}, Kind: jobs.Online, TaskKey: "replay-job"}
+	j := h.submit(spec)
+	j = h.state(j.ID, jobs.Succeeded)
+	scheds := h.n.Schedulers()
+	if len(scheds) != 1 || scheds[0].Instance != j.Placement.InstanceKey || scheds[0].Counters.Kernels != 200 {
+		t.Fatalf("schedulers %+v: want the job's instance with its 200 kernels", scheds)
+	}
+	path, err := kernelsched.ProfilePath(sc.ProfileDir, "replay-job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := kernelsched.LoadProfileFor(sc.ProfileDir, "replay-job")
+		if err == nil && p != nil {
+			if len(p.Kernels) != 2 || p.Runs < 1 {
+				t.Errorf("profile %s: %d kernel ids, %d runs", path, len(p.Kernels), p.Runs)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no profile at %s (%v)", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

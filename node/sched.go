@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // SchedConfig sets up kernel scheduling: one kernelsched server per
@@ -24,6 +26,55 @@ type SchedConfig struct {
 	// SocketDir holds the servers' sockets; ProfileDir the kernel
 	// profiles (kernelsched.ProfilePath).
 	SocketDir, ProfileDir string
+}
+
+// profilePhase starts the profiling phase of a job whose task key has no
+// kernel profile yet and that no other running job is profiling: the
+// hook measures its first runs (trace.ProfilePhase) and the loop turns the
+// trace into the profile, which the instance's scheduler then loads.
+func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
+	c := n.cfg.Sched
+	if c.ProfileDir == "" {
+		return nil, nil
+	}
+	for _, p := range n.phases {
+		if p.Key == j.TaskKey {
+			return nil, nil
+		}
+	}
+	if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+		return nil, fmt.Errorf("profile directory: %w", err)
+	}
+	p, env, err := trace.NewProfilePhase(c.ProfileDir, j.TaskKey, j.ID, trace.DefaultProfileOptions())
+	if err != nil || p == nil {
+		return nil, err
+	}
+	n.phases[j.ID] = p
+	n.cfg.Log.Info("profiling phase", "job", j.ID, "taskKey", j.TaskKey)
+	return env, nil
+}
+
+// collectProfiles turns the profiling phases' traces into profiles; a
+// phase whose job ended without a trace is dropped.
+func (n *Node) collectProfiles() {
+	for id, p := range n.phases {
+		prof, err := p.Collect()
+		switch {
+		case err != nil:
+			n.cfg.Log.Warn("profiling phase", "job", id, "err", err)
+		case prof != nil:
+			n.cfg.Log.Info("kernel profile written", "job", id, "taskKey", p.Key, "runs", prof.Runs, "kernelIDs", len(prof.Kernels))
+		}
+		if p.Done() {
+			delete(n.phases, id)
+			continue
+		}
+		if j, ok := n.get(id); !ok || j.State.Terminal() {
+			// The hook writes its trace at exit; a job that ended
+			// without one (no kernel, no GPU) leaves nothing to wait for.
+			delete(n.phases, id)
+		}
+	}
 }
 
 // sched is one running kernel scheduler server.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,55 +129,29 @@ func (f *runFlags) profiling() (*profilePhase, []string, error) {
 	if f.profiles == "" {
 		return nil, nil, nil
 	}
-	switch {
-	case f.taskKey == "":
+	if f.taskKey == "" {
 		return nil, nil, fmt.Errorf("--profiles %s needs a --task-key to profile under", f.profiles)
-	case f.profileRuns < 1:
-		return nil, nil, fmt.Errorf("--profile-runs %d must be at least 1", f.profileRuns)
-	case f.skipRuns < 0:
-		return nil, nil, fmt.Errorf("--profile-skip %d must not be negative", f.skipRuns)
-	case f.runGap < time.Microsecond:
-		return nil, nil, fmt.Errorf("--profile-run-gap %v must be at least 1µs", f.runGap)
-	case f.profileMax < time.Second:
-		return nil, nil, fmt.Errorf("--profile-max %v must be at least 1s", f.profileMax)
 	}
-	if st, err := os.Stat(f.profiles); err != nil || !st.IsDir() {
-		return nil, nil, fmt.Errorf("--profiles %s: not a directory", f.profiles)
-	}
-	have, err := kernelsched.LoadProfileFor(f.profiles, f.taskKey)
+	p, env, err := trace.NewProfilePhase(f.profiles, f.taskKey, strconv.Itoa(os.Getpid()),
+		trace.ProfileOptions{Runs: f.profileRuns, Skip: f.skipRuns, RunGap: f.runGap, Max: f.profileMax})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--profiles: %w", err)
 	}
-	if have != nil {
+	if p == nil {
 		return nil, nil, nil
 	}
-	dest, err := kernelsched.ProfilePath(f.profiles, f.taskKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--task-key: %w", err)
-	}
-	p := &profilePhase{key: f.taskKey, dest: dest, trace: strings.TrimSuffix(dest, ".json") + fmt.Sprintf(".%d.trace.jsonl", os.Getpid())}
-	env := []string{
-		"MMK_PROFILE_OUT=" + p.trace,
-		"MMK_PROFILE_RUNS=" + strconv.Itoa(f.profileRuns),
-		"MMK_PROFILE_SKIP=" + strconv.Itoa(f.skipRuns),
-		"MMK_PROFILE_RUN_GAP_US=" + strconv.FormatInt(max(1, f.runGap.Microseconds()), 10),
-		"MMK_PROFILE_MAX_S=" + strconv.FormatInt(max(1, int64(f.profileMax.Seconds())), 10),
-	}
-	return p, env, nil
+	return &profilePhase{p}, env, nil
 }
 
-// profilePhase is one job's profiling phase: the hook writes its kernel trace
-// to trace when the phase ends; mmkctl turns it into the profile at dest.
-type profilePhase struct {
-	key, dest, trace string
-	done             bool
-}
+// profilePhase is the job's profiling phase, collected as soon as the
+// hook has written its trace.
+type profilePhase struct{ *trace.ProfilePhase }
 
 // watch collects the profile as soon as the hook has written it.
 func (p *profilePhase) watch(ctx context.Context, log io.Writer) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	for !p.done {
+	for !p.Done() {
 		select {
 		case <-ctx.Done():
 			return
@@ -192,34 +163,13 @@ func (p *profilePhase) watch(ctx context.Context, log io.Writer) {
 
 // collect builds and saves the profile if the hook's trace is there.
 func (p *profilePhase) collect(log io.Writer) {
-	if p.done {
-		return
-	}
-	f, err := os.Open(p.trace)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	p.done = true
+	prof, err := p.Collect()
 	if err != nil {
-		fmt.Fprintf(log, "mmkctl run: profile of %q: %v\n", p.key, err)
+		fmt.Fprintf(log, "mmkctl run: %v\n", err)
 		return
 	}
-	defer os.Remove(p.trace)
-	defer f.Close()
-	kt, err := trace.ReadKernelTrace(p.trace, f)
-	if err != nil {
-		fmt.Fprintf(log, "mmkctl run: profile of %q: %v\n", p.key, err)
-		return
+	if prof != nil {
+		fmt.Fprintf(log, "mmkctl run: profile of %q: %d runs, %.0f kernels per run, %d kernel ids, written to %s\n",
+			p.Key, prof.Runs, prof.RunKernels, len(prof.Kernels), p.Dest)
 	}
-	prof, err := kt.HookProfile(p.key)
-	if err != nil {
-		fmt.Fprintf(log, "mmkctl run: profile of %q: %v\n", p.key, err)
-		return
-	}
-	if err := kernelsched.SaveProfiles(p.dest, []*kernelsched.TaskProfile{prof}); err != nil {
-		fmt.Fprintf(log, "mmkctl run: profile of %q: %v\n", p.key, err)
-		return
-	}
-	fmt.Fprintf(log, "mmkctl run: profile of %q: %d runs, %.0f kernels per run, %d kernel ids, written to %s\n",
-		p.key, prof.Runs, prof.RunKernels, len(prof.Kernels), p.dest)
 }
