@@ -48,6 +48,9 @@ type JobsConfig struct {
 	StopGrace time.Duration `mapstructure:"stop_grace"`
 	// LogMaxBytes caps a job's log file; past it the log rotates once.
 	LogMaxBytes int64 `mapstructure:"log_max_bytes"`
+	// Retention is how long a finished job (record, events, log,
+	// checkpoint) is kept; 0 keeps every job forever.
+	Retention time.Duration `mapstructure:"retention"`
 }
 
 // MIGConfig says whether mmkd may change MIG layouts.
@@ -150,6 +153,7 @@ func (c *Config) Validate() error {
 		positive("jobs.log_max_bytes", c.Jobs.LogMaxBytes),
 		positive("server.max_body_bytes", c.Server.MaxBodyBytes),
 		positive("jobs.stop_grace", int64(c.Jobs.StopGrace)),
+		notNegative("jobs.retention", int64(c.Jobs.Retention)),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -176,6 +180,13 @@ func (c *Config) Validate() error {
 func positive(key string, v int64) error {
 	if v <= 0 {
 		return &FieldError{Key: key, Value: v, Reason: "must be positive"}
+	}
+	return nil
+}
+
+func notNegative(key string, v int64) error {
+	if v < 0 {
+		return &FieldError{Key: key, Value: v, Reason: "must not be negative"}
 	}
 	return nil
 }

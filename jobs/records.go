@@ -70,6 +70,11 @@ type Exit struct {
 	// Error says why the process could not be started (no such program,
 	// bad working directory); empty when it ran.
 	Error string `json:"error,omitempty"`
+	// Stopped says a stop request (Runner.Stop) had reached the shim when
+	// the process ended: it ended because it was asked to (or just as it
+	// was). A job that ends on its own before the request has it false,
+	// so that a stop that comes too late is not taken for its reason.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // exitRecord is the exit file: an Exit with the format's version.

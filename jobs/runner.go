@@ -234,28 +234,8 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 	if _, err := r.CheckpointDir(id); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 	}
-	if rec, found, err := readRecord(dir, pidFile, parsePidRecord); err != nil {
+	if err := r.reset(id); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
-	} else if found {
-		if _, ended, err := readRecord(dir, exitFile, parseExitRecord); err != nil {
-			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
-		} else if !ended {
-			if up, err := rec.Shim.running(); err != nil {
-				return Proc{}, fmt.Errorf("start job %s: %w", id, err)
-			} else if up {
-				return Proc{}, fmt.Errorf("start job %s: shim %d: %w", id, rec.Shim.PID, ErrRunning)
-			}
-			// An earlier run lost its shim: do not let what is left of it
-			// run beside the new one.
-			if _, err := rec.Child.signalGroup(unix.SIGKILL); err != nil {
-				return Proc{}, fmt.Errorf("start job %s: kill the earlier run: %w", id, err)
-			}
-		}
-	}
-	for _, name := range []string{pidFile, exitFile, stopFile} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
-		}
 	}
 	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes}
 	if err := writeLaunch(dir, launch); err != nil {
@@ -295,13 +275,64 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 	if err != nil {
 		var se *StartError
 		if !errors.As(err, &se) {
-			// Unknown state: do not leave a shim that may yet start the job.
+			// Unknown state: do not leave a shim that may yet start the
+			// job, nor a job it started but did not record in time.
 			_ = cmd.Process.Kill()
+			if rec, found, rerr := readRecord(dir, pidFile, parsePidRecord); rerr == nil && found {
+				_, _ = rec.Child.signalGroup(unix.SIGKILL)
+			}
 		}
 		return Proc{}, err
 	}
 	r.log.Info("job started", "job", id, "pid", p.PID, "shim", p.ShimPID)
 	return p, nil
+}
+
+// Reset clears the records of a job's earlier run (pid, exit and stop
+// records; the log and the checkpoint stay), so that a job placed again
+// is not taken, after a crash of mmkd before its new start, for the run
+// before. A job whose shim still runs is refused (ErrRunning); what is
+// left of an earlier run that lost its shim is killed. A job with no
+// directory has nothing to clear.
+func (r *Runner) Reset(jobID string) error {
+	if err := checkID("reset", jobID); err != nil {
+		return err
+	}
+	if _, err := os.Stat(r.Dir(jobID)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := r.reset(jobID); err != nil {
+		return fmt.Errorf("reset job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+func (r *Runner) reset(id string) error {
+	dir := r.Dir(id)
+	if rec, found, err := readRecord(dir, pidFile, parsePidRecord); err != nil {
+		return err
+	} else if found {
+		if _, ended, err := readRecord(dir, exitFile, parseExitRecord); err != nil {
+			return err
+		} else if !ended {
+			if up, err := rec.Shim.running(); err != nil {
+				return err
+			} else if up {
+				return fmt.Errorf("shim %d: %w", rec.Shim.PID, ErrRunning)
+			}
+			// An earlier run lost its shim: do not let what is left of it
+			// run beside the new one.
+			if _, err := rec.Child.signalGroup(unix.SIGKILL); err != nil {
+				return fmt.Errorf("kill the earlier run: %w", err)
+			}
+		}
+	}
+	for _, name := range []string{pidFile, exitFile, stopFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitStart waits for the shim's pid record (the child runs) or its exit

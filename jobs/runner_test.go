@@ -329,8 +329,8 @@ func TestRunnerStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := wait(t, r, l.JobID)
-			if e.Code != tc.code || e.Signal != tc.signal {
-				t.Fatalf("exit %+v, want code %d signal %q", e, tc.code, tc.signal)
+			if e.Code != tc.code || e.Signal != tc.signal || !e.Stopped {
+				t.Fatalf("exit %+v, want code %d signal %q, stopped", e, tc.code, tc.signal)
 			}
 			if err := r.Stop(l.JobID, 0); err != nil {
 				t.Fatalf("Stop of an ended job: %v", err)

@@ -233,7 +233,9 @@ func (s *shim) supervise(cmd *exec.Cmd, leader procIdent) (Exit, error) {
 			if err != nil {
 				return Exit{}, fmt.Errorf("reap process %d: %w", pid, err)
 			}
-			return exitOf(state), nil
+			e := exitOf(state)
+			e.Stopped = termSent
+			return e, nil
 		case sig := <-s.sigs:
 			if sig != unix.SIGUSR1 {
 				s.log.Info("ignoring signal", "signal", signalName(sig))

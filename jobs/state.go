@@ -26,10 +26,13 @@ func States() []State {
 
 // transitions are the moves allowed from each state.
 var transitions = map[State][]State{
-	Pending:    {Placed, Cancelled, Failed},
-	Placed:     {Running, Pending, Cancelled, Failed},
+	Pending: {Placed, Cancelled, Failed},
+	// A placed job may end without being seen running (mmkd stopped
+	// between its start and the record of it); a restarting one may end
+	// on its own just before the stop reached it.
+	Placed:     {Running, Pending, Succeeded, Cancelled, Failed},
 	Running:    {Succeeded, Failed, Cancelled, Restarting},
-	Restarting: {Placed, Pending, Cancelled, Failed},
+	Restarting: {Placed, Pending, Succeeded, Cancelled, Failed},
 }
 
 // Terminal reports a state a job never leaves.

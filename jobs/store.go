@@ -35,6 +35,10 @@ const batchDelay = 500 * time.Microsecond
 // ErrNotFound is a job id the store does not hold.
 var ErrNotFound = errors.New("no such job")
 
+// ErrIdempotencyConflict is an idempotency key used before for a job of
+// another spec: a retry must repeat the request it retries.
+var ErrIdempotencyConflict = errors.New("idempotency key was used for a different job")
+
 // Event is one transition of a job, as the store recorded it.
 type Event struct {
 	Seq    int       `json:"seq"`
@@ -136,7 +140,13 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		if k := j.IdempotencyKey; k != "" {
 			if id := tx.Bucket(bucketIdem).Get([]byte(k)); id != nil {
 				created = false
-				return get(tx, string(id), &out)
+				if err := get(tx, string(id), &out); err != nil {
+					return err
+				}
+				if !SameSpec(out.Spec, j.Spec) {
+					return fmt.Errorf("key %q (job %s): %w", k, out.ID, ErrIdempotencyConflict)
+				}
+				return nil
 			}
 		}
 		jobs := tx.Bucket(bucketJobs)
@@ -161,6 +171,13 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		return Job{}, false, fmt.Errorf("job store: create: %w", err)
 	}
 	return out, created, nil
+}
+
+// SameSpec reports two specs that ask for the same job.
+func SameSpec(a, b Spec) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 // Get returns a job; ErrNotFound if there is none of that id.
@@ -235,6 +252,41 @@ func (s *Store) Update(id string, now time.Time, fn func(*Job)) (Job, error) {
 		return put(tx.Bucket(bucketJobs), j)
 	})
 	return out, err
+}
+
+// Delete removes a finished job with its events and idempotency key. A
+// job that has not ended is refused (*TransitionError to itself).
+func (s *Store) Delete(id string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var j Job
+		if err := get(tx, id, &j); err != nil {
+			return err
+		}
+		if !j.State.Terminal() {
+			return fmt.Errorf("job %s is %s: only a finished job is deleted", id, j.State)
+		}
+		if err := tx.Bucket(bucketJobs).Delete([]byte(id)); err != nil {
+			return err
+		}
+		prefix := []byte(id + "/")
+		c := tx.Bucket(bucketEvents).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		if k := j.IdempotencyKey; k != "" {
+			idem := tx.Bucket(bucketIdem)
+			if v := idem.Get([]byte(k)); v != nil && string(v) == id {
+				return idem.Delete([]byte(k))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("job store: delete: %w", err)
+	}
+	return nil
 }
 
 // Events returns a job's transitions in order.

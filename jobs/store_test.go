@@ -184,3 +184,63 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	})
 }
+
+// TestDelete: a finished job goes with its events and idempotency key (the
+// key may then be used again); a running one is refused.
+func TestDelete(t *testing.T) {
+	s, _ := openTemp(t)
+	done := newJob("0000000000000001", "key")
+	run := newJob("0000000000000002", "")
+	for _, j := range []Job{done, run} {
+		if _, _, err := s.Create(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, to := range []State{Placed, Running, Succeeded} {
+		if _, err := s.Transition(done.ID, to, t0, "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Transition(run.ID, Placed, t0, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(run.ID); err == nil {
+		t.Error("a placed job was deleted")
+	}
+	if err := s.Delete(done.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(done.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted job: %v", err)
+	}
+	if _, err := s.Events(done.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("events of a deleted job: %v", err)
+	}
+	again, created, err := s.Create(newJob("0000000000000003", "key"))
+	if err != nil || !created || again.ID != "0000000000000003" {
+		t.Errorf("key of a deleted job: %v %v %v", again.ID, created, err)
+	}
+	evs, err := s.Events(run.ID)
+	if err != nil || len(evs) != 2 {
+		t.Errorf("the other job's events: %v %v", evs, err)
+	}
+}
+
+// TestIdempotencyConflict: a key used again for a different spec is
+// refused; the same spec gets the first job.
+func TestIdempotencyConflict(t *testing.T) {
+	s, _ := openTemp(t)
+	first, _, err := s.Create(newJob("0000000000000001", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newJob("0000000000000002", "k")
+	other.Spec.Command = []string{"other"}
+	if _, _, err := s.Create(other); !errors.Is(err, ErrIdempotencyConflict) {
+		t.Errorf("another spec under the key: %v, want ErrIdempotencyConflict", err)
+	}
+	same, created, err := s.Create(newJob("0000000000000003", "k"))
+	if err != nil || created || same.ID != first.ID {
+		t.Errorf("the same spec again: %s %v %v; want %s, not created", same.ID, created, err, first.ID)
+	}
+}

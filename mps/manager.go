@@ -81,6 +81,11 @@ func (m *Manager) Ensure(ctx context.Context, inst Instance) (*Daemon, error) {
 		}
 		m.opts.Logger.Warn("MPS daemon does not answer; restarting", "instance", inst.Key, "device", inst.Device)
 		_ = d.Quit(ctx) // best effort: it may be gone already
+	} else if ok {
+		// The instance was made again (a new device): its old daemon, in
+		// the same pipe directory, goes first.
+		m.opts.Logger.Info("MPS daemon of a remade instance; restarting", "instance", inst.Key, "device", inst.Device, "was", d.Device)
+		_ = d.Quit(ctx)
 	}
 	dir := filepath.Join(m.opts.Root, inst.Key)
 	d = &Daemon{Control: m.opts.Control, PipeDir: filepath.Join(dir, "pipe"), LogDir: filepath.Join(dir, "log"), Device: inst.Device}

@@ -34,8 +34,20 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		n.publishView(gpus)
 		return 0
 	}
+	// Jobs whose stop request could not be sent are asked again.
+	for id := range n.stopRetry {
+		if j, ok := n.get(id); !ok || (j.State != jobs.Restarting && j.State != jobs.Cancelled) || j.ExitCode != nil {
+			delete(n.stopRetry, id)
+			continue
+		}
+		if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err == nil {
+			delete(n.stopRetry, id)
+		}
+	}
 	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus)}
+	t0 := time.Now()
 	plan, err := partitioner.Decide(req, n.est, opt)
+	n.decideTook = time.Since(t0)
 	n.decisions++
 	if err != nil {
 		n.cfg.Log.Error("placement: decide", "err", err, "cause", cause)
@@ -75,7 +87,7 @@ func summarize(causes []string) string {
 // applies to all GPUs of a decision; a GPU without MIG must keep its one
 // whole-GPU instance).
 func (n *Node) migManaged(gpus []gpuInfo) bool {
-	if !n.cfg.ManageMIG {
+	if !n.cfg.ManageMIG || n.migBroken {
 		return false
 	}
 	for _, g := range gpus {
@@ -158,13 +170,12 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 			// The instances must be idle; the restarted jobs' exits wake
 			// the loop, which decides (and likely plans this) again.
 			n.cfg.Log.Info("placement: MIG change waits for its instances to empty", "gpu", g.state.Index, "to", rec.To)
-			n.record(rec, start)
+			if len(rec.Restarted) > 0 {
+				n.record(rec, start)
+			}
 			return retryAfter
 		}
-		for _, s := range ch.MIG.Steps {
-			rec.Steps = append(rec.Steps, s.String())
-		}
-		if err := partitioner.Apply(n.cfg.Backend, g.state.Index, ch.MIG); err != nil {
+		if err := n.applyMIG(g, target, &rec); err != nil {
 			rec.Error = err.Error()
 			n.record(rec, start)
 			n.cfg.Log.Error("placement: MIG change failed", "gpu", g.state.Index, "err", err)
@@ -176,7 +187,13 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 			n.record(rec, start)
 			return retryAfter
 		}
-		g = fresh[slices.IndexFunc(fresh, func(x gpuInfo) bool { return x.state.Index == g.state.Index })]
+		i := slices.IndexFunc(fresh, func(x gpuInfo) bool { return x.state.Index == g.state.Index })
+		if i < 0 {
+			rec.Error = "the GPU is gone after the change"
+			n.record(rec, start)
+			return retryAfter
+		}
+		g = fresh[i]
 	}
 	for _, id := range ch.Start {
 		i := slices.IndexFunc(target.Jobs, func(p partitioner.Placed) bool { return p.Job.ID == id })
@@ -198,6 +215,49 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 		n.record(rec, start)
 	}
 	return 0
+}
+
+// applyMIG changes a GPU's layout to the target. Algorithm 1 plans from
+// layouts, which carry no instance ids; the steps are planned again here
+// from the instances the GPU holds (with their ids), the MPS daemons and
+// kernel schedulers of the instances to destroy are stopped, and the plan
+// is applied through the backend. After maxMIGFailures failures in a row
+// mmkd stops changing layouts (and says so) rather than retry forever.
+func (n *Node) applyMIG(g gpuInfo, target partitioner.GPUPlan, rec *jobs.Reconfig) error {
+	r, err := partitioner.PlanReconfiguration(g.model, g.state.Instances, target.Layout)
+	if err != nil {
+		return n.migFailed(fmt.Errorf("plan: %w", err))
+	}
+	for _, s := range r.Steps {
+		rec.Steps = append(rec.Steps, s.String())
+	}
+	for _, gi := range r.MustBeIdle {
+		key := instanceKey(g.state.Index, gi.Profile, gi.Start)
+		if n.cfg.MPS != nil && slices.Contains(n.cfg.MPS.Keys(), key) {
+			if err := n.cfg.MPS.Quit(context.Background(), key); err != nil {
+				n.cfg.Log.Warn("placement: quit the MPS daemon of an instance to destroy", "instance", key, "err", err)
+			}
+		}
+		n.stopScheduler(key)
+	}
+	if err := partitioner.Apply(n.cfg.Backend, g.state.Index, r); err != nil {
+		return n.migFailed(err)
+	}
+	n.migFailures = 0
+	return nil
+}
+
+// maxMIGFailures is how many MIG changes in a row may fail before mmkd
+// stops changing layouts.
+const maxMIGFailures = 3
+
+func (n *Node) migFailed(err error) error {
+	n.migFailures++
+	if n.migFailures >= maxMIGFailures && !n.migBroken {
+		n.migBroken = true
+		n.cfg.Log.Error("placement: MIG changes keep failing; layouts stay as they are until mmkd restarts", "failures", n.migFailures, "err", err)
+	}
+	return err
 }
 
 // busy reports whether an instance the MIG change must destroy still

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/mps"
 )
 
 // launch places a pending job and starts it: the placement is written
@@ -13,6 +16,12 @@ import (
 // pid) once it did. A start that fails marks the job failed with the
 // reason.
 func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuInfo) {
+	// An earlier run's records go before the job is placed: after a crash
+	// between here and the start, they must not pass for the new run's.
+	if err := n.cfg.Runner.Reset(id); err != nil {
+		n.cfg.Log.Error("placement: clear the job's earlier run", "job", id, "err", err)
+		return
+	}
 	j, err := n.move(id, jobs.Placed, "", func(j *jobs.Job) { j.Placement = &pl })
 	if err != nil {
 		n.cfg.Log.Error("placement: place job", "job", id, "err", err)
@@ -20,9 +29,22 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	}
 	env, err := n.jobEnv(ctx, &j, g)
 	if err != nil {
-		n.fail(id, fmt.Sprintf("environment: %v", err))
+		// An MPS daemon or a scheduler that would not start is mmk's
+		// trouble, not the job's: it waits for another try, and fails
+		// only when the trouble stays.
+		n.envFailures[id]++
+		if n.envFailures[id] >= maxEnvFailures {
+			delete(n.envFailures, id)
+			n.fail(id, fmt.Sprintf("environment: %v", err))
+			return
+		}
+		n.cfg.Log.Warn("placement: job environment; the job waits for another try", "job", id, "err", err)
+		if _, err := n.move(id, jobs.Pending, fmt.Sprintf("start postponed: %v", err), func(j *jobs.Job) { j.Placement = nil }); err != nil {
+			n.cfg.Log.Error("placement: requeue job", "job", id, "err", err)
+		}
 		return
 	}
+	delete(n.envFailures, id)
 	argv := j.Spec.Command
 	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: argv, Env: env, WorkDir: n.workDir(&j)})
 	if err != nil {
@@ -36,6 +58,10 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	}
 	n.watch(ctx, id)
 }
+
+// maxEnvFailures is how many times a job's start may fail before its
+// process (MPS daemon, scheduler, profile directory) before it fails.
+const maxEnvFailures = 3
 
 // workDir is where a job runs: its spec's directory, else its own.
 func (n *Node) workDir(j *jobs.Job) string {
@@ -81,8 +107,15 @@ func (n *Node) restart(id, reason string) {
 		n.cfg.Log.Error("placement: restart job", "job", id, "err", err)
 		return
 	}
+	n.stop(id)
+}
+
+// stop asks a job's supervisor to stop it; a request that fails is tried
+// again at each decision.
+func (n *Node) stop(id string) {
 	if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
-		n.cfg.Log.Error("placement: stop job", "job", id, "err", err)
+		n.cfg.Log.Error("stop job; trying again at the next decision", "job", id, "err", err)
+		n.stopRetry[id] = true
 	}
 }
 
@@ -106,27 +139,48 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 		code := ex.Code
 		j.ExitCode, j.Signal, j.FinishedAt, j.PID = &code, ex.Signal, ex.At, 0
 	}
-	var err error
-	switch j.State {
-	case jobs.Running, jobs.Placed:
+	ended := func() error {
 		to, reason := jobs.Succeeded, ""
 		if ex.Error != "" || ex.Code != 0 {
 			to, reason = jobs.Failed, exitReason(ex)
 		}
-		_, err = n.move(e.id, to, reason, status)
+		_, err := n.move(e.id, to, reason, status)
 		n.causes = append(n.causes, "completion of job "+e.id)
-	case jobs.Restarting:
+		return err
+	}
+	var err error
+	switch {
+	case j.State == jobs.Running, j.State == jobs.Placed:
+		err = ended()
+	case j.State == jobs.Restarting && !ex.Stopped:
+		// It ended on its own before the stop reached it: it is done,
+		// not moved.
+		err = ended()
+	case j.State == jobs.Restarting:
 		_, err = n.move(e.id, jobs.Pending, "restarting after a reconfiguration", func(j *jobs.Job) {
 			j.Restarts++
 			j.PID, j.ShimPID, j.Placement = 0, 0, nil
 		})
 		n.causes = append(n.causes, "restart of job "+e.id)
-	case jobs.Cancelled:
+	case j.State == jobs.Cancelled:
 		_, err = n.update(e.id, status)
 		n.causes = append(n.causes, "cancel of job "+e.id)
 	}
 	if err != nil {
-		n.cfg.Log.Error("job exit not recorded", "job", e.id, "err", err)
+		// The store refused (a full disk): the exit is kept and tried
+		// again, so that the job does not hold its place forever.
+		n.cfg.Log.Error("job exit not recorded; trying again", "job", e.id, "err", err)
+		go func() {
+			select {
+			case <-time.After(retryAfter):
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case n.exits <- e:
+			case <-ctx.Done():
+			}
+		}()
 	}
 }
 
@@ -153,7 +207,7 @@ func (n *Node) cancel(id, reason string) (jobs.Job, error) {
 	if reason == "" {
 		reason = "cancelled"
 	}
-	live := j.State == jobs.Running || j.State == jobs.Restarting
+	live := j.State == jobs.Running || j.State == jobs.Restarting || j.State == jobs.Placed
 	j, err := n.move(id, jobs.Cancelled, reason, func(j *jobs.Job) {
 		if !live {
 			j.FinishedAt = n.cfg.Now()
@@ -163,12 +217,52 @@ func (n *Node) cancel(id, reason string) (jobs.Job, error) {
 		return jobs.Job{}, err
 	}
 	if live {
-		if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
-			n.cfg.Log.Error("cancel: stop job", "job", id, "err", err)
+		err := n.cfg.Runner.Stop(id, n.cfg.StopGrace)
+		switch {
+		case errors.Is(err, jobs.ErrNotStarted):
+			// Placed, never started: nothing runs, nothing will report.
+			if j, err = n.update(id, func(j *jobs.Job) { j.FinishedAt = n.cfg.Now() }); err != nil {
+				return jobs.Job{}, err
+			}
+		case err != nil:
+			n.cfg.Log.Error("cancel: stop job; trying again at the next decision", "job", id, "err", err)
+			n.stopRetry[id] = true
 		}
 	}
 	n.causes = append(n.causes, "cancel of job "+id)
 	return j, nil
+}
+
+// serveAdopted gives the instances of the jobs recover adopted their MPS
+// daemons (adopted too, if they still run) and kernel schedulers, whose
+// hooks reconnect (they fail open meanwhile).
+func (n *Node) serveAdopted(ctx context.Context) {
+	gpus, err := n.readGPUs()
+	if err != nil {
+		n.cfg.Log.Error("recovery: read GPUs", "err", err)
+		return
+	}
+	for _, id := range n.inState(jobs.Placed, jobs.Running, jobs.Restarting) {
+		j, _ := n.get(id)
+		pl := j.Placement
+		if pl == nil {
+			continue
+		}
+		gi := slices.IndexFunc(gpus, func(g gpuInfo) bool { return g.state.Index == pl.GPU })
+		if gi < 0 || !slices.Contains(gpus[gi].keys, pl.InstanceKey) {
+			continue
+		}
+		if n.cfg.MPS != nil {
+			if _, err := n.cfg.MPS.Ensure(ctx, mps.Instance{Key: pl.InstanceKey, Device: pl.Device}); err != nil {
+				n.cfg.Log.Error("recovery: MPS daemon", "instance", pl.InstanceKey, "err", err)
+			}
+		}
+		if n.cfg.Sched != nil {
+			if _, err := n.ensureScheduler(pl.InstanceKey, gpus[gi]); err != nil {
+				n.cfg.Log.Error("recovery: kernel scheduler", "instance", pl.InstanceKey, "err", err)
+			}
+		}
+	}
 }
 
 // recover adopts what the last mmkd left: a job whose process still runs
@@ -196,9 +290,7 @@ func (n *Node) recover(ctx context.Context) {
 				}
 			}
 			if j.State == jobs.Restarting || j.State == jobs.Cancelled {
-				if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
-					n.cfg.Log.Error("recovery: stop job", "job", id, "err", err)
-				}
+				n.stop(id)
 			}
 			n.watch(ctx, id)
 		case j.State == jobs.Placed && errors.Is(err, jobs.ErrNotStarted):

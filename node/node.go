@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -19,12 +20,14 @@ import (
 
 // Runner starts, stops and watches job processes (jobs.Runner).
 type Runner interface {
+	Reset(id string) error
 	Start(l jobs.Launch) (jobs.Proc, error)
 	Adopt(id string) (jobs.Proc, *jobs.Exit, error)
 	Wait(ctx context.Context, id string) <-chan jobs.Exit
 	Stop(id string, grace time.Duration) error
 	LogPath(id string) string
 	CheckpointDir(id string) (string, error)
+	Remove(id string) error
 }
 
 // Config wires a node.
@@ -46,6 +49,9 @@ type Config struct {
 	DefaultMemoryMiB int64
 	// StopGrace is how long a stopped job has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
+	// Retention is how long a finished job (its record, events, log and
+	// checkpoint) is kept; 0 keeps it forever.
+	Retention time.Duration
 	// BaseEnv is the environment every job starts from (mmkd's own, less
 	// what mmk sets).
 	BaseEnv []string
@@ -82,12 +88,72 @@ type Node struct {
 	causes []string
 	// firstArrival and lastArrival bound the arrivals not yet decided.
 	firstArrival, lastArrival time.Time
-	phases                    map[string]*trace.ProfilePhase // profiling phases by job id
-	watching                  map[string]context.CancelFunc
-	decisions                 int
+	// decideTook is how long Algorithm 1 took in the last decision.
+	decideTook time.Duration
+	// stopRetry are jobs whose stop request failed; each decision asks
+	// again.
+	stopRetry map[string]bool
+	// envFailures counts, per job, starts that failed before the process
+	// (an MPS daemon, a scheduler); the job goes back to pending until
+	// maxEnvFailures.
+	envFailures map[string]int
+	// migFailures counts MIG changes that failed in a row; migBroken
+	// stops further ones.
+	migFailures int
+	migBroken   bool
+	phases      map[string]*trace.ProfilePhase // profiling phases by job id
+	watching    map[string]context.CancelFunc
+	decisions   int
 	// maxMemoryMiB is the largest job memory any instance (or, when MIG is
 	// managed, any GPU) can hold, read at start.
 	maxMemoryMiB int64
+}
+
+// pruneEvery is how often finished jobs past their retention are removed.
+const pruneEvery = time.Hour
+
+// prune removes the jobs that finished more than Retention ago: their
+// store records, directories (log, checkpoint) and memory.
+func (n *Node) prune() {
+	if n.cfg.Retention <= 0 {
+		return
+	}
+	cutoff := n.cfg.Now().Add(-n.cfg.Retention)
+	var old []string
+	n.mu.RLock()
+	for _, j := range n.order {
+		end := j.FinishedAt
+		if end.IsZero() {
+			end = j.UpdatedAt
+		}
+		if j.State.Terminal() && end.Before(cutoff) {
+			old = append(old, j.ID)
+		}
+	}
+	n.mu.RUnlock()
+	removed := map[string]bool{}
+	for _, id := range old {
+		if err := n.cfg.Runner.Remove(id); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			n.cfg.Log.Warn("retention: keep a job whose directory cannot be removed", "job", id, "err", err)
+			continue
+		}
+		if err := n.cfg.Store.Delete(id); err != nil {
+			n.cfg.Log.Warn("retention: delete job", "job", id, "err", err)
+			continue
+		}
+		removed[id] = true
+	}
+	if len(removed) == 0 {
+		return
+	}
+	n.mu.Lock()
+	for id := range removed {
+		delete(n.jobs, id)
+	}
+	n.order = slices.DeleteFunc(n.order, func(j *jobs.Job) bool { return removed[j.ID] })
+	n.mu.Unlock()
+	n.cfg.Log.Info("retention: removed finished jobs", "jobs", len(removed), "olderThan", n.cfg.Retention)
+	n.notify()
 }
 
 // profileCollectEvery is how often the loop looks for the traces of
@@ -149,6 +215,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
+		stopRetry: map[string]bool{}, envFailures: map[string]int{},
 	}
 	all, err := cfg.Store.All()
 	if err != nil {
@@ -163,7 +230,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.maxMemoryMiB = maxJobMemory(gpus, cfg.ManageMIG)
+	n.maxMemoryMiB = maxJobMemory(gpus, n.migManaged(gpus))
 	n.view = n.buildView(gpus)
 	return n, nil
 }
@@ -175,18 +242,26 @@ func (n *Node) Run(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n.recover(loopCtx)
+	n.serveAdopted(loopCtx)
+	n.prune()
 	n.ready.Store(true)
 	defer n.ready.Store(false)
 	defer n.stopSchedulers()
 	n.causes = append(n.causes, "start")
-	n.decide(loopCtx)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
+	if again := n.decide(loopCtx); again > 0 {
+		retry.Reset(again)
+	}
 	collect := time.NewTicker(profileCollectEvery)
 	defer collect.Stop()
-	batch := time.NewTimer(time.Hour)
-	defer batch.Stop()
-	last, gap := time.Now(), time.Duration(minDecisionGap)
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
+	// hold delays a decision: a batch of arrivals gathering, or the gap
+	// after the last one.
+	hold := time.NewTimer(time.Hour)
+	defer hold.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -201,11 +276,13 @@ func (n *Node) Run(ctx context.Context) error {
 			n.exited(loopCtx, e)
 		case <-retry.C:
 			n.causes = append(n.causes, "retry")
-		case <-batch.C:
+		case <-hold.C:
 		case <-collect.C:
 			if len(n.phases) > 0 {
 				n.collectProfiles()
 			}
+		case <-prune.C:
+			n.prune()
 		}
 		// Take whatever else is queued before deciding once.
 		for drained := false; !drained; {
@@ -220,25 +297,25 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		}
 		n.takeArrivals()
-		if wait := n.batching(); wait > 0 {
-			batch.Reset(wait)
+		if len(n.causes) == 0 {
 			continue
 		}
+		// A burst of submissions is decided in few runs: Algorithm 1
+		// costs O(pending jobs), so the next run waits minDecisionGap or
+		// four times as long as the last took, whichever is longer (at
+		// most a fifth of a CPU goes to deciding); and arrivals are
+		// batched (batching). Meanwhile the loop keeps serving.
+		gap := max(minDecisionGap, 4*n.decideTook)
+		if wait := max(n.batching(), gap-time.Since(last)); wait > 0 {
+			hold.Reset(wait)
+			continue
+		}
+		last = time.Now()
+		if again := n.decide(loopCtx); again > 0 {
+			retry.Reset(again)
+		}
 		if len(n.causes) > 0 {
-			// A burst of submissions is decided in few runs: a run costs
-			// O(pending jobs), so the next one waits minDecisionGap or
-			// four times as long as the last took, whichever is longer
-			// (the loop spends at most a fifth of a CPU deciding).
-			if wait := gap - time.Since(last); wait > 0 {
-				time.Sleep(wait)
-				n.takeArrivals()
-			}
-			last = time.Now()
-			again := n.decide(loopCtx)
-			gap = max(minDecisionGap, 4*time.Since(last))
-			if again > 0 {
-				retry.Reset(again)
-			}
+			n.wake() // causes the decision itself added (a failed start)
 		}
 	}
 }

@@ -408,3 +408,172 @@ func TestKernelSchedulingAndProfile(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestManageMIGReplacesInstances: with mig.manage on, a GPU cut into seven
+// 1g instances gets a job no 1g instance can hold: the layout changes,
+// destroying instances the GPU holds (by their real ids), and the job
+// runs; the change is recorded with its steps.
+func TestManageMIGReplacesInstances(t *testing.T) {
+	h := newHarness(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true,
+		Layout: "1g.10gb@0+1g.10gb@1+1g.10gb@2+1g.10gb@3+1g.10gb@4+1g.10gb@5+1g.10gb@6"}}, true, curveEstimator{})
+	spec := sh("big", "exit 0", "")
+	spec.MemoryMiB = 30000
+	j := h.submit(spec)
+	j = h.state(j.ID, jobs.Succeeded)
+	if j.Placement == nil || j.Placement.Profile == "1g.10gb" {
+		t.Errorf("placement %+v: want an instance larger than 1g", j.Placement)
+	}
+	rs, err := h.n.Reconfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := false
+	for _, r := range rs {
+		if r.Error == "" && len(r.Steps) > 0 && strings.Contains(strings.Join(r.Steps, " "), "destroy") {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("no successful reconfiguration that destroys instances: %+v", rs)
+	}
+}
+
+// TestExitOfARestartingJob: a job being restarted that ended on its own
+// before the stop reached it is done, not started again; one the stop
+// ended goes back to pending with its restart count raised.
+func TestExitOfARestartingJob(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		exit     jobs.Exit
+		want     jobs.State
+		restarts int
+	}{
+		{"ended on its own", jobs.Exit{Code: 0}, jobs.Succeeded, 0},
+		{"failed on its own", jobs.Exit{Code: 2}, jobs.Failed, 0},
+		{"stopped", jobs.Exit{Code: 0, Stopped: true}, jobs.Pending, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			now := time.Now()
+			id := jobs.NewID(now)
+			if _, _, err := store.Create(jobs.Job{ID: id, Spec: sh("j", "true", ""), State: jobs.Pending, CreatedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []jobs.State{jobs.Placed, jobs.Running, jobs.Restarting} {
+				if _, err := store.Transition(id, s, now, "", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: h200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer backend.Close()
+			runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: curveEstimator{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.exited(context.Background(), exitEvent{id: id, exit: tc.exit})
+			j, err := n.Job(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.State != tc.want || j.Restarts != tc.restarts {
+				t.Errorf("%s, %d restarts; want %s, %d", j.State, j.Restarts, tc.want, tc.restarts)
+			}
+		})
+	}
+}
+
+// TestRecoverPlacedJobThatEnded: mmkd stopped after a job's process
+// started but before it recorded it running; the job ended meanwhile.
+// The next mmkd records how it ended instead of leaving it placed.
+func TestRecoverPlacedJobThatEnded(t *testing.T) {
+	dir := t.TempDir()
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	id := jobs.NewID(now)
+	if _, _, err := store.Create(jobs.Job{ID: id, Spec: sh("j", "exit 4", ""), State: jobs.Pending, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	pl := &jobs.Placement{GPU: 0, InstanceKey: "gpu0", MPSPercent: 100}
+	if _, err := store.Transition(id, jobs.Placed, now, "", func(j *jobs.Job) { j.Placement = pl }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Start(jobs.Launch{JobID: id, Argv: []string{"sh", "-c", "exit 4"}, Env: []string{"PATH=" + os.Getenv("PATH")}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-runner.Wait(context.Background(), id); e.Code != 4 {
+		t.Fatalf("exit %+v", e)
+	}
+	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: h200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: curveEstimator{}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.recover(context.Background())
+	j, err := n.Job(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != jobs.Failed || j.ExitCode == nil || *j.ExitCode != 4 {
+		t.Errorf("after recovery: %s, exit %v; want failed with exit 4", j.State, j.ExitCode)
+	}
+}
+
+// TestRetention: a job finished longer ago than the retention goes, with
+// its record, events and directory; a recent one stays.
+func TestRetention(t *testing.T) {
+	h := newHarness(t, h200, false, curveEstimator{})
+	old := h.submit(sh("old", "exit 0", ""))
+	h.state(old.ID, jobs.Succeeded)
+	dir := filepath.Dir(h.n.cfg.Runner.LogPath(old.ID))
+	if err := h.n.onLoop(context.Background(), func() {
+		h.n.cfg.Retention = time.Hour
+		h.n.cfg.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+		h.n.prune()
+		h.n.cfg.Now = time.Now
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.n.Job(old.ID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("job past its retention: %v", err)
+	}
+	if _, err := h.n.cfg.Store.Get(old.ID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("store record past retention: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("job directory %s: %v", dir, err)
+	}
+	recent := h.submit(sh("recent", "exit 0", ""))
+	h.state(recent.ID, jobs.Succeeded)
+	if err := h.n.onLoop(context.Background(), h.n.prune); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.n.Job(recent.ID); err != nil {
+		t.Errorf("a recent job went: %v", err)
+	}
+}

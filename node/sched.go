@@ -159,6 +159,18 @@ func (n *Node) pruneSchedulers(gpus []gpuInfo) {
 	}
 }
 
+// stopScheduler stops the server of one instance, if it runs.
+func (n *Node) stopScheduler(key string) {
+	n.mu.Lock()
+	s, ok := n.scheds[key]
+	delete(n.scheds, key)
+	n.mu.Unlock()
+	if ok {
+		s.stop()
+		<-s.done
+	}
+}
+
 // stopSchedulers stops every server (mmkd is stopping; the hooks of
 // running jobs fail open and reconnect to the next mmkd).
 func (n *Node) stopSchedulers() {

@@ -137,6 +137,11 @@ func TestSubmitIdempotency(t *testing.T) {
 	if list, _ := ts.node.Jobs(nodeFilterAll); len(list) != 3 {
 		t.Errorf("%d jobs stored, want 3", len(list))
 	}
+	// The key again with another request: a conflict naming the header.
+	clash := ts.do(t, "POST", "/api/v1/jobs", `{"command":["python3","eval.py"]}`, "Idempotency-Key", "run-42")
+	if clash.code != 409 || !strings.Contains(clash.body, `"field":"Idempotency-Key"`) {
+		t.Errorf("key reused for another job = %d %s, want 409 naming Idempotency-Key", clash.code, clash.body)
+	}
 }
 
 func TestBodyLimit(t *testing.T) {

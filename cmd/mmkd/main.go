@@ -85,6 +85,9 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	}
 	defer closeNode()
 
+	if cfg.Server.Token == "" && os.Geteuid() == 0 {
+		log.Warn("no server.token: any local user who can reach the API can run commands as root through mmkd; set server.token (MMK_SERVER_TOKEN)", "listen", cfg.Server.Listen)
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
@@ -168,7 +171,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
 		ManageMIG: cfg.MIG.Manage, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
-		StopGrace: cfg.Jobs.StopGrace, BaseEnv: node.BaseEnv(), Log: log,
+		StopGrace: cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
 	})
 	if err != nil {
 		store.Close()

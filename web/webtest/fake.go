@@ -70,11 +70,14 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	if err := spec.Validate(); err != nil {
 		return jobs.Job{}, false, err
 	}
-	if id, ok := f.idem[idempotencyKey]; ok && idempotencyKey != "" {
-		return *f.jobs[id], false, nil
-	}
 	name, prio, mem, key := spec.Defaults(DefaultMemoryMiB)
 	spec.Name = name
+	if id, ok := f.idem[idempotencyKey]; ok && idempotencyKey != "" {
+		if !jobs.SameSpec(f.jobs[id].Spec, spec) {
+			return jobs.Job{}, false, fmt.Errorf("key %q (job %s): %w", idempotencyKey, id, jobs.ErrIdempotencyConflict)
+		}
+		return *f.jobs[id], false, nil
+	}
 	now := f.tick()
 	j := &jobs.Job{ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
 		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now}
