@@ -165,7 +165,7 @@ func ReservedEnv(key string) bool {
 // Validate checks a spec and returns the first bad field as a
 // *FieldError.
 func (s *Spec) Validate() error {
-	if s.Name != "" && (len(s.Name) > MaxNameLen || !printable(s.Name)) {
+	if s.Name != "" && (len(s.Name) > MaxNameLen || !Printable(s.Name)) {
 		return &FieldError{"name", s.Name, fmt.Sprintf("must be printable text of at most %d bytes", MaxNameLen)}
 	}
 	if len(s.Command) == 0 {
@@ -223,7 +223,9 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-func printable(s string) bool {
+// Printable reports UTF-8 text without control characters: what a name,
+// a header or a reason shown to people may hold.
+func Printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
@@ -241,7 +243,7 @@ func (s *Spec) Defaults(defaultMemoryMiB int64) (name string, priority int, memo
 	name = s.Name
 	if name == "" {
 		name = filepath.Base(s.Command[0])
-		if len(name) > MaxNameLen || !printable(name) {
+		if len(name) > MaxNameLen || !Printable(name) {
 			name = "job"
 		}
 	}

@@ -198,7 +198,7 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 	if err := decodeJSON(c, &req, true); err != nil {
 		return nil, err
 	}
-	if len(req.Reason) > MaxReasonLen || !printable(req.Reason) {
+	if len(req.Reason) > MaxReasonLen || !jobs.Printable(req.Reason) {
 		return nil, badRequest("reason", "reason must be printable text of at most %d bytes", MaxReasonLen)
 	}
 	if req.Reason == "" {
@@ -211,15 +211,3 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 	return job, nil
 }
 
-// printable reports UTF-8 text without control characters.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
-}

@@ -243,6 +243,27 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // TestFailOpen: a server that accepts the hook and then never grants, or
 // is absent, or speaks another protocol version, never stops the job.
+// welcomeThen is a server side that reads the hook's hello, welcomes it
+// with a fresh slot and then does what then does with the slot.
+func welcomeThen(t *testing.T, then func(*slot)) func(*net.UnixConn) {
+	return func(c *net.UnixConn) {
+		sl, err := newSlot("test")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer sl.close()
+		buf := make([]byte, helloSize)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Error(err)
+			return
+		}
+		efd := mustEventfd(t)
+		_, _, _ = c.WriteMsgUnix(welcome(0), rights(sl.fd, efd), nil)
+		then(sl)
+	}
+}
+
 func TestFailOpen(t *testing.T) {
 	a := buildC(t)
 	trace := writeTrace(t, 50, 2, 0)
@@ -252,44 +273,18 @@ func TestFailOpen(t *testing.T) {
 		wantFailOpen uint64
 	}{
 		{"absent", nil, 0},
-		{"mute", func(c *net.UnixConn) {
-			sl, err := newSlot("mute")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer sl.close()
-			buf := make([]byte, helloSize)
-			if _, err := io.ReadFull(c, buf); err != nil {
-				t.Error(err)
-				return
-			}
-			efd := mustEventfd(t)
-			_, _, _ = c.WriteMsgUnix(welcome(0), rights(sl.fd, efd), nil)
+		{"mute", welcomeThen(t, func(*slot) {
 			time.Sleep(2 * time.Second) // never grants
-		}, 1},
-		{"reads but never grants", func(c *net.UnixConn) {
+		}), 1},
+		{"reads but never grants", welcomeThen(t, func(sl *slot) {
 			// A live server that holds the task: every launch waits its
 			// bound (here 2 ms), none goes unasked.
-			sl, err := newSlot("holder")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer sl.close()
-			buf := make([]byte, helloSize)
-			if _, err := io.ReadFull(c, buf); err != nil {
-				t.Error(err)
-				return
-			}
-			efd := mustEventfd(t)
-			_, _, _ = c.WriteMsgUnix(welcome(0), rights(sl.fd, efd), nil)
 			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
 				for _, ok := sl.next(); ok; _, ok = sl.next() {
 				}
 				time.Sleep(100 * time.Microsecond)
 			}
-		}, 50},
+		}), 50},
 		{"other version", func(c *net.UnixConn) {
 			buf := make([]byte, helloSize)
 			_, _ = io.ReadFull(c, buf)

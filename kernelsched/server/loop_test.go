@@ -12,10 +12,10 @@ import (
 	"github.com/mmkgpu/mmk/kernelsched"
 )
 
-// TestWentWhileHeld: a launch a held task's hook let go without a grant
-// (fail-open) is booked as released, not queued behind the task's held
-// launches; a held launch after it is queued as usual.
-func TestWentWhileHeld(t *testing.T) {
+// oneTaskServer is a fifo server, not serving, with one task of priority
+// 5 on a fresh slot; free says whether its launches go at once.
+func oneTaskServer(t *testing.T, free bool) (*Server, kernelsched.TaskID, *slot) {
+	t.Helper()
 	s, err := New(Config{Socket: "unused", Policy: "fifo", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -28,8 +28,16 @@ func TestWentWhileHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sl.close()
-	s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}}
+	t.Cleanup(sl.close)
+	s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}, free: free}
+	return s, id, sl
+}
+
+// TestWentWhileHeld: a launch a held task's hook let go without a grant
+// (fail-open) is booked as released, not queued behind the task's held
+// launches; a held launch after it is queued as usual.
+func TestWentWhileHeld(t *testing.T) {
+	s, id, sl := oneTaskServer(t, false)
 	publish(sl, 1, uint64(time.Second), entryWent)
 	publish(sl, 2, uint64(time.Second), 0)
 	s.drain(2 * time.Second)
@@ -85,21 +93,8 @@ func TestArrivalTime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(Config{Socket: "unused", Policy: "fifo", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id, err := s.core.AddTask(kernelsched.TaskSpec{Name: "job", Priority: 5})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sl, err := newSlot("job")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sl.close()
 			// A launch that went at once comes from a task the server lets go.
-			s.tasks[id] = &task{id: id, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}, free: tc.api == entryWent}
+			s, id, sl := oneTaskServer(t, tc.api == entryWent)
 			publish(sl, 1, tc.tNs, tc.api)
 			if !s.drain(now) {
 				t.Fatal("drain read nothing")
