@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test bench lint fuzz results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test bench lint fuzz screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
@@ -66,6 +66,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
+
+## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium), kernel scheduling on through the fake hook
+screenshots: build hook-fakes
+	$(GO) run ./bench/screenshots -mmkd bin/mmkd -fakes $(FAKE_DIR) -o docs/img
 
 ## results: regenerate docs/results (simulations and the predictor's comparison; a few minutes)
 PROFILES ?= data/profiles/h200-2026-11-22.csv

@@ -210,4 +210,3 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 	}
 	return job, nil
 }
-

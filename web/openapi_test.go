@@ -24,7 +24,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		t.Errorf("openapi %q, want 3.x", doc.OpenAPI)
 	}
-	param := regexp.MustCompile(`:([A-Za-z]+)`)
+	param := regexp.MustCompile(`[:*]([A-Za-z]+)`)
 	var routes []string
 	for _, r := range newTestServer(t).engine.Routes() {
 		routes = append(routes, r.Method+" "+param.ReplaceAllString(r.Path, "{$1}"))

@@ -2,7 +2,8 @@
 // GPU inventory, the job API (submit, list, inspect, cancel, logs), the
 // node's placement plan and kernel schedulers, Prometheus metrics and the
 // API's OpenAPI document, all under /api/v1 except /healthz, /readyz and
-// /metrics.
+// /metrics; the live stream the dashboard reads (/api/v1/stream); and
+// the dashboard itself at / (see ui.go).
 //
 // Handlers are thin: they read the request, ask the Node or the GPU
 // backend, and return data or an error; one function writes either as
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -56,7 +58,11 @@ type Server struct {
 	metrics http.Handler
 	// logPoll is how often a followed log is polled (tests shorten it).
 	logPoll time.Duration
-	// closing is closed by Close: followed logs end.
+	// streamGap, streamSched and streamBeat pace the live stream (tests
+	// shorten them); streams counts the streams being served.
+	streamGap, streamSched, streamBeat time.Duration
+	streams                            atomic.Int32
+	// closing is closed by Close: followed logs and streams end.
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -73,6 +79,10 @@ func New(opts Options) *Server {
 		engine:  gin.New(),
 		logPoll: defaultLogPoll,
 		closing: make(chan struct{}),
+
+		streamGap:   defaultStreamGap,
+		streamSched: defaultStreamSched,
+		streamBeat:  defaultStreamBeat,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -93,6 +103,10 @@ func (s *Server) routes() {
 	e.Use(s.recovery, s.accessLog, s.limitBody)
 	// Liveness answers without a token, so that supervisors can probe it.
 	e.GET("/healthz", s.handle(s.healthz))
+	// The dashboard's files hold no data: they are served without the
+	// token, which the page then asks for (ui.go).
+	e.GET("/", s.uiIndex)
+	e.GET("/ui/*file", s.uiAsset)
 
 	authed := e.Group("", s.auth)
 	authed.GET("/readyz", s.handle(s.readyz))
@@ -113,6 +127,7 @@ func (s *Server) routes() {
 	jobs.GET("/plan", s.handle(s.plan))
 	jobs.GET("/reconfigs", s.handle(s.reconfigs))
 	jobs.GET("/kernelsched", s.handle(s.kernelsched))
+	jobs.GET("/stream", s.stream)
 
 	// Unknown routes and methods ask for the token too, so that an
 	// unauthenticated client learns nothing of the API.
@@ -129,7 +144,7 @@ func (s *Server) routes() {
 func (s *Server) Handler() http.Handler { return s.engine }
 
 // Close ends the responses that would otherwise last as long as a job
-// (followed logs), so that http.Server.Shutdown, called after it, need
+// or a client (followed logs, streams), so that http.Server.Shutdown, called after it, need
 // not wait for them. Other requests are served as before.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })

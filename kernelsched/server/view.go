@@ -123,7 +123,7 @@ func (s *Server) Queues() [kernelsched.NumPriorities]int {
 func (s *Server) Tasks() []TaskView {
 	s.view.mu.Lock()
 	defer s.view.mu.Unlock()
-	return append([]TaskView(nil), s.view.tasks...)
+	return append([]TaskView{}, s.view.tasks...)
 }
 
 // publish refreshes the queue depths and the tasks for readers; the loop

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/web"
+	"github.com/mmkgpu/mmk/web/uitest"
+	"github.com/mmkgpu/mmk/web/webtest"
+)
+
+// browserTimeout bounds each wait on the page: generous, since CI's
+// machine may be busy; the waits end as soon as the page shows what they
+// wait for.
+const browserTimeout = 30 * time.Second
+
+// startBrowser starts headless Chromium, or skips the test where there is
+// none, unless MMK_BROWSER_TEST=required (CI), where that fails it.
+func startBrowser(t *testing.T) *uitest.Browser {
+	t.Helper()
+	path, err := uitest.Find()
+	if err != nil {
+		if os.Getenv("MMK_BROWSER_TEST") == "required" {
+			t.Fatalf("MMK_BROWSER_TEST=required: %v", err)
+		}
+		t.Skipf("skipped: %v (MMK_BROWSER_TEST=required makes this a failure)", err)
+	}
+	b, err := uitest.Start(context.Background(), path, 1280, 800, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// page runs chromedp steps, failing the test with what the page
+// reported when one fails.
+func page(t *testing.T, b *uitest.Browser, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 2*browserTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v\npage problems: %v", what, err, b.Problems())
+	}
+}
+
+// waitFor waits until the JavaScript expression is truthy.
+func waitFor(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(browserTimeout), chromedp.WithPollingInterval(20*time.Millisecond))(ctx, tg)
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", expr, err)
+		}
+		return nil
+	})
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, b *uitest.Browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, browserTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// checkPage fails the test if the page asked any host but origin for
+// anything, or reported an exception, a console error or a CSP
+// violation.
+func checkPage(t *testing.T, b *uitest.Browser, origin, secret string) {
+	t.Helper()
+	reqs := b.Requests()
+	if len(reqs) < 5 {
+		t.Errorf("only %d requests recorded: %v", len(reqs), reqs)
+	}
+	if f := b.Foreign(origin); len(f) > 0 {
+		t.Errorf("requests to another host than %s: %v", origin, f)
+	}
+	for _, r := range reqs {
+		if secret != "" && strings.Contains(r, secret) {
+			t.Errorf("the token is in a URL: %s", r)
+		}
+	}
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// startTokenDaemon starts mmkd (this test binary) on the fake GPUs of the
+// embedded defaults with a bearer token.
+func startTokenDaemon(t *testing.T, token string) *daemon {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(os.Args[0], "--backend", "fake", "--data-dir", t.TempDir(), "--listen", addr, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token)
+	d := &daemon{cmd: cmd, addr: addr, log: &syncBuffer{}}
+	cmd.Stderr = d.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Jobs outlive mmkd: end the test's before stopping it.
+		for _, j := range d.authJobs(t, token) {
+			if !j.State.Terminal() {
+				_, _ = d.authDo(token, "POST", "/api/v1/jobs/"+j.ID+"/cancel")
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(browserTimeout)
+	for {
+		if body, err := d.authDo(token, "GET", "/readyz"); err == nil && strings.Contains(body, "ready") {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mmkd did not become ready:\n%s", d.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// authDo sends a request with the token; a status other than 2xx is an
+// error.
+func (d *daemon) authDo(token, method, path string) (string, error) {
+	req, err := http.NewRequest(method, "http://"+d.addr+path, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return string(b), fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	return string(b), nil
+}
+
+func (d *daemon) authJobs(t *testing.T, token string) []jobs.Job {
+	body, err := d.authDo(token, "GET", "/api/v1/jobs")
+	if err != nil {
+		t.Log(err)
+		return nil
+	}
+	var list []jobs.Job
+	_ = json.Unmarshal([]byte(body), &list)
+	return list
+}
+
+// TestDashboard drives the dashboard in headless Chromium against a real
+// mmkd on the fake GPUs, with a token: the page asks for it; it draws
+// the three GPUs as the default configuration cuts them; a job submitted
+// through the form appears and goes from running to succeeded without a
+// reload, its name shown as text, not HTML; a job cancelled from its
+// page shows cancelled, and its log is followed. Every request the
+// browser made went to the daemon, none carried the token in its URL,
+// and the page reported no error.
+func TestDashboard(t *testing.T) {
+	b := startBrowser(t)
+	const token = "e2e-Secret-7f3a"
+	d := startTokenDaemon(t, token)
+	origin := "http://" + d.addr
+
+	// The page loads; the stream's 401 brings up the token dialog.
+	page(t, b, "load and sign in",
+		chromedp.Navigate(origin+"/"),
+		chromedp.WaitVisible(chromedp.ID("token-input")),
+		chromedp.SendKeys(chromedp.ID("token-input"), token),
+		chromedp.Click(chromedp.ID("token-go")),
+		waitFor(`document.querySelector('#conn').dataset.state === 'live'`),
+		// Marks this page: a reload would lose it.
+		chromedp.Evaluate[chromedp.Void](`window.__mmkNoReload = true`),
+	)
+
+	t.Run("GPUs", func(t *testing.T) {
+		page(t, b, "overview", waitFor(`document.querySelectorAll('article.gpu').length === 3`))
+		type gpuCard struct {
+			Layout    string   `json:"layout"`
+			Instances []string `json:"instances"`
+			Compute   int      `json:"compute"`
+			Memory    int      `json:"memory"`
+			Free      int      `json:"free"`
+		}
+		cards := eval[[]gpuCard](t, b, `[...document.querySelectorAll('article.gpu')].map(g => ({
+			layout: g.dataset.layout,
+			instances: [...g.querySelectorAll('.inst:not(.free) .inst-head b')].map(e => e.textContent),
+			compute: g.querySelectorAll('.strip.s7 .slice').length,
+			memory: g.querySelectorAll('.strip.s8 .slice').length,
+			free: g.querySelectorAll('.strip.s8 .slice.free').length}))`)
+		want := []gpuCard{
+			{"4g.40gb@0+2g.20gb@4+1g.10gb@6", []string{"4g.40gb@0", "2g.20gb@4", "1g.10gb@6"}, 7, 8, 1},
+			{"3g.40gb@0+3g.40gb@4", []string{"3g.40gb@0", "3g.40gb@4"}, 7, 8, 0},
+			{"whole", []string{"whole GPU"}, 7, 8, 0},
+		}
+		if fmt.Sprint(cards) != fmt.Sprint(want) {
+			t.Errorf("GPU cards\n got %v\nwant %v", cards, want)
+		}
+	})
+
+	var shortID string
+	t.Run("submit", func(t *testing.T) {
+		const name = `e2e <b>short</b>`
+		page(t, b, "submit through the form",
+			chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
+			chromedp.Click(chromedp.ID("new-job")),
+			chromedp.WaitVisible(chromedp.ID("s-command")),
+			chromedp.SendKeys(chromedp.ID("s-command"), "sh\n-c\necho hello from e2e; sleep 2"),
+			chromedp.SendKeys(chromedp.ID("s-name"), name),
+			chromedp.SetValue(chromedp.ID("s-memory"), "2GiB"),
+			// Record every state the row shows, from its first.
+			chromedp.Evaluate[chromedp.Void](`window.__states = [];
+				new MutationObserver(() => {
+					for (const tr of document.querySelectorAll('#jobs-body tr')) {
+						if (tr.querySelector('td.name').textContent !== `+jsString(name)+`) continue;
+						if (window.__states.at(-1) !== tr.dataset.state) window.__states.push(tr.dataset.state);
+					}
+				}).observe(document.getElementById('jobs-body'), {subtree: true, childList: true, attributes: true, characterData: true});`),
+			chromedp.Click(chromedp.ID("s-go")),
+			waitFor(`document.querySelector('#s-result').textContent.startsWith('Submitted')`),
+			waitFor(`(window.__states || []).at(-1) === 'succeeded'`),
+		)
+		states := eval[[]string](t, b, `window.__states`)
+		if len(states) < 2 || states[len(states)-1] != "succeeded" || !containsAny(states, "pending", "placed", "running") {
+			t.Errorf("the row showed %v, want a live change to succeeded", states)
+		}
+		// The name is text: no <b> element made of it.
+		if n := eval[int](t, b, `document.querySelectorAll('#jobs-body td.name b').length`); n != 0 {
+			t.Errorf("the job's name was parsed as HTML (%d <b>)", n)
+		}
+		shortID = eval[string](t, b, `[...document.querySelectorAll('#jobs-body tr')].find(tr => tr.querySelector('td.name').textContent === `+jsString(name)+`).dataset.job`)
+		if j := d.authJob(t, token, shortID); j.State != jobs.Succeeded || j.Spec.Name != name || len(j.Spec.Command) != 3 || j.MemoryMiB != 2048 {
+			t.Errorf("the daemon has %+v", j)
+		}
+	})
+
+	t.Run("log", func(t *testing.T) {
+		page(t, b, "a finished job's page shows its log",
+			chromedp.Evaluate[chromedp.Void](`location.hash = '#/jobs/`+shortID+`'`),
+			waitFor(`document.querySelector('#job-log').textContent.includes('hello from e2e')`),
+			waitFor(`document.querySelector('#job-state').textContent === 'succeeded'`),
+			waitFor(`document.querySelector('#job-events').textContent.includes('succeeded')`),
+		)
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		page(t, b, "submit a long job and cancel it from its page",
+			chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
+			chromedp.Click(chromedp.ID("new-job")),
+			chromedp.SetValue(chromedp.ID("s-command"), `["sleep", "600"]`),
+			chromedp.SetValue(chromedp.ID("s-name"), "e2e-long"),
+			chromedp.Click(chromedp.ID("s-go")),
+			waitFor(`document.querySelector('#s-result').textContent.includes('e2e-long')`),
+			chromedp.Click(chromedp.CSS(`#s-result a`)),
+			waitFor(`document.querySelector('#job-state').textContent === 'running'`),
+			waitFor(`document.querySelector('#job-details').textContent.includes('sleep')`),
+			chromedp.Click(chromedp.ID("job-cancel")),
+			chromedp.WaitVisible(chromedp.ID("job-confirm-yes")),
+			chromedp.Click(chromedp.ID("job-confirm-yes")),
+			waitFor(`document.querySelector('#job-state').textContent === 'cancelled'`),
+			waitFor(`document.querySelector('#job-events').textContent.includes('cancelled from the dashboard')`),
+			waitFor(`document.querySelector('#job-cancel-box').hidden`),
+		)
+		id := eval[string](t, b, `location.hash.slice('#/jobs/'.length)`)
+		if j := d.authJob(t, token, id); j.State != jobs.Cancelled || j.Spec.Name != "e2e-long" {
+			t.Errorf("the daemon has %s %q", j.State, j.Spec.Name)
+		}
+		// The jobs table shows it cancelled too, without a reload.
+		page(t, b, "the table",
+			chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
+			waitFor(`document.querySelector('#jobs-body tr[data-job="`+id+`"]').dataset.state === 'cancelled'`),
+		)
+	})
+
+	if !eval[bool](t, b, `window.__mmkNoReload === true`) {
+		t.Error("the page reloaded")
+	}
+	checkPage(t, b, origin, token)
+}
+
+func (d *daemon) authJob(t *testing.T, token, id string) jobs.Job {
+	t.Helper()
+	body, err := d.authDo(token, "GET", "/api/v1/jobs/"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j jobs.Job
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestDashboardOnFakeNode checks what the daemon of TestDashboard
+// (kernel scheduling off, no reconfiguration, few jobs) does not show, on
+// a fake node: two kernel schedulers with their counters, queues, tasks
+// and a timeline drawn on a canvas; the plan page and its history,
+// updated live; and 600 jobs, of which the table shows 100, updating
+// only the rows of the jobs that change, with "show more" and filters.
+func TestDashboardOnFakeNode(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	now := time.Now()
+	span := func(task string, prio int, from, to time.Duration) server.Span {
+		return server.Span{Task: task, Priority: prio, Start: now.Add(-from), End: now.Add(-to), Kernels: 10}
+	}
+	n.SetSchedulers([]node.SchedView{
+		{Instance: "gpu0-3g.40gb-at0", Policy: "fikit+mmk",
+			Counters: server.Counters{Tasks: 2, Kernels: 123456, Held: 4000, Filled: 321, FailOpens: 2, Went: 1},
+			Queues:   [10]int{0, 0, 0, 0, 0, 17},
+			Tasks: []server.TaskView{{Name: "serve", PID: 10, Priority: 0, Online: true, Free: true, Profiled: true},
+				{Name: "train <i>x</i>", PID: 11, Priority: 5, Held: 17}},
+			Timeline: []server.Span{span("serve", 0, 4*time.Second, 3900*time.Millisecond), span("train <i>x</i>", 5, 3900*time.Millisecond, time.Second)}},
+		{Instance: "gpu2", Policy: "fikit+mmk"},
+	})
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{{Index: 0, Model: "H100-80GB", MIG: true, Layout: "3g.40gb@0", SMs: 132, MemoryMiB: 81559,
+		Instances: []node.InstanceView{{Index: 0, Key: "gpu0-3g.40gb-at0", Profile: "3g.40gb", Start: 0, Size: 4, ComputeSlices: 3, SMs: 60, MemoryMiB: 40448}}}}})
+	n.AddReconfig(jobs.Reconfig{GPU: 0, Cause: "arrival of job 06h0j875sbwd57xs", From: "7g.80gb@0", To: "3g.40gb@0",
+		Steps: []string{"destroy GPU instance 7g.80gb@0", "create GPU instance 3g.40gb@0"}, Duration: 1234 * time.Millisecond})
+	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		srv.Close()
+	})
+
+	page(t, b, "kernel schedulers",
+		chromedp.Navigate(srv.URL+"/#/sched"),
+		waitFor(`document.querySelectorAll('article.sched').length === 2`),
+		waitFor(`document.querySelector('article.sched canvas.timeline').height > 0`),
+	)
+	type card struct {
+		Instance string `json:"instance"`
+		Counters string `json:"counters"`
+		Held5    string `json:"held5"`
+		Tasks    int    `json:"tasks"`
+		Italic   int    `json:"italic"`
+		Painted  bool   `json:"painted"`
+	}
+	got := eval[card](t, b, `(() => {
+		const c = document.querySelector('article.sched');
+		const cv = c.querySelector('canvas.timeline');
+		const px = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+		let painted = false;
+		// Any coloured (not grey) pixel: a span was drawn.
+		for (let i = 0; i < px.length; i += 4) if (Math.abs(px[i] - px[i + 2]) > 60 && px[i + 3] > 0) { painted = true; break; }
+		return {instance: c.dataset.instance, counters: c.querySelector('dl.counters').textContent,
+			held5: c.querySelectorAll('.q .qn')[5].textContent, tasks: c.querySelectorAll('table.tasks tbody tr').length,
+			italic: c.querySelectorAll('i').length, painted};
+	})()`)
+	if got.Instance != "gpu0-3g.40gb-at0" || !strings.Contains(got.Counters, "123,456") || !strings.Contains(got.Counters, "filled into gaps321") ||
+		got.Held5 != "17" || got.Tasks != 2 || got.Italic != 0 || !got.Painted {
+		t.Errorf("scheduler card %+v", got)
+	}
+	page(t, b, "plan and reconfigurations",
+		chromedp.Click(chromedp.CSS(`nav a[data-view="plan"]`)),
+		waitFor(`document.querySelectorAll('#reconfigs-body tr').length === 1`),
+		waitFor(`document.querySelector('#reconfigs-body').textContent.includes('create GPU instance 3g.40gb@0')`),
+		waitFor(`document.querySelector('#reconfigs-body a[href="#/jobs/06h0j875sbwd57xs"]') !== null`),
+		waitFor(`document.querySelector('#plan-body').textContent.includes('3g.40gb@0')`),
+	)
+	// A reconfiguration recorded later arrives live.
+	n.AddReconfig(jobs.Reconfig{GPU: 0, Cause: "completion of job x", From: "3g.40gb@0", To: "7g.80gb@0"})
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{}})
+	page(t, b, "a new reconfiguration", waitFor(`document.querySelectorAll('#reconfigs-body tr').length === 2`))
+
+	// Many jobs: the table shows 100 rows, and an update touches only the
+	// rows of the jobs that changed (the others stay the same elements).
+	var ids []string
+	for i := range 600 {
+		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: fmt.Sprintf("many-%03d", i), Command: []string{"true"}, Kind: jobs.Offline}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	page(t, b, "600 jobs",
+		chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
+		waitFor(`document.querySelectorAll('#jobs-body tr').length === 100`),
+		waitFor(`document.querySelector('#jobs-more').textContent === 'Show more (500 more)'`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#jobs-body tr').forEach(tr => tr.__kept = true)`),
+	)
+	if err := n.SetState(ids[590], jobs.Running, "started"); err != nil {
+		t.Fatal(err)
+	}
+	page(t, b, "one job changes", waitFor(`document.querySelector('#jobs-body tr[data-job="`+ids[590]+`"]').dataset.state === 'running'`))
+	if kept := eval[int](t, b, `[...document.querySelectorAll('#jobs-body tr')].filter(tr => tr.__kept).length`); kept != 100 {
+		t.Errorf("after one job changed, %d of 100 rows are the same elements: the table was drawn again", kept)
+	}
+	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "newest", Command: []string{"true"}, Kind: jobs.Online}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page(t, b, "a job arrives", waitFor(`document.querySelector('#jobs-body tr').dataset.job === '`+j.ID+`'`))
+	type rows struct {
+		Rows int  `json:"rows"`
+		Kept int  `json:"kept"`
+		Last bool `json:"last"`
+	}
+	gotRows := eval[rows](t, b, `(() => { const trs = [...document.querySelectorAll('#jobs-body tr')];
+		return {rows: trs.length, kept: trs.filter(tr => tr.__kept).length, last: trs.some(tr => tr.dataset.job === '`+ids[500]+`')}; })()`)
+	if gotRows != (rows{Rows: 100, Kept: 99, Last: false}) {
+		t.Errorf("after a job arrived: %+v, want 100 rows, 99 kept, the oldest shown gone", gotRows)
+	}
+	page(t, b, "show more and filter",
+		chromedp.Click(chromedp.ID("jobs-more")),
+		waitFor(`document.querySelectorAll('#jobs-body tr').length === 200`),
+		chromedp.SetValue(chromedp.ID("f-state"), "running"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('f-state').dispatchEvent(new Event('change'))`),
+		waitFor(`document.querySelectorAll('#jobs-body tr').length === 1`),
+		chromedp.SetValue(chromedp.ID("f-state"), ""),
+		chromedp.SendKeys(chromedp.ID("f-name"), "many-00"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('f-state').dispatchEvent(new Event('change'))`),
+		waitFor(`document.querySelectorAll('#jobs-body tr').length === 10`),
+	)
+	checkPage(t, b, srv.URL, "")
+}
+
+func containsAny(list []string, want ...string) bool {
+	for _, s := range list {
+		for _, w := range want {
+			if s == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func jsString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(errors.New("jsString: " + err.Error()))
+	}
+	return string(b)
+}

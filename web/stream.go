@@ -1,0 +1,391 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/node"
+)
+
+// The stream's pace. Server fields hold them so that tests can shorten
+// them.
+const (
+	// defaultStreamGap is the least time between two updates of the plan
+	// and the jobs: a burst of changes is sent as one message.
+	defaultStreamGap = 250 * time.Millisecond
+	// defaultStreamSched is how often the kernel schedulers are sent
+	// (when they changed): their counters move continuously.
+	defaultStreamSched = time.Second
+	// defaultStreamBeat is the heartbeat: a comment line that keeps
+	// proxies from closing an idle stream and tells the client the
+	// daemon is there.
+	defaultStreamBeat = 15 * time.Second
+	// defaultStreamJobs is how many jobs, newest first, the snapshot
+	// holds without ?jobs=N.
+	defaultStreamJobs = 200
+	// maxStreamBatch bounds the jobs of one update; a larger burst is
+	// sent over the next updates, newest first.
+	maxStreamBatch = 1000
+	// streamReconfigs is how many reconfigurations the snapshot holds.
+	streamReconfigs = 50
+)
+
+// streamSnapshot is the stream's first message.
+type streamSnapshot struct {
+	// Time is the daemon's clock: the client draws timelines against it.
+	Time       time.Time        `json:"time"`
+	Plan       node.PlanView    `json:"plan"`
+	Jobs       []jobs.Job       `json:"jobs"`
+	jobCounts                   // of every job, not only those sent
+	Reconfigs  []jobs.Reconfig  `json:"reconfigs"`
+	Schedulers []node.SchedView `json:"schedulers"`
+}
+
+// jobCounts are how many jobs the node has, in all and per state (every
+// state is present).
+type jobCounts struct {
+	Total  int                `json:"total"`
+	Counts map[jobs.State]int `json:"counts"`
+}
+
+// streamJobs is an update of the jobs: those created or changed since
+// the last message.
+type streamJobs struct {
+	Jobs []jobs.Job `json:"jobs"`
+	jobCounts
+	// More says that more jobs changed than one message holds; the rest
+	// follow.
+	More bool `json:"more,omitempty"`
+}
+
+// streamSched is an update of the kernel schedulers.
+type streamSched struct {
+	Time       time.Time        `json:"time"`
+	Schedulers []node.SchedView `json:"schedulers"`
+}
+
+// streamState is what one stream has sent: each job's UpdatedAt (so that
+// an update holds exactly the jobs that changed, including old ones the
+// snapshot left out), the last plan and schedulers sent, and the newest
+// reconfiguration.
+type streamState struct {
+	seen        map[string]time.Time
+	plan        []byte
+	scheds      []byte
+	reconfigSeq int
+}
+
+// stream serves GET /api/v1/stream?jobs=N: the dashboard's live view as
+// server-sent events (text/event-stream). It sends
+//
+//   - "snapshot" at once: the plan, the newest N jobs (default 200), the
+//     job counts, the last reconfigurations and the kernel schedulers;
+//   - "plan", "jobs" (the jobs created or changed since the last
+//     message, with the counts) and "reconfigs" (the new ones) when the
+//     node changes, at most every 250 ms;
+//   - "kernelsched" every second when the schedulers changed;
+//   - a comment line every 15 s as a heartbeat.
+//
+// Each event's data is one line of JSON. The stream ends when the client
+// goes away or the server closes; a client reconnects and gets a new
+// snapshot.
+func (s *Server) stream(c *gin.Context) {
+	q, err := query(c, "jobs")
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	limit, err := intParam(q, "jobs", 0, MaxListLimit, defaultStreamJobs)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
+	// Taken before the state is read, so that no change is missed.
+	changed := s.node.Changed()
+	st := &streamState{seen: map[string]time.Time{}}
+	snap, err := st.snapshot(s.node, int(limit))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// nginx buffers responses unless told not to.
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	w := &sseWriter{w: c.Writer, flush: c.Writer.Flush}
+	// retry: how long an EventSource waits before reconnecting.
+	w.raw("retry: 2000\n\n")
+	w.event("snapshot", snap)
+	if w.err != nil {
+		return
+	}
+
+	ctx := c.Request.Context()
+	sched := time.NewTicker(s.streamSched)
+	defer sched.Stop()
+	beat := time.NewTicker(s.streamBeat)
+	defer beat.Stop()
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	last := time.Now()
+	for w.err == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case <-changed:
+			// Coalesce: send when the gap since the last update has
+			// passed; changes until then join this update.
+			changed = nil
+			due.Reset(max(0, s.streamGap-time.Since(last)))
+		case <-due.C:
+			changed = s.node.Changed()
+			more, err := st.update(w, s.node)
+			if err != nil {
+				s.streamFailed(c, err)
+				return
+			}
+			last = time.Now()
+			if more {
+				// The rest of a large burst follows without waiting
+				// for another change.
+				changed = nil
+				due.Reset(s.streamGap)
+			}
+		case <-sched.C:
+			st.schedulers(w, s.node)
+		case <-beat.C:
+			w.raw(": heartbeat\n\n")
+		}
+	}
+}
+
+// streamFailed logs an error met after the stream started: the client
+// sees the stream end and reconnects.
+func (s *Server) streamFailed(c *gin.Context, err error) {
+	if c.Request.Context().Err() != nil {
+		return
+	}
+	s.log.Error("stream", "err", err)
+}
+
+// snapshot reads the node's whole state for the first message and
+// records it as sent.
+func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
+	plan := n.Plan()
+	normalizePlan(&plan)
+	all, err := n.Jobs(node.JobFilter{})
+	if err != nil {
+		return streamSnapshot{}, nodeError("stream: list jobs", err)
+	}
+	reconfigs, err := n.Reconfigs(streamReconfigs)
+	if err != nil {
+		return streamSnapshot{}, nodeError("stream: reconfigurations", err)
+	}
+	if reconfigs == nil {
+		reconfigs = []jobs.Reconfig{}
+	}
+	if len(reconfigs) > 0 {
+		st.reconfigSeq = reconfigs[0].Seq
+	}
+	scheds := schedulers(n)
+	st.plan, _ = json.Marshal(plan)
+	st.scheds, _ = json.Marshal(scheds)
+	counts := newJobCounts()
+	for _, j := range all {
+		counts.add(j)
+		st.seen[j.ID] = j.UpdatedAt
+	}
+	sent := all[:min(limit, len(all))]
+	if sent == nil {
+		sent = []jobs.Job{}
+	}
+	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: counts,
+		Reconfigs: reconfigs, Schedulers: scheds}, nil
+}
+
+// update sends what changed since the last message: the plan, the jobs,
+// the new reconfigurations. It reports whether more changed jobs are
+// left than one message holds.
+func (st *streamState) update(w *sseWriter, n Node) (more bool, err error) {
+	plan := n.Plan()
+	normalizePlan(&plan)
+	if b, err := json.Marshal(plan); err == nil && !bytes.Equal(b, st.plan) {
+		st.plan = b
+		w.eventJSON("plan", b)
+	}
+	all, err := n.Jobs(node.JobFilter{})
+	if err != nil {
+		return false, fmt.Errorf("list jobs: %w", err)
+	}
+	msg := streamJobs{Jobs: []jobs.Job{}, jobCounts: newJobCounts()}
+	for _, j := range all {
+		msg.add(j)
+		if t, ok := st.seen[j.ID]; ok && t.Equal(j.UpdatedAt) {
+			continue
+		}
+		if len(msg.Jobs) == maxStreamBatch {
+			// Left unmarked: the next update sends it.
+			msg.More = true
+			continue
+		}
+		msg.Jobs = append(msg.Jobs, j)
+		st.seen[j.ID] = j.UpdatedAt
+	}
+	if len(msg.Jobs) > 0 {
+		w.event("jobs", msg)
+	}
+	if err := st.reconfigs(w, n); err != nil {
+		return false, err
+	}
+	return msg.More, w.err
+}
+
+// reconfigs sends the reconfigurations recorded since the newest one
+// sent, newest first.
+func (st *streamState) reconfigs(w *sseWriter, n Node) error {
+	newest, err := n.Reconfigs(1)
+	if err != nil {
+		return fmt.Errorf("reconfigurations: %w", err)
+	}
+	if len(newest) == 0 || newest[0].Seq <= st.reconfigSeq {
+		return nil
+	}
+	list, err := n.Reconfigs(min(newest[0].Seq-st.reconfigSeq, streamReconfigs))
+	if err != nil {
+		return fmt.Errorf("reconfigurations: %w", err)
+	}
+	var fresh []jobs.Reconfig
+	for _, r := range list {
+		if r.Seq > st.reconfigSeq {
+			fresh = append(fresh, r)
+		}
+	}
+	st.reconfigSeq = newest[0].Seq
+	if len(fresh) > 0 {
+		w.event("reconfigs", fresh)
+	}
+	return nil
+}
+
+// schedulers sends the kernel schedulers if they changed since last sent.
+func (st *streamState) schedulers(w *sseWriter, n Node) {
+	scheds := schedulers(n)
+	b, err := json.Marshal(scheds)
+	if err != nil || bytes.Equal(b, st.scheds) {
+		return
+	}
+	st.scheds = b
+	w.event("kernelsched", streamSched{Time: time.Now(), Schedulers: scheds})
+}
+
+// schedulers are the node's kernel schedulers with their lists [] rather
+// than null (an instance with no task connected has none).
+func schedulers(n Node) []node.SchedView {
+	list := n.Schedulers()
+	if list == nil {
+		list = []node.SchedView{}
+	}
+	for i := range list {
+		if list[i].Tasks == nil {
+			list[i].Tasks = []server.TaskView{}
+		}
+		if list[i].Timeline == nil {
+			list[i].Timeline = []server.Span{}
+		}
+	}
+	return list
+}
+
+// normalizePlan gives a plan's lists [] rather than null, as /plan does.
+func normalizePlan(p *node.PlanView) {
+	if p.GPUs == nil {
+		p.GPUs = []node.GPUView{}
+	}
+	if p.Waiting == nil {
+		p.Waiting = []string{}
+	}
+	for i := range p.GPUs {
+		if p.GPUs[i].Instances == nil {
+			p.GPUs[i].Instances = []node.InstanceView{}
+		}
+		for k := range p.GPUs[i].Instances {
+			if p.GPUs[i].Instances[k].Jobs == nil {
+				p.GPUs[i].Instances[k].Jobs = []node.PlacedView{}
+			}
+		}
+	}
+}
+
+func newJobCounts() jobCounts {
+	c := jobCounts{Counts: map[jobs.State]int{}}
+	for _, st := range jobs.States() {
+		c.Counts[st] = 0
+	}
+	return c
+}
+
+func (c *jobCounts) add(j jobs.Job) {
+	c.Total++
+	c.Counts[j.State]++
+}
+
+// sseWriter writes server-sent events and flushes each; after the first
+// failed write (the client went away) it writes nothing and err holds
+// why.
+type sseWriter struct {
+	w     io.Writer
+	flush func()
+	err   error
+}
+
+// event writes one event whose data is v as JSON.
+func (w *sseWriter) event(name string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		if w.err == nil {
+			w.err = fmt.Errorf("stream %s: %w", name, err)
+		}
+		return
+	}
+	w.eventJSON(name, b)
+}
+
+// eventJSON writes one event of JSON data (one line: encoding/json
+// escapes newlines inside strings).
+func (w *sseWriter) eventJSON(name string, data []byte) {
+	var b bytes.Buffer
+	b.Grow(len(data) + len(name) + 16)
+	b.WriteString("event: ")
+	b.WriteString(name)
+	b.WriteString("\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	w.raw(b.String())
+}
+
+func (w *sseWriter) raw(s string) {
+	if w.err != nil {
+		return
+	}
+	if _, err := io.WriteString(w.w, s); err != nil {
+		w.err = err
+		return
+	}
+	w.flush()
+}
