@@ -164,6 +164,22 @@ func (b *ProfileBuilder) AddRun(run []Observation) error {
 	return nil
 }
 
+// AddGapAfter adds a gap that followed the last kernel of a run (id): the
+// pause before the task's next run, when the task works in a steady loop
+// (an inference request after a short think time). FIKIT fills such gaps
+// like those within a run, and a task stays active through the longest
+// one seen, so that a lower priority does not take the GPU in a pause the
+// task will end.
+func (b *ProfileBuilder) AddGapAfter(id KernelID, gap time.Duration) {
+	a := b.acc[id]
+	if a == nil || gap < 0 {
+		return
+	}
+	g := float64(gap)
+	a.gap.add(g)
+	a.gapMax = max(a.gapMax, g)
+}
+
 // Profile returns the profile of the runs added so far.
 func (b *ProfileBuilder) Profile() *TaskProfile {
 	p := &TaskProfile{Key: b.key, Runs: b.runs}

@@ -46,6 +46,11 @@ type Kernel struct {
 type KernelTrace struct {
 	Name       string
 	Iterations [][]Kernel
+	// Numbers are the iterations' numbers in the file and Bases their
+	// first times there (each iteration's times start at zero), so that
+	// the pause between consecutive iterations can be known.
+	Numbers []int
+	Bases   []time.Duration
 	// IterTime is the iteration time measured without the profiler (from
 	// summary.txt), or 0 when unknown.
 	IterTime time.Duration
@@ -119,6 +124,8 @@ func ReadKernelTrace(name string, r io.Reader) (*KernelTrace, error) {
 			ks[j].Launch -= base
 		}
 		t.Iterations = append(t.Iterations, ks)
+		t.Numbers = append(t.Numbers, i)
+		t.Bases = append(t.Bases, base)
 	}
 	if len(t.Iterations) == 0 {
 		return nil, fmt.Errorf("trace %s: no kernel belongs to an iteration", name)
@@ -301,6 +308,11 @@ func (t *KernelTrace) HookProfile(key string) (*kernelsched.TaskProfile, error) 
 	return t.profile(key, true)
 }
 
+// MaxRunGap is the longest pause between two consecutive runs of a hook
+// trace that counts as a gap after the first run's last kernel (a think
+// time in a request loop); a longer one is idleness, not predicted.
+const MaxRunGap = 10 * time.Millisecond
+
 func (t *KernelTrace) profile(key string, launches bool) (*kernelsched.TaskProfile, error) {
 	b := kernelsched.NewProfileBuilder(key)
 	for _, it := range t.Iterations {
@@ -317,5 +329,36 @@ func (t *KernelTrace) profile(key string, launches bool) (*kernelsched.TaskProfi
 			return nil, err
 		}
 	}
+	if launches {
+		t.addRunGaps(b)
+	}
 	return b.Profile(), nil
+}
+
+// addRunGaps adds the pause between consecutive runs, up to MaxRunGap, as
+// a gap after the earlier run's last kernel (the one that ends last).
+func (t *KernelTrace) addRunGaps(b *kernelsched.ProfileBuilder) {
+	if len(t.Bases) != len(t.Iterations) || len(t.Numbers) != len(t.Iterations) {
+		return
+	}
+	for i := 0; i+1 < len(t.Iterations); i++ {
+		if t.Numbers[i+1] != t.Numbers[i]+1 {
+			continue
+		}
+		run := t.Iterations[i]
+		last := run[0]
+		for _, k := range run {
+			if k.Start+k.Dur > last.Start+last.Dur {
+				last = k
+			}
+		}
+		next := t.Iterations[i+1][0]
+		for _, k := range t.Iterations[i+1] {
+			next.Start = min(next.Start, k.Start)
+		}
+		gap := (t.Bases[i+1] + next.Start) - (t.Bases[i] + last.Start + last.Dur)
+		if gap >= 0 && gap <= MaxRunGap {
+			b.AddGapAfter(last.ID, gap)
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
 )
 
 const line = `{"iter": %s, "name": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "regs": 16, "smem": 0, "occ": 10, "stream": 7, "ts": %s, "dur": 2.5, "launch_ts": %s, "launch_api": "cuLaunchKernel"}`
@@ -118,5 +120,39 @@ func TestParseSummary(t *testing.T) {
 	got := ParseSummary("resnet50 infer bs=1 iter_ms=3.30 kernels/iter=218\nbad line\nx y bs=2 iter_ms=abc\n")
 	if len(got) != 1 || got["resnet50_infer_bs1"] != 3300*time.Microsecond {
 		t.Fatalf("ParseSummary = %v", got)
+	}
+}
+
+// TestHookProfileRunGaps: in a hook trace the pause between consecutive
+// runs, up to MaxRunGap, is a gap after the run's last kernel (a request
+// loop's think time); a longer pause, or one across a missing run, is not.
+func TestHookProfileRunGaps(t *testing.T) {
+	var b strings.Builder
+	// Runs at 0, 2.1 ms, 4.7 ms (gaps 2 and 2.5 ms after "last"), then a
+	// 50 ms pause, then a run numbered 5 after a missing 4.
+	starts := []struct {
+		iter int
+		at   float64
+	}{{0, 0}, {1, 2100}, {2, 4700}, {3, 54800}, {5, 56900}}
+	for _, s := range starts {
+		fmt.Fprintf(&b, `{"iter":%d,"name":"first","grid":[1,1,1],"block":[32,1,1],"regs":16,"smem":0,"occ":0,"stream":7,"ts":%g,"dur":50,"launch_ts":%g,"launch_api":"cuLaunchKernel"}`+"\n", s.iter, s.at, s.at)
+		fmt.Fprintf(&b, `{"iter":%d,"name":"last","grid":[1,1,1],"block":[32,1,1],"regs":16,"smem":0,"occ":0,"stream":7,"ts":%g,"dur":50,"launch_ts":%g,"launch_api":"cuLaunchKernel"}`+"\n", s.iter, s.at+50, s.at+10)
+	}
+	kt, err := ReadKernelTrace("hook", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := kt.HookProfile("job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last kernelsched.KernelStat
+	for _, k := range p.Kernels {
+		if k.ID.Name == "last" {
+			last = k
+		}
+	}
+	if last.Gaps != 2 || last.SG != 2250*time.Microsecond || last.SGMax != 2500*time.Microsecond {
+		t.Errorf("gaps after the last kernel: %d, mean %v, max %v; want 2, 2.25ms, 2.5ms", last.Gaps, last.SG, last.SGMax)
 	}
 }
