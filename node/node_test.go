@@ -228,9 +228,18 @@ func TestShareAndQueue(t *testing.T) {
 	if j, _ := h.n.Job(c.ID); j.State != jobs.Pending {
 		t.Errorf("third job %s, want pending while two share the GPU", j.State)
 	}
-	v := h.n.Plan()
-	if len(v.Waiting) != 1 || v.Waiting[0] != c.ID || len(v.GPUs) != 1 || len(v.GPUs[0].Instances[0].Jobs) != 2 {
-		t.Errorf("plan %+v", v)
+	// The plan view is published at the end of the decision that started
+	// the jobs, a moment after their states.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v := h.n.Plan()
+		if len(v.Waiting) == 1 && v.Waiting[0] == c.ID && len(v.GPUs) == 1 && len(v.GPUs[0].Instances[0].Jobs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plan %+v", v)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	open(t, gate)
 	h.state(c.ID, jobs.Succeeded)
@@ -385,9 +394,17 @@ func TestKernelSchedulingAndProfile(t *testing.T) {
 	spec := jobs.Spec{Name: "replay", Command: []string{replay, kernels, "20"}, Kind: jobs.Online, TaskKey: "replay-job"}
 	j := h.submit(spec)
 	j = h.state(j.ID, jobs.Succeeded)
-	scheds := h.n.Schedulers()
-	if len(scheds) != 1 || scheds[0].Instance != j.Placement.InstanceKey || scheds[0].Counters.Kernels != 200 {
-		t.Fatalf("schedulers %+v: want the job's instance with its 200 kernels", scheds)
+	// The server counts what the task published once it sees the task's
+	// socket close, a moment after the job ended.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		scheds := h.n.Schedulers()
+		if len(scheds) == 1 && scheds[0].Instance == j.Placement.InstanceKey && scheds[0].Counters.Kernels == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("schedulers %+v: want the job's instance with its 200 kernels", scheds)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	path, err := kernelsched.ProfilePath(sc.ProfileDir, "replay-job")
 	if err != nil {
