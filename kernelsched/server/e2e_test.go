@@ -268,8 +268,8 @@ func TestFailOpen(t *testing.T) {
 	a := buildC(t)
 	trace := writeTrace(t, 50, 2, 0)
 	tests := []struct {
-		name         string
-		serve        func(c *net.UnixConn) // nil: no server at all
+		name  string
+		serve func(c *net.UnixConn) // nil: no server at all
 		// wantFailOpen is the fail-opens expected; with atLeast, the
 		// fewest (a loaded machine may delay the test server's reads,
 		// which the hook takes for a hung server until they catch up).
