@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/predictor"
 )
@@ -42,21 +44,9 @@ func (e *estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []part
 	if !e.known[j.Type] {
 		return float64(sms) / float64(gpuSMs) * min(1, float64(percent)/UnknownDemand), nil
 	}
-	kept := co
-	for i, c := range co {
-		if !e.known[c.Job.Type] {
-			// Copy on the first unknown co-runner only.
-			kept = append([]partitioner.Share(nil), co[:i]...)
-			for _, c := range co[i:] {
-				if e.known[c.Job.Type] {
-					kept = append(kept, c)
-				}
-			}
-			break
-		}
+	unknown := func(c partitioner.Share) bool { return !e.known[c.Job.Type] }
+	if slices.ContainsFunc(co, unknown) {
+		co = slices.DeleteFunc(slices.Clone(co), unknown)
 	}
-	return e.pred.Speed(j, sms, gpuSMs, percent, kept)
+	return e.pred.Speed(j, sms, gpuSMs, percent, co)
 }
-
-// Known reports a job type the predictor was trained on.
-func (e *estimator) Known(t string) bool { return e.known[t] }

@@ -13,8 +13,9 @@ import (
 
 // launch places a pending job and starts it: the placement is written
 // (placed) before the process starts, and the process (running, with its
-// pid) once it did. A start that fails marks the job failed with the
-// reason.
+// pid) once it did. A process that fails to start marks the job failed
+// with the reason; an environment that fails puts it back to pending
+// (maxEnvFailures).
 func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuInfo) {
 	// An earlier run's records go before the job is placed: after a crash
 	// between here and the start, they must not pass for the new run's.
@@ -45,8 +46,8 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		return
 	}
 	delete(n.envFailures, id)
-	argv := j.Spec.Command
-	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: argv, Env: env, WorkDir: n.workDir(&j)})
+	// WorkDir "" is the job's own directory.
+	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: env, WorkDir: j.Spec.WorkDir})
 	if err != nil {
 		n.fail(id, fmt.Sprintf("start: %v", err))
 		return
@@ -59,17 +60,10 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	n.watch(ctx, id)
 }
 
-// maxEnvFailures is how many times a job's start may fail before its
-// process (MPS daemon, scheduler, profile directory) before it fails.
+// maxEnvFailures is how many times what a job needs before its process
+// (MPS daemon, scheduler, profile directory) may fail to start before the
+// job fails.
 const maxEnvFailures = 3
-
-// workDir is where a job runs: its spec's directory, else its own.
-func (n *Node) workDir(j *jobs.Job) string {
-	if j.Spec.WorkDir != "" {
-		return j.Spec.WorkDir
-	}
-	return ""
-}
 
 // fail marks a placed job failed.
 func (n *Node) fail(id, reason string) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/kernelsched"
@@ -186,14 +187,6 @@ func (n *Node) Schedulers() []SchedView {
 		out = append(out, SchedView{Instance: k, Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters(),
 			Queues: s.srv.Queues(), Tasks: s.srv.Tasks(), Timeline: s.srv.Timeline()})
 	}
-	slices.SortFunc(out, func(a, b SchedView) int {
-		if a.Instance < b.Instance {
-			return -1
-		}
-		if a.Instance > b.Instance {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b SchedView) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
 }

@@ -67,6 +67,20 @@ func (e Estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []parti
 	return rel * scale, nil
 }
 
+// TrainEstimator trains mmk's default model, a random forest
+// (DefaultForest with the given seed), on samples and returns it as the
+// partitioner's estimator with the samples' job profiles.
+func TrainEstimator(samples []Sample, seed uint64) (Estimator, error) {
+	schema := SchemaOf(samples)
+	cfg := DefaultForest(len(schema.Features()))
+	cfg.Seed = seed
+	m, err := Train(KindForest, samples, cfg)
+	if err != nil {
+		return Estimator{}, err
+	}
+	return Estimator{Model: m, Profiles: Profiles(samples)}, nil
+}
+
 // lowest is the smallest percentage the job was profiled alone at.
 func (p Profile) lowest() int {
 	lo := 0

@@ -32,10 +32,7 @@ func BuiltinJobModels(seed uint64) (*JobModels, error) {
 	if err != nil {
 		return nil, err
 	}
-	schema := predictor.SchemaOf(samples)
-	cfg := predictor.DefaultForest(len(schema.Features()))
-	cfg.Seed = seed
-	model, err := predictor.Train(predictor.KindForest, samples, cfg)
+	est, err := predictor.TrainEstimator(samples, seed)
 	if err != nil {
 		return nil, fmt.Errorf("job models: %w", err)
 	}
@@ -44,7 +41,7 @@ func BuiltinJobModels(seed uint64) (*JobModels, error) {
 		return nil, err
 	}
 	return &JobModels{
-		Truth: truth, Est: predictor.Estimator{Model: model, Profiles: predictor.Profiles(samples)},
+		Truth: truth, Est: est,
 		Effects: effects, TruthError: truth.FitError(samples),
 	}, nil
 }

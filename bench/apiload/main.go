@@ -114,13 +114,12 @@ func startMMKD() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	schema := predictor.SchemaOf(samples)
-	model, err := predictor.Train(predictor.KindForest, samples, predictor.DefaultForest(len(schema.Features())))
+	est, err := predictor.TrainEstimator(samples, predictor.DefaultForest(0).Seed)
 	if err != nil {
 		return "", nil, err
 	}
 	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner,
-		Estimator: node.NewEstimator(predictor.Estimator{Model: model, Profiles: predictor.Profiles(samples)}),
+		Estimator: node.NewEstimator(est),
 		BaseEnv:   node.BaseEnv(), Log: log})
 	if err != nil {
 		return "", nil, err

@@ -46,13 +46,12 @@ func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, er
 		}
 		return predictor.Estimator{Model: m, Profiles: profiles}, nil
 	}
-	schema := predictor.SchemaOf(samples)
-	m, err := predictor.Train(predictor.KindForest, samples, predictor.DefaultForest(len(schema.Features())))
+	est, err := predictor.TrainEstimator(samples, predictor.DefaultForest(0).Seed)
 	if err != nil {
 		return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
 	}
 	log.Info("predictor trained on the built-in dataset", "samples", len(samples), "types", len(profiles))
-	return predictor.Estimator{Model: m, Profiles: profiles}, nil
+	return est, nil
 }
 
 // openMPS is the MPS manager when MPS is on: mps.enabled true, or auto

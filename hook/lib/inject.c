@@ -167,8 +167,8 @@ static int injected;
 static enable_fn enable_cb;
 static mmk_CUpti_SubscriberHandle subscriber;
 
-/* set_callbacks turns the launch callbacks on or off; it returns the
- * number of ids CUPTI refused. */
+/* set_callbacks turns the launch and synchronisation callbacks on or off;
+ * it returns the number of ids CUPTI refused. */
 static int set_callbacks(uint32_t on)
 {
 	int bad = 0;
@@ -226,7 +226,7 @@ __attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int le
 	return mmk_stats_json(buf, len);
 }
 
-/* mmk_hook_set_active turns the hook's launch callbacks off (0) or back on
+/* mmk_hook_set_active turns the hook's callbacks off (0) or back on
  * (1) while the job runs: with them off CUPTI calls nothing at a launch.
  * It is for measuring the hook's cost inside one process (interleaved
  * blocks of iterations, bench/gpu/hook_workload.py --mode toggle), never

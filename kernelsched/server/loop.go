@@ -193,7 +193,7 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 			s.cfg.Log.Debug("kernel scheduler: launch not scheduled", "task", t.hello.Name, "err", err)
 			return
 		}
-		s.kernels.Add(1)
+		s.count(l)
 		s.went.Add(1)
 		s.expectDone(t, seq, l.Est, now)
 		return
@@ -209,13 +209,19 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 		}
 		return
 	}
-	s.kernels.Add(1)
-	if !l.Est.Known {
-		s.unprofiled.Add(1)
-	}
+	s.count(l)
 	t.ringSeq = append(t.ringSeq, e.seq)
 	if e.api&entryWent != 0 {
 		s.atOnce.Add(1)
+	}
+}
+
+// count counts a launch the core took, and whether its task's profile
+// lacks its kernel.
+func (s *Server) count(l kernelsched.Launch) {
+	s.kernels.Add(1)
+	if !l.Est.Known {
+		s.unprofiled.Add(1)
 	}
 }
 
