@@ -33,9 +33,9 @@ hook-fakes:
 	$(CC) $(HOOK_CFLAGS) -shared -o $(FAKE_DIR)/libfakecupti.so hook/fake/fakecupti.c
 	$(CC) $(filter-out -fPIC -fvisibility=hidden,$(HOOK_CFLAGS)) -o $(FAKE_DIR)/replay hook/fake/replay.c -ldl
 
-## tools: developer programs under bench/ (bin/nvmlprobe: read-only NVML facts of GPU 0)
+## tools: developer programs under bench/ (bin/nvmlprobe: read-only NVML facts of GPU 0; bin/pareto: the co-location report)
 tools:
-	$(GO) build -o bin/ ./bench/nvmlprobe
+	$(GO) build -o bin/ ./bench/nvmlprobe ./bench/pareto
 
 ## test: go vet and every test with the race detector
 test:
@@ -66,6 +66,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
+	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./kernelsched/server
+	$(GO) test -run '^$$' -fuzz FuzzReadWindows -fuzztime $(FUZZTIME) ./bench/pareto
 
 ## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium), kernel scheduling on through the fake hook
 screenshots: build hook-fakes

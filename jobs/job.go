@@ -63,6 +63,11 @@ type Spec struct {
 	// Priority is 0 (highest) to 9 for the kernel scheduler; nil takes the
 	// default of the kind (online 0, offline 5).
 	Priority *int `json:"priority,omitempty"`
+	// MPSPriority is the job's MPS client priority
+	// (CUDA_MPS_CLIENT_PRIORITY): 0 normal, 1 below normal, which the GPU
+	// gives way to normal clients' work. nil takes the default of the
+	// kind (online 0, offline 1).
+	MPSPriority *int `json:"mpsPriority,omitempty"`
 	// MemoryMiB is the job's GPU memory estimate; 0 takes the daemon's
 	// default.
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
@@ -150,7 +155,7 @@ var (
 
 // reservedEnv are variables mmk sets for a job; a spec may not set them.
 var reservedEnv = []string{"CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
-	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_INJECTION64_PATH"}
+	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_CLIENT_PRIORITY", "CUDA_INJECTION64_PATH"}
 
 // ReservedEnv reports a variable mmk sets for every job.
 func ReservedEnv(key string) bool {
@@ -203,6 +208,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Priority != nil && (*s.Priority < 0 || *s.Priority > 9) {
 		return &FieldError{"priority", *s.Priority, "must be 0 (highest) to 9"}
+	}
+	if s.MPSPriority != nil && (*s.MPSPriority < 0 || *s.MPSPriority > 1) {
+		return &FieldError{"mpsPriority", *s.MPSPriority, "must be 0 (normal) or 1 (below normal)"}
 	}
 	if s.MemoryMiB < 0 || s.MemoryMiB > MaxMemoryMiB {
 		return &FieldError{"memoryMiB", s.MemoryMiB, fmt.Sprintf("must be 1 to %d MiB (0: the default)", MaxMemoryMiB)}
@@ -297,3 +305,16 @@ func (j *Job) Type() string { return j.Spec.Workload.Type() }
 
 // Online reports a latency-critical job.
 func (j *Job) Online() bool { return j.Spec.Kind == Online }
+
+// MPSClientPriority is the job's MPS client priority: the spec's, else 0 for an
+// online job and 1 (below normal) for an offline one, so that the GPU
+// gives way to online work wherever they share an MPS daemon.
+func (s *Spec) MPSClientPriority() int {
+	if s.MPSPriority != nil {
+		return *s.MPSPriority
+	}
+	if s.Kind == Online {
+		return 0
+	}
+	return 1
+}

@@ -32,6 +32,9 @@ func TestValidate(t *testing.T) {
 		{"no type", func(s *Spec) { s.Kind = "" }, "type"},
 		{"priority 10", func(s *Spec) { s.Priority = intp(10) }, "priority"},
 		{"priority -1", func(s *Spec) { s.Priority = intp(-1) }, "priority"},
+		{"MPS priority 2", func(s *Spec) { s.MPSPriority = intp(2) }, "mpsPriority"},
+		{"MPS priority -1", func(s *Spec) { s.MPSPriority = intp(-1) }, "mpsPriority"},
+		{"MPS priority 0", func(s *Spec) { s.MPSPriority = intp(0) }, ""},
 		{"negative memory", func(s *Spec) { s.MemoryMiB = -1 }, "memoryMiB"},
 		{"huge memory", func(s *Spec) { s.MemoryMiB = MaxMemoryMiB + 1 }, "memoryMiB"},
 		{"relative workdir", func(s *Spec) { s.WorkDir = "data" }, "workdir"},
@@ -64,6 +67,24 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error %q names field %q, want %q", err, fe.Field, tc.field)
 			}
 		})
+	}
+}
+
+// TestMPSClientPriority: online jobs run at normal MPS priority, offline
+// ones below normal, unless the spec says.
+func TestMPSClientPriority(t *testing.T) {
+	tests := []struct {
+		kind Kind
+		set  *int
+		want int
+	}{
+		{Online, nil, 0}, {Offline, nil, 1}, {Online, intp(1), 1}, {Offline, intp(0), 0},
+	}
+	for _, tc := range tests {
+		s := Spec{Kind: tc.kind, MPSPriority: tc.set}
+		if got := s.MPSClientPriority(); got != tc.want {
+			t.Errorf("%s, spec %v: %d, want %d", tc.kind, tc.set, got, tc.want)
+		}
 	}
 }
 

@@ -18,6 +18,8 @@ func TestReleasesAtOnce(t *testing.T) {
 		{"mmk", false, false, false},
 		{"fikit+mmk", false, true, false},
 		{"exclusive", true, false, false},
+		{"fifo", false, true, true},
+		{"guard", true, true, true}, // free until the online job's latency says otherwise
 	}
 	for _, tc := range tests {
 		t.Run(tc.policy, func(t *testing.T) {

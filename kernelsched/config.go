@@ -42,6 +42,32 @@ type Config struct {
 	// Quantum is how long exclusive lets one task hold the GPU while
 	// others wait.
 	Quantum time.Duration
+	// Guard tunes guard, mmk's own policy.
+	Guard GuardConfig
+}
+
+// GuardConfig tunes guard (guard.go). Zero fields take the defaults of
+// DefaultConfig.
+type GuardConfig struct {
+	// Slack is the slowdown of an online task's median request latency
+	// over its latency alone that guard accepts before it holds offline
+	// kernels (0.05: 5 %).
+	Slack float64
+	// Tau, when set, fixes the block-time threshold instead of adapting
+	// it: while an online request runs, offline kernels whose predicted
+	// block time exceeds Tau are held. A negative Tau holds every offline
+	// kernel during online requests (and fills the think time between
+	// them with kernels that end before the next request is due).
+	Tau time.Duration
+	// Inflight bounds the offline work (predicted GPU time) released and
+	// unfinished while an online request runs.
+	Inflight time.Duration
+	// Floor is the share of time every offline task is granted at least,
+	// whatever the online tasks need, so that none starves.
+	Floor float64
+	// ProbeEvery: one online request in this many is a probe, run with
+	// every offline kernel held, that measures the request alone.
+	ProbeEvery int
 }
 
 // DefaultConfig is a whole H100 or H200 (132 SMs).
@@ -57,6 +83,12 @@ func DefaultConfig() Config {
 		AgeStep:           time.Millisecond,
 		AgeCap:            20,
 		Quantum:           20 * time.Millisecond,
+		Guard: GuardConfig{
+			Slack:      0.05,
+			Inflight:   2 * time.Millisecond,
+			Floor:      0.25,
+			ProbeEvery: 128,
+		},
 	}
 }
 
@@ -73,6 +105,10 @@ func (c Config) withDefaults() (Config, error) {
 	orDefault(&c.AgeStep, d.AgeStep)
 	orDefault(&c.AgeCap, d.AgeCap)
 	orDefault(&c.Quantum, d.Quantum)
+	orDefault(&c.Guard.Slack, d.Guard.Slack)
+	orDefault(&c.Guard.Inflight, d.Guard.Inflight)
+	orDefault(&c.Guard.Floor, d.Guard.Floor)
+	orDefault(&c.Guard.ProbeEvery, d.Guard.ProbeEvery)
 	if err := c.Limits.validate(); err != nil {
 		return c, err
 	}
@@ -95,6 +131,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("ageing: step %v and cap %d must not be negative", c.AgeStep, c.AgeCap)
 	case c.Quantum < 0:
 		return c, fmt.Errorf("quantum: %v is negative", c.Quantum)
+	case c.Guard.Slack < 0:
+		return c, fmt.Errorf("guard slack: %v is negative", c.Guard.Slack)
+	case c.Guard.Inflight < 0:
+		return c, fmt.Errorf("guard inflight: %v is negative", c.Guard.Inflight)
+	case c.Guard.Floor < 0 || c.Guard.Floor > 1:
+		return c, fmt.Errorf("guard floor: %v is not in [0, 1]", c.Guard.Floor)
+	case c.Guard.ProbeEvery < 2:
+		return c, fmt.Errorf("guard probe-every: %d must be at least 2", c.Guard.ProbeEvery)
 	}
 	return c, nil
 }

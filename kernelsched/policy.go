@@ -8,7 +8,7 @@ import (
 )
 
 // Policy decides which held launches go to the GPU. The scheduler calls
-// Arrived and Completed as events happen and Schedule after them; Schedule
+// Arrived, Completed and Synced as events happen and Schedule after them; Schedule
 // releases launches with Scheduler.Release and returns when it wants to
 // be called again with nothing else happening (Never: no timer).
 type Policy interface {
@@ -17,6 +17,8 @@ type Policy interface {
 	TaskRemoved(s *Scheduler, t *Task)
 	Arrived(s *Scheduler, t *Task, l *Launch, now time.Duration)
 	Completed(s *Scheduler, t *Task, seq uint64, now time.Duration)
+	// Synced: a synchronisation of t returned; its run is over.
+	Synced(s *Scheduler, t *Task, now time.Duration)
 	Schedule(s *Scheduler, now time.Duration) time.Duration
 }
 
@@ -31,11 +33,12 @@ var policies = map[string]func() Policy{
 	"ffs":       func() Policy { return &ffs{} },
 	"piv":       func() Policy { return &piv{} },
 	"dprr":      func() Policy { return &dprr{} },
+	"guard":     func() Policy { return &guard{} },
 }
 
 // Policies lists the policy names in a fixed order: baselines first.
 func Policies() []string {
-	return []string{"fifo", "exclusive", "fikit", "mmk", "fikit+mmk", "hpf", "ffs", "piv", "dprr"}
+	return []string{"fifo", "exclusive", "fikit", "mmk", "fikit+mmk", "hpf", "ffs", "piv", "dprr", "guard"}
 }
 
 // NewPolicy returns a fresh policy by name.
@@ -75,9 +78,12 @@ func (hooks) TaskAdded(*Scheduler, *Task)                        {}
 func (hooks) TaskRemoved(*Scheduler, *Task)                      {}
 func (hooks) Arrived(*Scheduler, *Task, *Launch, time.Duration)  {}
 func (hooks) Completed(*Scheduler, *Task, uint64, time.Duration) {}
+func (hooks) Synced(*Scheduler, *Task, time.Duration)            {}
 
 // fifo releases every launch at once: what the GPU does when processes
-// share it without a scheduler.
+// share it without a scheduler. Under the hook every task goes at once
+// (AtOnce): the hook only reports, which is MPS client priority alone
+// with mmk observing.
 type fifo struct{ hooks }
 
 func (fifo) Name() string { return "fifo" }
@@ -130,6 +136,7 @@ var (
 	_ Policy = (*ffs)(nil)
 	_ Policy = (*piv)(nil)
 	_ Policy = (*dprr)(nil)
+	_ Policy = (*guard)(nil)
 )
 
 // atOnce is implemented by policies that release some tasks' launches as
@@ -147,6 +154,9 @@ func (s *Scheduler) ReleasesAtOnce(t *Task) bool {
 	return ok && !t.removed && p.AtOnce(s, t)
 }
 
+// AtOnce: fifo holds nothing.
+func (fifo) AtOnce(*Scheduler, *Task) bool { return true }
+
 // AtOnce: the top registered priority holds the GPU whenever it is
 // active, and nothing limits its releases.
 func (*fikit) AtOnce(s *Scheduler, t *Task) bool { return t.Spec.Priority == s.topPriority }
@@ -155,4 +165,18 @@ func (*fikit) AtOnce(s *Scheduler, t *Task) bool { return t.Spec.Priority == s.t
 // top registered priority.
 func (m *mmk) AtOnce(s *Scheduler, t *Task) bool {
 	return t.Spec.Online || (m.fill && t.Spec.Priority == s.topPriority)
+}
+
+// statser is implemented by policies with counters or state of their own.
+type statser interface {
+	Stats() map[string]float64
+}
+
+// PolicyStats are the policy's own counters and state (nil if it keeps
+// none), for views and benchmarks.
+func (s *Scheduler) PolicyStats() map[string]float64 {
+	if p, ok := s.policy.(statser); ok {
+		return p.Stats()
+	}
+	return nil
 }

@@ -167,8 +167,11 @@ func (s *Scheduler) admit(now time.Duration, l *Launch) (*Task, error) {
 	if !t.Active(now) {
 		t.position = 0 // a new run begins
 	}
+	if !t.inRun {
+		t.inRun, t.runStart = true, now
+	}
 	s.seq++
-	l.Seq, l.Arrived, l.SMs, l.SharedMemTotal = s.seq, now, occ.SMs, occ.SharedMem
+	l.Seq, l.Arrived, l.SMs, l.SharedMemTotal, l.BlocksPerSM = s.seq, now, occ.SMs, occ.SharedMem, occ.BlocksPerSM
 	t.callUntil = now + l.Est.NextLaunch
 	t.windowEnd = now // real-time feedback: the task's gap is over
 	return t, nil
@@ -211,6 +214,49 @@ func (s *Scheduler) Complete(now time.Duration, id TaskID, seq uint64) error {
 	return nil
 }
 
+// Synced reports that a synchronisation of the task returned at now: every
+// kernel it had released has finished, and its run (an online job's
+// request) is over.
+func (s *Scheduler) Synced(now time.Duration, id TaskID) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	for len(t.out) > 0 {
+		if err := s.Complete(now, id, t.out[0].seq); err != nil {
+			return err
+		}
+	}
+	s.observe(now)
+	t.inRun = false
+	s.policy.Synced(s, t, now)
+	return nil
+}
+
+// SetPolicy switches to the named policy with cfg's policy parameters (the
+// instance's SMs, limits and bandwidth stay). Held launches stay held; the
+// new policy decides them from the next Schedule on, with none of the old
+// one's state.
+func (s *Scheduler) SetPolicy(name string, cfg Config) error {
+	cfg.SMs, cfg.Limits, cfg.BandwidthGBs = s.cfg.SMs, s.cfg.Limits, s.cfg.BandwidthGBs
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return fmt.Errorf("kernel scheduler config: %w", err)
+	}
+	p, err := NewPolicy(name)
+	if err != nil {
+		return err
+	}
+	s.cfg, s.policy = cfg, p
+	for _, t := range s.tasks {
+		p.TaskAdded(s, t)
+		if t.removed {
+			p.TaskRemoved(s, t)
+		}
+	}
+	return nil
+}
+
 // Schedule asks the policy what to release now. It returns the released
 // launches (valid until the next call) and the time at which it wants to
 // be asked again even if nothing arrives or completes (Never: no timer).
@@ -248,6 +294,7 @@ func (s *Scheduler) book(t *Task, l Launch, now time.Duration) {
 	start := max(now, s.predEnd)
 	end := start + l.Est.SK
 	s.predEnd = end
+	t.lastEnd = end
 	t.gapUntil = end + l.Est.Hold
 	t.windowEnd = end
 	if l.Est.Known && l.Est.SG >= s.cfg.Epsilon {

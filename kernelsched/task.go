@@ -79,9 +79,27 @@ type Launch struct {
 	Seq     uint64
 	Arrived time.Duration
 	// SMs and SharedMemTotal are the launch's demand on the instance,
-	// capped by the task's MPS share.
+	// capped by the task's MPS share; BlocksPerSM its occupancy.
 	SMs            int
 	SharedMemTotal int64
+	BlocksPerSM    int
+}
+
+// BlockTime is how long one block of the launch is predicted to hold its
+// SM: the predicted duration over the waves of blocks the grid needs on
+// the SMs the task may use. A kernel of another task that needs that SM
+// waits up to this long for it. Zero when the duration is unknown.
+func (l *Launch) BlockTime(smCap int) time.Duration {
+	if !l.Est.Known || l.BlocksPerSM < 1 || smCap < 1 {
+		return 0
+	}
+	perWave := uint64(l.BlocksPerSM) * uint64(smCap)
+	blocks := l.Kernel.Grid.Count()
+	waves := (blocks + perWave - 1) / perWave
+	if waves <= 1 {
+		return l.Est.SK
+	}
+	return time.Duration(uint64(l.Est.SK) / waves)
 }
 
 // released is a kernel on its way to or on the GPU.
@@ -112,7 +130,27 @@ type Task struct {
 	windowEnd time.Duration // end of the gap fikit may fill (closed on arrival)
 
 	position int // kernels released in the current run (hpf's remaining time)
+
+	// The current run as synchronisations delimit it (see InRun).
+	inRun    bool
+	runStart time.Duration
+	// lastEnd is the predicted end of the task's last released kernel.
+	lastEnd time.Duration
 }
+
+// InRun reports whether the task launched since its last synchronisation
+// returned: for an online job, a request is running. A task that never
+// synchronises stays in its run from its first launch.
+func (t *Task) InRun() bool { return t.inRun }
+
+// RunStart is the arrival of the first launch of the current (or last) run.
+func (t *Task) RunStart() time.Duration { return t.runStart }
+
+// SMCap is the SMs the task's MPS share lets a kernel occupy.
+func (t *Task) SMCap() int { return t.smCap }
+
+// LastEnd is the predicted end of the task's last released kernel.
+func (t *Task) LastEnd() time.Duration { return t.lastEnd }
 
 // Pending is the number of held launches.
 func (t *Task) Pending() int { return len(t.pending) - t.head }

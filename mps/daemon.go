@@ -15,6 +15,17 @@ import (
 	"time"
 )
 
+// PriorityEnv is the client variable that sets an MPS client's priority
+// (CUDA 12.2+ drivers): PriorityNormal or PriorityBelowNormal. Work of a
+// below-normal client gives way to a normal client's on the GPU, which
+// protects an online job from an offline one under the same daemon
+// (docs/results/pareto-h100.md measures how much).
+const (
+	PriorityEnv         = "CUDA_MPS_CLIENT_PRIORITY"
+	PriorityNormal      = 0
+	PriorityBelowNormal = 1
+)
+
 // Daemon is one MPS control daemon.
 type Daemon struct {
 	// Control is the nvidia-cuda-mps-control binary (default: from PATH).

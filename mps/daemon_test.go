@@ -7,34 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// fakeControl stands in for nvidia-cuda-mps-control and speaks its
-// protocol: -d starts the daemon (a file in its pipe directory marks it
-// running); commands on stdin answer only while it runs; quit stops it;
-// the default percentage and pinned-memory limit are remembered.
-const fakeControl = `#!/bin/sh
-state="$CUDA_MPS_PIPE_DIRECTORY/running"
-if [ "$1" = "-d" ]; then touch "$state"; echo "started" >> "$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
-read cmd
-[ -f "$state" ] || { echo "Cannot find MPS control daemon process" >&2; exit 1; }
-set -- $cmd
-case "$1" in
-get_server_list) echo 4242 ;;
-quit) rm "$state" ;;
-set_default_active_thread_percentage) echo "$2" > "$CUDA_MPS_PIPE_DIRECTORY/percent"; echo "$2" ;;
-get_default_active_thread_percentage) cat "$CUDA_MPS_PIPE_DIRECTORY/percent" 2>/dev/null || echo 100 ;;
-set_default_device_pinned_mem_limit) echo "$2 $3" > "$CUDA_MPS_PIPE_DIRECTORY/pinned" ;;
-*) echo "unknown command $cmd" >&2; exit 1 ;;
-esac
-`
+	"github.com/mmkgpu/mmk/mps/mpstest"
+)
 
 func TestDaemonLifecycle(t *testing.T) {
 	dir := t.TempDir()
-	ctl := filepath.Join(dir, "control")
-	if err := os.WriteFile(ctl, []byte(fakeControl), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	ctl := writeFake(t)
 	d := &Daemon{Control: ctl, PipeDir: filepath.Join(dir, "pipe"), LogDir: filepath.Join(dir, "log"), Device: "0"}
 	ctx := context.Background()
 	if _, err := d.Command(ctx, "get_server_list"); err == nil {
@@ -68,8 +47,8 @@ func TestDaemonLifecycle(t *testing.T) {
 
 func writeFake(t *testing.T) string {
 	t.Helper()
-	ctl := filepath.Join(t.TempDir(), "control")
-	if err := os.WriteFile(ctl, []byte(fakeControl), 0o755); err != nil {
+	ctl, err := mpstest.WriteControl(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ctl

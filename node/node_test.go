@@ -56,7 +56,8 @@ func newHarness(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partit
 	return newHarnessWith(t, gpus, manageMIG, est, nil)
 }
 
-func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partitioner.Estimator, sc *SchedConfig) *harness {
+// newHarnessWith starts a node; opts change its configuration first.
+func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est partitioner.Estimator, sc *SchedConfig, opts ...func(*Config)) *harness {
 	t.Helper()
 	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: gpus})
 	if err != nil {
@@ -75,8 +76,12 @@ func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc,
-		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log})
+	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc,
+		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int
+	var control bool
 	var spin, poll time.Duration
 	serve := &cobra.Command{
 		Use:   "serve",
@@ -47,6 +49,14 @@ func newKernelschedCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if control {
+				go func() {
+					sc := bufio.NewScanner(cmd.InOrStdin())
+					for sc.Scan() {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s\n", s.Do(ctx, sc.Text()))
+					}
+				}()
+			}
 			err = s.Serve(ctx)
 			c := s.Counters()
 			if stats != "" {
@@ -67,6 +77,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().DurationVar(&spin, "spin", 50*time.Microsecond, "while some task is held: how long the loop keeps reading the rings after the last launch before it sleeps")
 	serve.Flags().DurationVar(&poll, "poll", time.Millisecond, "while no task is held: how often the loop reads the rings (up to 16 times less often while no launch comes)")
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
+	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], stats) and answer each with a JSON line on stdout")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)
 	return cmd

@@ -13,12 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/mps"
 	"github.com/mmkgpu/mmk/trace"
 )
 
 // runFlags are the flags of `mmkctl run`.
 type runFlags struct {
 	priority      int
+	mpsPriority   int
 	online        bool
 	taskKey, name string
 	socket, hook  string
@@ -73,6 +75,7 @@ func newRunCommand() *cobra.Command {
 	fl := cmd.Flags()
 	fl.IntVar(&f.priority, "priority", 0, "task priority, 0 (highest) to 9")
 	fl.BoolVar(&f.online, "online", false, "latency-critical task")
+	fl.IntVar(&f.mpsPriority, "mps-priority", -1, "MPS client priority (CUDA_MPS_CLIENT_PRIORITY), 0 normal or 1 below normal (default: the environment's, else 0 with --online and 1 without)")
 	fl.StringVar(&f.taskKey, "task-key", "", "task key selecting the kernel profile")
 	fl.StringVar(&f.name, "name", "", "task name shown by the scheduler (default: the command)")
 	fl.StringVar(&f.socket, "socket", os.Getenv("MMK_SCHED_SOCKET"), "kernel scheduler socket (empty: the hook only counts)")
@@ -108,6 +111,18 @@ func (f *runFlags) env() ([]string, *profilePhase, error) {
 		return nil, nil, fmt.Errorf("--hook %s: %w (build it with make hook)", abs, err)
 	}
 	env := []string{"CUDA_INJECTION64_PATH=" + abs, "MMK_PRIORITY=" + strconv.Itoa(f.priority), "MMK_TASK_KEY=" + f.taskKey, "MMK_TASK_NAME=" + f.name}
+	switch {
+	case f.mpsPriority == mps.PriorityNormal || f.mpsPriority == mps.PriorityBelowNormal:
+		env = append(env, mps.PriorityEnv+"="+strconv.Itoa(f.mpsPriority))
+	case f.mpsPriority != -1:
+		return nil, nil, fmt.Errorf("--mps-priority %d is not 0 (normal) or 1 (below normal)", f.mpsPriority)
+	case os.Getenv(mps.PriorityEnv) != "":
+		// The caller chose it.
+	case f.online:
+		env = append(env, mps.PriorityEnv+"="+strconv.Itoa(mps.PriorityNormal))
+	default:
+		env = append(env, mps.PriorityEnv+"="+strconv.Itoa(mps.PriorityBelowNormal))
+	}
 	if f.online {
 		env = append(env, "MMK_ONLINE=1")
 	}

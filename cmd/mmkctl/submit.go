@@ -16,6 +16,7 @@ import (
 type submitFlags struct {
 	online, offline  bool
 	priority         int
+	mpsPriority      int
 	memory, name     string
 	env              []string
 	workdir          string
@@ -73,6 +74,7 @@ func newSubmitCommand(a *app) *cobra.Command {
 	fl.BoolVar(&f.offline, "offline", false, "throughput job (training, batch inference); the default")
 	cmd.MarkFlagsMutuallyExclusive("online", "offline")
 	fl.IntVar(&f.priority, "priority", 0, "kernel scheduler priority, 0 (highest) to 9 (default: 0 online, 5 offline)")
+	fl.IntVar(&f.mpsPriority, "mps-priority", 0, "MPS client priority, 0 normal or 1 below normal (default: 0 online, 1 offline)")
 	fl.StringVar(&f.memory, "memory", "", "GPU memory the job needs, e.g. 8GiB or 512MiB (default: mmkd's)")
 	fl.StringVar(&f.name, "name", "", "name shown in lists (default: the command's base name)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V added to the job's environment (repeatable)")
@@ -93,6 +95,10 @@ func (f *submitFlags) spec(cmd *cobra.Command, args []string) (jobs.Spec, error)
 	if cmd.Flags().Changed("priority") {
 		p := f.priority
 		s.Priority = &p
+	}
+	if cmd.Flags().Changed("mps-priority") {
+		p := f.mpsPriority
+		s.MPSPriority = &p
 	}
 	if f.memory != "" {
 		mib, err := jobs.ParseMiB(f.memory)

@@ -79,6 +79,30 @@ __attribute__((visibility("default"))) int fake_api_call(mmk_CUpti_CallbackId cb
 	return n + api_site(cbid, MMK_CUPTI_API_EXIT, params, symbol, corr);
 }
 
+/* The driver calls the fake knows by name, as cuptiGetCallbackName gives
+ * them; a real CUPTI names every id of its version. */
+static const struct {
+	mmk_CUpti_CallbackId id;
+	const char *name;
+} names[] = {
+	{MMK_CBID_cuCtxSynchronize, "cuCtxSynchronize"}, {MMK_CBID_cuCtxSynchronize_v2, "cuCtxSynchronize_v2"},
+	{MMK_CBID_cuEventSynchronize, "cuEventSynchronize"}, {MMK_CBID_cuStreamSynchronize, "cuStreamSynchronize"},
+	{MMK_CBID_cuStreamSynchronize_ptsz, "cuStreamSynchronize_ptsz"}, {MMK_CBID_cuLaunchKernel, "cuLaunchKernel"},
+	{MMK_CBID_cuLaunchKernelEx, "cuLaunchKernelEx"}, {MMK_CBID_cuGraphLaunch, "cuGraphLaunch"},
+};
+
+__attribute__((visibility("default"))) mmk_CUptiResult cuptiGetCallbackName(mmk_CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
+{
+	if (domain != MMK_CUPTI_CB_DOMAIN_DRIVER_API || !name)
+		return 1; /* CUPTI_ERROR_INVALID_PARAMETER */
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (names[i].id == cbid) {
+			*name = names[i].name;
+			return MMK_CUPTI_SUCCESS;
+		}
+	return 1;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -220,17 +244,18 @@ __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel
 	record(corr, p, symbol, start, last_end);
 }
 
-/* fake_sync is one cuCtxSynchronize: its enter callback, a wait until the
- * process's kernels have run, its exit callback. */
+/* fake_sync is one cudaDeviceSynchronize as CUDA 13 makes it, a
+ * cuCtxSynchronize_v2: its enter callback, a wait until the process's
+ * kernels have run, its exit callback. */
 __attribute__((visibility("default"))) void fake_sync(void)
 {
 	uint32_t corr = ++correlation;
-	api_site(MMK_CBID_cuCtxSynchronize, MMK_CUPTI_API_ENTER, NULL, NULL, corr);
+	api_site(MMK_CBID_cuCtxSynchronize_v2, MMK_CUPTI_API_ENTER, NULL, NULL, corr);
 	uint64_t now = now_ns();
 	if (last_end > now) {
 		uint64_t d = last_end - now;
 		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
 		nanosleep(&ts, NULL);
 	}
-	api_site(MMK_CBID_cuCtxSynchronize, MMK_CUPTI_API_EXIT, NULL, NULL, corr);
+	api_site(MMK_CBID_cuCtxSynchronize_v2, MMK_CUPTI_API_EXIT, NULL, NULL, corr);
 }

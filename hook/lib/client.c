@@ -29,6 +29,10 @@ struct conn {
 	_Atomic uint64_t degraded_seq; /* a wait timed out at this seq; 0: none */
 	_Atomic uint64_t tail_seen;    /* the server's tail when last read */
 	_Atomic uint64_t woke_at;      /* tail + 1 at the last backlog wake-up */
+	/* 1: the next launch carries a time stamp even if it goes at once:
+	 * the first launch after a synchronisation returned begins a run (an
+	 * online job's request), whose latency the server measures. */
+	_Atomic uint32_t stamp_next;
 };
 
 static _Atomic(struct conn *) live;
@@ -145,6 +149,7 @@ static struct conn *try_connect(void)
 		goto fail;
 	}
 	c->sock = s, c->wake_fd = fds[1], c->slot = p;
+	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
 	connecting = c;
 	if (mmk_names_each(send_existing, publish)) {
 		connecting = NULL;
@@ -335,6 +340,8 @@ void mmk_report_sync(int enter)
 	if (!c)
 		return;
 	put_entry(c, NULL, 0, enter ? MMK_ENTRY_SYNC_ENTER : MMK_ENTRY_SYNC_EXIT, now_ns());
+	if (!enter)
+		atomic_store_explicit(&c->stamp_next, 1, memory_order_relaxed);
 }
 
 void mmk_report(const struct mmk_launch *l, uint32_t name_id)
@@ -349,7 +356,10 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	 * reads the rings at once whenever another task waits, takes its own
 	 * clock (it saves a clock read per launch). */
 	uint32_t go = atomic_load_explicit(&s->free, memory_order_acquire);
-	uint64_t t0 = go ? 0 : now_ns();
+	uint64_t t0 = 0;
+	if (!go || (atomic_load_explicit(&c->stamp_next, memory_order_relaxed) &&
+		    atomic_exchange_explicit(&c->stamp_next, 0, memory_order_relaxed)))
+		t0 = now_ns();
 	/* After a wait timed out (at seq d), launches go without waiting until
 	 * the server shows it is there: it granted d, or it has read the ring
 	 * up to d (it is alive, merely holding this task). They are published

@@ -52,6 +52,9 @@ enum {
 	MMK_CBID_cuEventSynchronize = 121,
 	MMK_CBID_cuStreamSynchronize = 126,
 	MMK_CBID_cuStreamSynchronize_ptsz = 440,
+	/* cudaDeviceSynchronize's entry point since CUDA 12.9 (sync-probe.sh
+	 * on the H100, CUDA 13.0: torch.cuda.synchronize() calls it). */
+	MMK_CBID_cuCtxSynchronize_v2 = 800,
 	MMK_CBID_cuLaunch = 115,
 	MMK_CBID_cuLaunchGrid = 116,
 	MMK_CBID_cuLaunchGridAsync = 117,

@@ -102,17 +102,15 @@ static void write_stats(void)
 	fclose(f);
 }
 
+static int is_sync(mmk_CUpti_CallbackId cbid);
+
 static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk_CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
 	const mmk_CUpti_CallbackData *cb = data;
 	if (domain != MMK_CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
-	switch (cbid) {
-	case MMK_CBID_cuCtxSynchronize:
-	case MMK_CBID_cuEventSynchronize:
-	case MMK_CBID_cuStreamSynchronize:
-	case MMK_CBID_cuStreamSynchronize_ptsz:
+	if (is_sync(cbid)) {
 		atomic_fetch_add_explicit(&mmk_stats.syncs, cb->callbackSite == MMK_CUPTI_API_ENTER, memory_order_relaxed);
 		mmk_report_sync(cb->callbackSite == MMK_CUPTI_API_ENTER);
 		return;
@@ -138,11 +136,54 @@ static const mmk_CUpti_CallbackId callback_ids[] = {
 	MMK_CBID_cuLaunchCooperativeKernelMultiDevice,
 	MMK_CBID_cuGraphLaunch, MMK_CBID_cuGraphLaunch_ptsz,
 	MMK_CBID_cuLaunchKernelEx, MMK_CBID_cuLaunchKernelEx_ptsz,
-	/* Synchronisations tell the scheduler when a task's kernels have
-	 * really finished (protocol step 6); they are rare next to launches. */
-	MMK_CBID_cuCtxSynchronize, MMK_CBID_cuEventSynchronize,
-	MMK_CBID_cuStreamSynchronize, MMK_CBID_cuStreamSynchronize_ptsz,
 };
+
+/* Synchronisations tell the scheduler when a task's kernels have really
+ * finished and an online job's request is over (protocol step 6); they
+ * are rare next to launches. Their ids are looked up by name where CUPTI
+ * can name them (cuptiGetCallbackName), since a new CUDA moves a runtime
+ * call to a new entry point (cudaDeviceSynchronize to cuCtxSynchronize_v2
+ * in 12.9), and default to the ids of CUDA 13.0. */
+static const char *const sync_names[] = {"cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize",
+					 "cuStreamSynchronize", "cuStreamSynchronize_ptsz"};
+enum { MAX_SYNC_IDS = 8, MAX_CBID = 4096 };
+static mmk_CUpti_CallbackId sync_ids[MAX_SYNC_IDS] = {MMK_CBID_cuCtxSynchronize, MMK_CBID_cuCtxSynchronize_v2,
+						       MMK_CBID_cuEventSynchronize, MMK_CBID_cuStreamSynchronize,
+						       MMK_CBID_cuStreamSynchronize_ptsz};
+static int n_sync = 5;
+
+static int is_sync(mmk_CUpti_CallbackId cbid)
+{
+	for (int i = 0; i < n_sync; i++)
+		if (sync_ids[i] == cbid)
+			return 1;
+	return 0;
+}
+
+typedef mmk_CUptiResult (*name_fn)(mmk_CUpti_CallbackDomain, uint32_t, const char **);
+
+/* find_sync_ids replaces the default sync ids with those CUPTI names so. */
+static void find_sync_ids(void *cupti)
+{
+	name_fn name_of = (name_fn)dlsym(cupti, "cuptiGetCallbackName");
+	if (!name_of)
+		return;
+	mmk_CUpti_CallbackId found[MAX_SYNC_IDS];
+	int n = 0;
+	for (uint32_t id = 1; id < MAX_CBID && n < MAX_SYNC_IDS; id++) {
+		const char *name = NULL;
+		if (name_of(MMK_CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != MMK_CUPTI_SUCCESS || !name)
+			continue;
+		for (size_t k = 0; k < sizeof sync_names / sizeof *sync_names; k++)
+			if (strcmp(name, sync_names[k]) == 0)
+				found[n++] = id;
+	}
+	if (n == 0)
+		return;
+	memcpy(sync_ids, found, (size_t)n * sizeof *found);
+	n_sync = n;
+	mmk_log(0, "%d synchronisation callback ids found by name", n);
+}
 
 typedef mmk_CUptiResult (*subscribe_fn)(mmk_CUpti_SubscriberHandle *, mmk_CUpti_CallbackFunc, void *);
 typedef mmk_CUptiResult (*enable_fn)(uint32_t, mmk_CUpti_SubscriberHandle, mmk_CUpti_CallbackDomain, mmk_CUpti_CallbackId);
@@ -172,10 +213,12 @@ static mmk_CUpti_SubscriberHandle subscriber;
 static int set_callbacks(uint32_t on)
 {
 	int bad = 0;
-	for (size_t i = 0; i < sizeof callback_ids / sizeof *callback_ids; i++) {
-		mmk_CUptiResult r = enable_cb(on, subscriber, MMK_CUPTI_CB_DOMAIN_DRIVER_API, callback_ids[i]);
+	size_t n = sizeof callback_ids / sizeof *callback_ids;
+	for (size_t i = 0; i < n + (size_t)n_sync; i++) {
+		mmk_CUpti_CallbackId id = i < n ? callback_ids[i] : sync_ids[i - n];
+		mmk_CUptiResult r = enable_cb(on, subscriber, MMK_CUPTI_CB_DOMAIN_DRIVER_API, id);
 		if (r != MMK_CUPTI_SUCCESS) {
-			mmk_log(1, "cuptiEnableCallback(%u, %u): CUPTI error %d", on, callback_ids[i], r);
+			mmk_log(1, "cuptiEnableCallback(%u, %u): CUPTI error %d", on, id, r);
 			bad++;
 		}
 	}
@@ -211,11 +254,12 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		return 0;
 	}
 	enable_cb = enable;
+	find_sync_ids(h);
 	set_callbacks(1);
 	mmk_profile_init(h);
 	if (stats_path)
 		atexit(write_stats);
-	mmk_log(0, "hooked %zu launch and synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids);
+	mmk_log(0, "hooked %zu launch and %d synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids, n_sync);
 	return 1;
 }
 

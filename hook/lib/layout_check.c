@@ -43,6 +43,7 @@ SAME(MMK_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
 SAME(MMK_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize);
 SAME(MMK_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
 SAME(MMK_CBID_cuStreamSynchronize_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz);
+SAME(MMK_CBID_cuCtxSynchronize_v2, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2);
 SAME(MMK_CBID_cuLaunch, CUPTI_DRIVER_TRACE_CBID_cuLaunch);
 SAME(MMK_CBID_cuLaunchGrid, CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid);
 SAME(MMK_CBID_cuLaunchGridAsync, CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync);

@@ -76,6 +76,9 @@ type replayResult struct {
 	WallUs    float64 `json:"wall_us"`
 	WaitedUs  float64 `json:"waited_us"`
 	MaxWaitUs float64 `json:"max_wait_us"`
+	Iters     int     `json:"iters"`
+	IterP50Us float64 `json:"iter_p50_us"`
+	IterP99Us float64 `json:"iter_p99_us"`
 	Hook      struct {
 		Launches uint64 `json:"launches"`
 		Held     uint64 `json:"held"`

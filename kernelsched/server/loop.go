@@ -33,6 +33,7 @@ func (s *Server) loop(ctx context.Context) {
 		for _, l := range released {
 			s.granted(l, now)
 		}
+		changed = s.refree() || changed
 		if changed || ((busy || len(released) > 0) && now-s.lastPublish >= publishEvery) {
 			s.publish()
 			s.lastPublish = now
@@ -90,6 +91,13 @@ func (s *Server) applyEvents() bool {
 			s.tasks[id] = t
 			s.mu.Unlock()
 			s.ntasks.Add(1)
+		case e.policy != nil:
+			err := s.core.SetPolicy(e.policy.name, e.policy.cfg)
+			if err == nil {
+				s.policyName.Store(&e.policy.name)
+				s.cfg.Log.Info("kernel scheduler: policy switched", "policy", e.policy.name)
+			}
+			e.policy.done <- err
 		case e.remove != nil:
 			t := e.remove
 			s.mu.Lock()
@@ -117,26 +125,43 @@ func (s *Server) applyEvents() bool {
 		}
 	}
 	// Who goes at once depends on who else is registered.
+	s.refree()
+	for _, t := range s.tasks {
+		select {
+		case t.ready <- true:
+		default: // told before
+		}
+	}
+	return true
+}
+
+// refree sets each task's free flag from the policy, which may change its
+// mind at any decision (guard frees offline tasks while priority alone
+// protects the online ones), and reports whether any flag changed. A task
+// that turns held has the launches the hook already let go granted; one
+// that turns free has every launch it waits on granted, since its hook
+// threads wait on the grant word, not on the flag.
+func (s *Server) refree() bool {
+	changed := false
 	s.anyHeld = false
 	for _, t := range s.tasks {
 		ct, err := s.core.Task(t.id)
 		if err != nil {
 			continue
 		}
-		t.free = s.core.ReleasesAtOnce(ct)
-		t.slot.setFree(t.free)
-		s.anyHeld = s.anyHeld || !t.free
-		select {
-		case t.ready <- true:
-		default: // told before
+		free := s.core.ReleasesAtOnce(ct)
+		s.anyHeld = s.anyHeld || !free
+		if free == t.free && t.flagged {
+			continue
 		}
-		if !t.free {
-			// Held launches of a task that was free a moment ago: grant
-			// what the hook already let go.
-			t.slot.grant(t.slot.headSeen())
-		}
+		changed = true
+		t.free, t.flagged = free, true
+		t.slot.setFree(free)
+		// Granting up to the hook's head covers both turns: held, the
+		// launches it let go; free, those it waits on.
+		t.slot.grant(t.slot.headSeen())
 	}
-	return true
+	return changed
 }
 
 // drain reads every published launch into the core.
@@ -279,10 +304,8 @@ func (s *Server) sync(t *task, e entry, now time.Duration) {
 	if e.tNs != 0 {
 		at = min(time.Duration(e.tNs), now)
 	}
-	for _, d := range t.done {
-		if err := s.core.Complete(at, t.id, d.seq); err != nil {
-			s.cfg.Log.Debug("kernel scheduler: complete", "task", t.hello.Name, "err", err)
-		}
+	if err := s.core.Synced(at, t.id); err != nil {
+		s.cfg.Log.Debug("kernel scheduler: synced", "task", t.hello.Name, "err", err)
 	}
 	t.done = t.done[:0]
 	t.lastEnd = at

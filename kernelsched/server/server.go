@@ -76,6 +76,7 @@ type Server struct {
 	waits                                  atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
+	policyName                             atomic.Pointer[string]
 
 	// Loop-owned: whether some task's launches wait for grants, and the
 	// current poll interval while none does.
@@ -92,6 +93,14 @@ type Server struct {
 type event struct {
 	add    *task
 	remove *task
+	policy *policyChange
+}
+
+// policyChange is a live switch of the policy (SetPolicy).
+type policyChange struct {
+	name string
+	cfg  kernelsched.Config
+	done chan error
 }
 
 type task struct {
@@ -105,6 +114,7 @@ type task struct {
 	local   map[uint32]string
 	ringSeq []uint64 // ring seqs of launches held in the core, in order
 	free    bool
+	flagged bool   // free was written to the slot once
 	done    []done // released kernels, predicted ends, in order
 	lastEnd time.Duration
 	syncing int // synchronisations the task is inside
@@ -137,12 +147,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}}
+	s.policyName.Store(&cfg.Policy)
 	s.view.init()
 	for _, p := range cfg.Profiles {
 		s.profiles[p.Key] = p
 	}
 	return s, nil
 }
+
+// Policy is the name of the policy in force.
+func (s *Server) Policy() string { return *s.policyName.Load() }
 
 // Counters returns the running totals.
 func (s *Server) Counters() Counters {
@@ -156,6 +170,27 @@ func (s *Server) Counters() Counters {
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
 		Refused: s.refused.Load(), Waits: s.waits.Load(),
+	}
+}
+
+// SetPolicy switches the running server to another policy (or the same
+// one with other parameters) between two decisions; held launches stay
+// held and the new policy decides them. It waits for the loop, at most
+// until ctx ends.
+func (s *Server) SetPolicy(ctx context.Context, name string, cfg kernelsched.Config) error {
+	if _, err := kernelsched.NewPolicy(name); err != nil {
+		return err
+	}
+	c := &policyChange{name: name, cfg: cfg, done: make(chan error, 1)}
+	s.mu.Lock()
+	s.events = append(s.events, event{policy: c})
+	s.mu.Unlock()
+	s.poke()
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -47,7 +47,8 @@ type view struct {
 	mu     sync.Mutex
 	queues [kernelsched.NumPriorities]int
 	tasks  []TaskView
-	spans  []span // ring, oldest first from head
+	stats  map[string]float64 // the policy's own (kernelsched.Scheduler.PolicyStats)
+	spans  []span             // ring, oldest first from head
 	head   int
 	// open is each task's last span index in spans (-1: none).
 	open map[kernelsched.TaskID]int
@@ -141,7 +142,16 @@ func (s *Server) publish() {
 		tasks = append(tasks, TaskView{Name: t.hello.Name, Key: t.hello.TaskKey, PID: t.hello.PID, Priority: t.hello.Priority,
 			Online: t.hello.Online, Free: t.free, Held: held, Profiled: ct.Spec.Profile != nil})
 	}
+	stats := s.core.PolicyStats()
 	s.view.mu.Lock()
-	s.view.queues, s.view.tasks = q, tasks
+	s.view.queues, s.view.tasks, s.view.stats = q, tasks, stats
 	s.view.mu.Unlock()
+}
+
+// PolicyStats are the policy's own counters and state as last published
+// (nil if it keeps none).
+func (s *Server) PolicyStats() map[string]float64 {
+	s.view.mu.Lock()
+	defer s.view.mu.Unlock()
+	return s.view.stats
 }

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    Command
+		wantErr string
+	}{
+		{"stats", Command{Op: "stats"}, ""},
+		{"policy fikit", Command{Op: "policy", Policy: "fikit"}, ""},
+		{"  policy   guard  tau=100us slack=0.1 inflight=1ms floor=0.5 probe-every=64 ", Command{Op: "policy", Policy: "guard"}, ""},
+		{"policy guard tau=-1ns", Command{Op: "policy", Policy: "guard"}, ""},
+		{"", Command{}, "empty command"},
+		{"stats now", Command{}, `stats takes no argument, got "now"`},
+		{"go", Command{}, `unknown command "go"`},
+		{"policy", Command{}, "missing the policy name"},
+		{"policy nope", Command{}, `policy "nope" is not one of`},
+		{"policy guard tau", Command{}, `"tau" is not key=value`},
+		{"policy guard tau=soon", Command{}, "tau=soon"},
+		{"policy guard floor=2", Command{}, "floor=2: must be in (0, 1]"},
+		{"policy guard slack=0", Command{}, "slack=0: must be in (0, 10]"},
+		{"policy guard inflight=0s", Command{}, "inflight=0s: must be positive"},
+		{"policy guard probe-every=1", Command{}, "probe-every=1: must be at least 2"},
+		{"policy guard colour=red", Command{}, `unknown key "colour"`},
+	}
+	for _, tc := range tests {
+		got, err := ParseCommand(tc.line)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: error %v, want %q", tc.line, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.line, err)
+			continue
+		}
+		if got.Op != tc.want.Op || got.Policy != tc.want.Policy {
+			t.Errorf("%q: %+v, want op %q policy %q", tc.line, got, tc.want.Op, tc.want.Policy)
+		}
+	}
+	c, err := ParseCommand("policy guard tau=100us slack=0.1 inflight=1ms floor=0.5 probe-every=64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Config.Guard
+	if g.Tau != 100*time.Microsecond || g.Slack != 0.1 || g.Inflight != time.Millisecond || g.Floor != 0.5 || g.ProbeEvery != 64 {
+		t.Errorf("guard parameters %+v", g)
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"stats", "policy guard tau=1ms slack=0.05", "policy fikit", "policy guard floor=NaN", "policy guard probe-every=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		c, err := ParseCommand(line)
+		if err != nil {
+			return
+		}
+		if c.Op != "stats" && c.Op != "policy" {
+			t.Fatalf("%q parsed to op %q", line, c.Op)
+		}
+		g := c.Config.Guard
+		if g.Floor < 0 || g.Floor > 1 || g.Slack < 0 || g.Inflight < 0 || (g.ProbeEvery != 0 && g.ProbeEvery < 2) {
+			t.Fatalf("%q parsed to out-of-range guard parameters %+v", line, g)
+		}
+	})
+}
+
+// TestControl: a live server switches policy on a control line and
+// reports its counters and the policy's state; a bad line changes nothing.
+func TestControl(t *testing.T) {
+	s, _ := startServer(t, "fikit")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var r Reply
+	for _, step := range []struct {
+		line, policy string
+		ok           bool
+	}{
+		{"policy guard tau=50us", "guard", true},
+		{"policy nope", "guard", false},
+		{"stats", "guard", true},
+		{"policy fifo", "fifo", true},
+	} {
+		r = Reply{}
+		if err := json.Unmarshal(s.Do(ctx, step.line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.OK != step.ok || r.Policy != step.policy {
+			t.Errorf("%q: ok %v policy %q (error %q), want %v %q", step.line, r.OK, r.Policy, r.Error, step.ok, step.policy)
+		}
+		if step.line == "stats" && r.Counters == nil {
+			t.Errorf("stats: no counters")
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// guardJobs writes the traces of an online job (requests of 10 kernels of
+// 50 µs, then a synchronisation and 1.5 ms of think time) and an offline
+// one (steps of 4 kernels of 400 µs, one block each), and their
+// profiles.
+func guardJobs(t *testing.T) (hp, lp string, profiles []*kernelsched.TaskProfile) {
+	t.Helper()
+	dir := t.TempDir()
+	hp, lp = filepath.Join(dir, "hp.txt"), filepath.Join(dir, "lp.txt")
+	var b strings.Builder
+	for range 10 {
+		b.WriteString("h 4 1 1 128 1 1 50 20\n")
+	}
+	b.WriteString("sync 1500\n")
+	if err := os.WriteFile(hp, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The offline job waits for its GPU work every 4 kernels, as a
+	// training step does (the fake GPU queues without bound otherwise).
+	if err := os.WriteFile(lp, []byte(strings.Repeat("l 1 1 1 128 1 1 400 0\n", 4)+"sync 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := func(name string, grid uint32, sk time.Duration) kernelsched.KernelStat {
+		return kernelsched.KernelStat{ID: kernelsched.KernelID{Name: name, Grid: kernelsched.Dim3{grid, 1, 1}, Block: kernelsched.Dim3{128, 1, 1}},
+			Count: 100, SK: sk, Gaps: 100, SG: 20 * time.Microsecond, SGMax: 2 * time.Millisecond}
+	}
+	profiles = []*kernelsched.TaskProfile{
+		{Key: "hp", Runs: 10, Kernels: []kernelsched.KernelStat{k("h", 4, 50*time.Microsecond)}},
+		{Key: "lp", Runs: 10, Kernels: []kernelsched.KernelStat{k("l", 1, 400*time.Microsecond)}},
+	}
+	return hp, lp, profiles
+}
+
+// coRun runs the offline job for lpSeconds and, from 0.3 s in, the online
+// one for hpSeconds, both on one fake GPU that runs kernels one at a time
+// (no priority: a waiting online kernel waits for the offline one ahead).
+func coRun(t *testing.T, a cArtifacts, sock, hp, lp string, hpSeconds, lpSeconds int) (hi, lo replayResult) {
+	t.Helper()
+	gpu := filepath.Join(t.TempDir(), "gpu")
+	run := func(trace string, seconds int, env ...string) *exec.Cmd {
+		cmd := exec.CommandContext(context.Background(), a.replay, trace, "0", fmt.Sprint(seconds))
+		cmd.Env = append(os.Environ(), "CUDA_INJECTION64_PATH="+a.hook, "MMK_CUPTI_PATH="+a.cupti, "MMK_FAKE_GPU="+gpu, "MMK_SCHED_SOCKET="+sock)
+		cmd.Env = append(cmd.Env, env...)
+		return cmd
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lo = runReplay(t, run(lp, lpSeconds, "MMK_PRIORITY=5", "MMK_TASK_KEY=lp", "MMK_TASK_NAME=lp"))
+	}()
+	time.Sleep(300 * time.Millisecond)
+	hi = runReplay(t, run(hp, hpSeconds, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_KEY=hp", "MMK_TASK_NAME=hp"))
+	wg.Wait()
+	return hi, lo
+}
+
+// TestGuardEndToEnd: on a fake GPU without priority, guard (mmk's default
+// policy) measures the online job's requests through its
+// synchronisations, probes them alone, finds them slower next to the
+// offline job than alone, and holds the offline job's long-block kernels
+// during requests: the online job's median latency falls well below what
+// it is with every launch going at once (fifo, mmk only observing), while
+// the offline job keeps at least its progress floor.
+func TestGuardEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the fake jobs for seconds")
+	}
+	a := buildC(t)
+	hp, lp, profiles := guardJobs(t)
+	type result struct {
+		hi, lo replayResult
+		stats  map[string]float64
+	}
+	results := map[string]result{}
+	for _, policy := range []string{"fifo", "guard"} {
+		sched := kernelsched.Config{Guard: kernelsched.GuardConfig{ProbeEvery: 16}}
+		s, sock := startServerWith(t, Config{Policy: policy, Sched: sched, Profiles: profiles})
+		hi, lo := coRun(t, a, sock, hp, lp, 3, 4)
+		waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+		results[policy] = result{hi, lo, s.PolicyStats()}
+		t.Logf("%s: online p50 %.0f µs p99 %.0f µs over %d requests (syncs %d); offline %d launches, %d held, %d failed open; policy %v",
+			policy, hi.IterP50Us, hi.IterP99Us, hi.Iters, hi.Hook.Syncs, lo.Launches, lo.Hook.Held, lo.Hook.FailOpen, results[policy].stats)
+	}
+	free, g := results["fifo"], results["guard"]
+	if g.hi.Iters < 100 || g.hi.Hook.Syncs == 0 {
+		t.Fatalf("online job under guard: %d requests, %d synchronisations seen", g.hi.Iters, g.hi.Hook.Syncs)
+	}
+	if g.stats["probes"] < 3 || g.stats["held_requests"] < 0.5*g.stats["requests"] {
+		t.Errorf("guard held the offline job in under half the requests: %v", g.stats)
+	}
+	if g.hi.IterP50Us > 0.7*free.hi.IterP50Us {
+		t.Errorf("online p50 %.0f µs under guard against %.0f µs with every launch going at once: want at most 0.7x", g.hi.IterP50Us, free.hi.IterP50Us)
+	}
+	if g.hi.Hook.Held != 0 {
+		t.Errorf("guard held %d online launches", g.hi.Hook.Held)
+	}
+	// Progress floor (25 % of the time by default): the offline job's
+	// kernels are 400 µs, and it ran 4 s.
+	if share := float64(g.lo.Launches) * 400e-6 / 4; share < 0.25*0.8 {
+		t.Errorf("offline job got %.2f of the GPU under guard, below its floor", share)
+	}
+	if g.lo.Hook.Held == 0 {
+		t.Errorf("guard held no offline launch")
+	}
+}
