@@ -58,7 +58,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLayout -fuzztime $(FUZZTIME) ./partitioner
 	$(GO) test -run '^$$' -fuzz FuzzReadProfiles -fuzztime $(FUZZTIME) ./kernelsched
 	$(GO) test -run '^$$' -fuzz FuzzReadKernelTrace -fuzztime $(FUZZTIME) ./trace
-	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz FuzzReadSamples -fuzztime $(FUZZTIME) ./predictor
 	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
@@ -81,7 +81,7 @@ results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
 ## kernel-effects: re-measure the kernel scheduler's effect table the job simulator uses
 kernel-effects:
-	$(GO) run ./bench/kerneleffects -o trace/data/kernel-effects.json
+	$(GO) run ./bench/kerneleffects -o sim/jobsim/data/kernel-effects.json
 results-kernelsched:
 	$(GO) run ./bench/kernelsched -o docs/results/kernelsched.md
 results-predictor: build

@@ -15,7 +15,7 @@
 //
 // The core does no IO and reads no clock: every call takes the current
 // time as a time.Duration since an epoch the caller chooses. The daemon
-// (wall clock) and the simulator in package trace (virtual clock) are two
+// (wall clock) and the simulator in package sim (virtual clock) are two
 // drivers of the same code.
 //
 // Predictions come from kernel profiles (Profile): per task and kernel id

@@ -139,6 +139,26 @@ func (r *guardRig) request() {
 
 func (r *guardRig) stats() map[string]float64 { return r.s.PolicyStats() }
 
+// requests runs n online requests from time 0, each one kernel "h", 1 ms
+// long, then 2 ms of think time, and returns the time after the last.
+func requests(b *bench, on TaskID, prof *TaskProfile, n int) time.Duration {
+	b.t.Helper()
+	now := time.Duration(0)
+	for range n {
+		if _, err := b.s.Arrive(now, Launch{Task: on, Kernel: kH, Est: prof.Estimate(kH)}); err != nil {
+			b.t.Fatal(err)
+		}
+		b.schedule(now)
+		now += time.Millisecond
+		if err := b.s.Synced(now, on); err != nil {
+			b.t.Fatal(err)
+		}
+		b.schedule(now)
+		now += 2 * time.Millisecond
+	}
+	return now
+}
+
 // TestGuardAloneGoesAtOnce: without an online task every launch goes at
 // once, and the hook need not wait (AtOnce).
 func TestGuardAloneGoesAtOnce(t *testing.T) {
@@ -255,17 +275,7 @@ func TestGuardHoldsLongBlocksDuringRequests(t *testing.T) {
 			on := b.task(TaskSpec{Name: "on", Priority: 0, Online: true, Profile: prof})
 			off := b.task(TaskSpec{Name: "off", Priority: 5, Profile: prof})
 			// Two requests to learn the think time (2 ms).
-			now := time.Duration(0)
-			for range 2 {
-				b.s.Arrive(now, Launch{Task: on, Kernel: kH, Est: prof.Estimate(kH)})
-				b.schedule(now)
-				now += time.Millisecond
-				if err := b.s.Synced(now, on); err != nil {
-					t.Fatal(err)
-				}
-				b.schedule(now)
-				now += 2 * time.Millisecond
-			}
+			now := requests(b, on, prof, 2)
 			// A request runs; the offline kernel arrives in it.
 			b.s.Arrive(now, Launch{Task: on, Kernel: kH, Est: prof.Estimate(kH)})
 			b.schedule(now)
@@ -301,15 +311,7 @@ func TestGuardNothingLongRunsIntoTheNextRequest(t *testing.T) {
 	sortKernels(prof.Kernels)
 	on := b.task(TaskSpec{Name: "on", Priority: 0, Online: true, Profile: prof})
 	off := b.task(TaskSpec{Name: "off", Priority: 5, Profile: prof})
-	now := time.Duration(0)
-	for range 3 {
-		b.s.Arrive(now, Launch{Task: on, Kernel: kH, Est: prof.Estimate(kH)})
-		b.schedule(now)
-		now += time.Millisecond
-		b.s.Synced(now, on)
-		b.schedule(now)
-		now += 2 * time.Millisecond
-	}
+	now := requests(b, on, prof, 3)
 	now -= 2 * time.Millisecond // right after the last request
 	b.s.Arrive(now, Launch{Task: off, Kernel: kLong, Est: prof.Estimate(kLong)})
 	if got := b.schedule(now); len(got) != 0 {

@@ -1,9 +1,20 @@
 package kernelsched
 
 import (
+	"bytes"
+	"os"
 	"testing"
 	"time"
 )
+
+// writeProfiles writes a profile file as the profiling phase does.
+func writeProfiles(path string, profiles []*TaskProfile) error {
+	var buf bytes.Buffer
+	if err := WriteProfiles(&buf, profiles); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
 
 const us = time.Microsecond
 

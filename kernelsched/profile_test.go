@@ -85,7 +85,7 @@ func TestProfileFileRoundTrip(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "profiles.json")
 	want := []*TaskProfile{b.Profile()}
-	if err := SaveProfiles(path, want); err != nil {
+	if err := writeProfiles(path, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := LoadProfiles(path)

@@ -24,7 +24,7 @@ func TestProfileDir(t *testing.T) {
 	if p, err := LoadProfileFor(dir, "resnet50/bs1..x"); p != nil || err != nil {
 		t.Fatalf("before saving: %v, %v; want nothing", p, err)
 	}
-	if err := SaveProfiles(path, []*TaskProfile{b.Profile()}); err != nil {
+	if err := writeProfiles(path, []*TaskProfile{b.Profile()}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := LoadProfileFor(dir, "resnet50/bs1..x")

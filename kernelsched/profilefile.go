@@ -9,8 +9,6 @@ import (
 	"math"
 	"os"
 	"time"
-
-	"github.com/mmkgpu/mmk/internal/atomicfile"
 )
 
 // ProfileFormat and ProfileVersion head every profile file; Load refuses
@@ -76,19 +74,6 @@ func WriteProfiles(w io.Writer, profiles []*TaskProfile) error {
 	enc.SetIndent("", " ")
 	if err := enc.Encode(f); err != nil {
 		return fmt.Errorf("write profiles: %w", err)
-	}
-	return nil
-}
-
-// SaveProfiles writes profiles to path atomically: a crash leaves either
-// the old file or the new one.
-func SaveProfiles(path string, profiles []*TaskProfile) error {
-	var buf bytes.Buffer
-	if err := WriteProfiles(&buf, profiles); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
-		return fmt.Errorf("save profiles: %w", err)
 	}
 	return nil
 }

@@ -20,8 +20,7 @@
 // slices. Instances may not share a memory slice, at most 7 compute slices
 // are in use, and each profile has a maximum instance count. Placements are
 // counted in memory slices, as NVML's nvmlGpuInstancePlacement_t does.
-package partitioner
-
+//
 // # Algorithm 1 (hybrid MIG + MPS partitioning)
 //
 // [Decide] is MMK's Algorithm 1 with MPSConfig, as a pure function of the
@@ -71,3 +70,4 @@ package partitioner
 // MIGUnderOnline, MIG changes under online jobs too (MIGER-like).
 // MaxJobsPerInstance 1 gives MIG only (MISO-like). ArrivalOrder gives first
 // come, first served.
+package partitioner

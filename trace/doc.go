@@ -1,13 +1,15 @@
-// Package trace loads kernel traces and replays them through mmk's kernel
-// scheduler in a discrete-event simulation of one GPU instance.
+// Package trace holds mmk's data formats and the profiling phase, which
+// the daemon, the hook's tooling and the simulators share:
 //
-// A kernel trace (the format of the traces in data/, recorded on an H200
-// under the PyTorch profiler) is one process running iterations of one
-// workload: per kernel its name, launch geometry, registers, shared
-// memory, GPU start and duration, and the host time of its launch call.
+//   - kernel traces (ReadKernelTrace, LoadKernelTrace, the built-in H200
+//     traces in data/): one process running iterations of one workload,
+//     per kernel its name, launch geometry, registers, shared memory, GPU
+//     start and duration, and the host time of its launch call; and the
+//     kernel profiles made of them (KernelTrace.Profile, HookProfile);
+//   - job traces (SimJob: SyntheticJobs, ReadOpenB, LoadWorkload) and the
+//     job types they name (JobType, JobTypes);
+//   - the profiling phase (ProfilePhase): the hook's trace of a job's first
+//     runs turned into the task's profile for the kernel scheduler.
 //
-// The simulator (Simulate) runs N tasks, each replaying its trace as
-// repeated requests, on a simulated GPU, and asks a real
-// kernelsched.Scheduler what to launch: the simulator has no copy of any
-// policy. See Simulate for the model of host, hook and GPU.
+// The simulators that replay these live in package sim.
 package trace

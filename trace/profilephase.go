@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 	"github.com/mmkgpu/mmk/kernelsched"
 )
 
@@ -111,7 +113,12 @@ func (p *ProfilePhase) Collect() (*kernelsched.TaskProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile of %q: %w", p.Key, err)
 	}
-	if err := kernelsched.SaveProfiles(p.Dest, []*kernelsched.TaskProfile{prof}); err != nil {
+	// Atomically: the server may read the directory at any moment.
+	var buf bytes.Buffer
+	if err := kernelsched.WriteProfiles(&buf, []*kernelsched.TaskProfile{prof}); err != nil {
+		return nil, fmt.Errorf("profile of %q: %w", p.Key, err)
+	}
+	if err := atomicfile.Write(p.Dest, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("profile of %q: %w", p.Key, err)
 	}
 	return prof, nil

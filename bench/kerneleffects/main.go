@@ -1,10 +1,10 @@
-// Command kerneleffects regenerates trace/data/kernel-effects.json: for
+// Command kerneleffects regenerates sim/jobsim/data/kernel-effects.json: for
 // every pair of an online and an offline built-in trace, what MMK's kernel
 // policy does to both when they share an instance under MPS, measured in
-// the kernel-level simulator (trace.MeasureKernelEffect). The job-level
+// the kernel-level simulator (jobsim.MeasureKernelEffect). The job-level
 // simulator reads the table for its MMK policy.
 //
-//	go run ./bench/kerneleffects -o trace/data/kernel-effects.json
+//	go run ./bench/kerneleffects -o sim/jobsim/data/kernel-effects.json
 package main
 
 import (
@@ -14,11 +14,12 @@ import (
 	"os"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/sim/jobsim"
 	"github.com/mmkgpu/mmk/trace"
 )
 
 func main() {
-	out := flag.String("o", "trace/data/kernel-effects.json", "output file")
+	out := flag.String("o", "sim/jobsim/data/kernel-effects.json", "output file")
 	policy := flag.String("policy", "fikit+mmk", "kernel policy")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
@@ -35,10 +36,10 @@ func run(out, policy string, seed uint64) error {
 			pairs = append(pairs, [2]string{on, off})
 		}
 	}
-	effects := make([]trace.KernelEffect, len(pairs))
+	effects := make([]jobsim.KernelEffect, len(pairs))
 	for i, p := range pairs {
 		var err error
-		if effects[i], err = trace.MeasureKernelEffect(p[0], p[1], policy, seed); err != nil {
+		if effects[i], err = jobsim.MeasureKernelEffect(p[0], p[1], policy, seed); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "\r%d/%d pairs", i+1, len(pairs))

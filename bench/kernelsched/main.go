@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/sim"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -37,18 +38,18 @@ func main() {
 // pairResult is one HP x LP pair under every policy.
 type pairResult struct {
 	hp, lp string
-	rep    *trace.Report
+	rep    *sim.Report
 }
 
 // holds are the two hook behaviours compared: mmk's design first.
-var holds = []trace.HoldMode{trace.HoldQueue, trace.HoldBlock}
+var holds = []sim.HoldMode{sim.HoldQueue, sim.HoldBlock}
 
 func load(name string) (*trace.KernelTrace, error) { return trace.LoadKernelTrace(name, "") }
 
-func pair(hp, lp *trace.KernelTrace) []trace.SimTask {
-	return []trace.SimTask{
-		{Name: "HP", Trace: hp, Priority: 0, Online: true, Arrival: trace.Closed, Think: 2 * time.Millisecond},
-		{Name: "LP", Trace: lp, Priority: 5, Arrival: trace.BackToBack},
+func pair(hp, lp *trace.KernelTrace) []sim.Task {
+	return []sim.Task{
+		{Name: "HP", Trace: hp, Priority: 0, Online: true, Arrival: sim.Closed, Think: 2 * time.Millisecond},
+		{Name: "LP", Trace: lp, Priority: 5, Arrival: sim.BackToBack},
 	}
 }
 
@@ -56,7 +57,7 @@ func run(out string, duration time.Duration, seed uint64) error {
 	start := time.Now()
 	var b bytes.Buffer
 	policies := kernelsched.Policies()
-	gpu := trace.DefaultGPU()
+	gpu := sim.DefaultGPU()
 	traces := map[string]*trace.KernelTrace{}
 	for _, n := range append(append([]string{}, hps...), lps...) {
 		t, err := load(n)
@@ -74,8 +75,8 @@ func run(out string, duration time.Duration, seed uint64) error {
 			}
 		}
 	}
-	exp := func(tasks []trace.SimTask, pols []string, sched kernelsched.Config, g trace.GPUConfig, hold trace.HoldMode, what string) (*trace.Report, error) {
-		rep, err := trace.Experiment{Tasks: tasks, Policies: pols, Duration: duration, Seed: seed, Sched: sched, GPU: g, Hold: hold,
+	exp := func(tasks []sim.Task, pols []string, sched kernelsched.Config, g sim.GPUConfig, hold sim.HoldMode, what string) (*sim.Report, error) {
+		rep, err := sim.Experiment{Tasks: tasks, Policies: pols, Duration: duration, Seed: seed, Sched: sched, GPU: g, Hold: hold,
 			Parallel: runtime.NumCPU(), Progress: progress(what)}.Run()
 		if err == nil {
 			events += rep.Events
@@ -90,7 +91,7 @@ func run(out string, duration time.Duration, seed uint64) error {
 	} {
 		g := gpu
 		g.Slice, g.Switch = c.slice*time.Microsecond, c.swtch*time.Microsecond
-		rep, err := exp(pair(traces["resnet50_infer_bs1"], traces["vgg19_train_bs32"]), []string{"fifo"}, kernelsched.Config{}, g, trace.HoldQueue, "calibration "+g.Slice.String()+" "+g.Switch.String())
+		rep, err := exp(pair(traces["resnet50_infer_bs1"], traces["vgg19_train_bs32"]), []string{"fifo"}, kernelsched.Config{}, g, sim.HoldQueue, "calibration "+g.Slice.String()+" "+g.Switch.String())
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func run(out string, duration time.Duration, seed uint64) error {
 	}
 
 	// The grid, for each hold mode.
-	results := map[trace.HoldMode][]pairResult{}
+	results := map[sim.HoldMode][]pairResult{}
 	for _, h := range holds {
 		for _, hp := range hps {
 			for _, lp := range lps {
@@ -124,7 +125,7 @@ func run(out string, duration time.Duration, seed uint64) error {
 		minKeep = 1e9
 		for _, hp := range hps {
 			for _, lp := range lps {
-				rep, err := exp(pair(traces[hp], traces[lp]), []string{"fifo", "fikit"}, kernelsched.Config{Epsilon: e}, gpu, trace.HoldQueue, "epsilon "+e.String()+" "+hp+" + "+lp)
+				rep, err := exp(pair(traces[hp], traces[lp]), []string{"fifo", "fikit"}, kernelsched.Config{Epsilon: e}, gpu, sim.HoldQueue, "epsilon "+e.String()+" "+hp+" + "+lp)
 				if err != nil {
 					return err
 				}
@@ -142,10 +143,10 @@ func run(out string, duration time.Duration, seed uint64) error {
 
 	// MPS model: the contention-checked policies where kernels can overlap.
 	var mpsRows [][]string
-	mpsGPU := trace.GPUConfig{Model: trace.MPS, LaunchLatency: gpu.LaunchLatency}
+	mpsGPU := sim.GPUConfig{Model: sim.MPS, LaunchLatency: gpu.LaunchLatency}
 	for _, hp := range hps {
 		for _, lp := range lps {
-			rep, err := exp(pair(traces[hp], traces[lp]), []string{"fifo", "fikit", "mmk", "fikit+mmk"}, kernelsched.Config{}, mpsGPU, trace.HoldQueue, "mps "+hp+" + "+lp)
+			rep, err := exp(pair(traces[hp], traces[lp]), []string{"fifo", "fikit", "mmk", "fikit+mmk"}, kernelsched.Config{}, mpsGPU, sim.HoldQueue, "mps "+hp+" + "+lp)
 			if err != nil {
 				return err
 			}

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
-	"github.com/mmkgpu/mmk/trace"
+	"github.com/mmkgpu/mmk/sim"
 )
 
 // write renders the report.
-func write(b *bytes.Buffer, results map[trace.HoldMode][]pairResult, calib, epsRows, mpsRows [][]string, duration time.Duration, seed uint64, gpu trace.GPUConfig, events int, took time.Duration) {
+func write(b *bytes.Buffer, results map[sim.HoldMode][]pairResult, calib, epsRows, mpsRows [][]string, duration time.Duration, seed uint64, gpu sim.GPUConfig, events int, took time.Duration) {
 	cfg := kernelsched.DefaultConfig()
 	fmt.Fprintf(b, `# Kernel scheduler on real traces (simulated)
 
@@ -137,7 +137,7 @@ func acceptance(b *bytes.Buffer, results []pairResult) {
 }
 
 // row returns the HP and LP rows of a policy.
-func row(rep *trace.Report, policy string) (hp, lp trace.Row) {
+func row(rep *sim.Report, policy string) (hp, lp sim.Row) {
 	for _, r := range rep.Results {
 		if r.Policy == policy {
 			if r.Task == "HP" {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/sim"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -44,7 +45,7 @@ type simKernelsFlags struct {
 
 func newSimKernelsCommand(a *app) *cobra.Command {
 	f := &simKernelsFlags{}
-	gpu := trace.DefaultGPU()
+	gpu := sim.DefaultGPU()
 	cmd := &cobra.Command{
 		Use:   "kernels --task NAME:TRACE:PRIORITY[:think=2ms] ... --policy fikit,fifo",
 		Short: "Replay kernel traces of several tasks on one simulated GPU instance under each policy",
@@ -73,7 +74,7 @@ online or offline (default: online at priority 0).`,
 	fl.StringVar(&f.timeline, "timeline", "", "write an SVG timeline of the kernels to this file")
 	fl.StringVar(&f.window, "timeline-window", "1s+20ms", "the timeline's window START+LENGTH")
 	fl.StringVar(&f.gpuModel, "gpu", string(gpu.Model), "GPU model: timesliced (processes share by time slices) or mps (concurrent)")
-	fl.StringVar(&f.hold, "hold", string(trace.HoldQueue), "what a held launch does: queue (the hook queues it in stream order and the call returns) or block (the call waits)")
+	fl.StringVar(&f.hold, "hold", string(sim.HoldQueue), "what a held launch does: queue (the hook queues it in stream order and the call returns) or block (the call waits)")
 	fl.DurationVar(&f.slice, "slice", gpu.Slice, "timesliced: time slice of a context while others wait")
 	fl.DurationVar(&f.swtch, "switch", gpu.Switch, "timesliced: context switch cost")
 	fl.DurationVar(&f.launchLatency, "launch-latency", gpu.LaunchLatency, "from launch call to kernel start")
@@ -109,16 +110,16 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 	if f.sms < 1 {
 		return fmt.Errorf("flag --sms: %d must be at least 1", f.sms)
 	}
-	e := trace.Experiment{
+	e := sim.Experiment{
 		Policies: policies, Duration: f.duration, Seed: f.seed, Parallel: f.parallel,
 		Sched:           kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},
-		GPU:             trace.GPUConfig{Model: trace.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency},
+		GPU:             sim.GPUConfig{Model: sim.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency},
 		DecisionLatency: f.decisionLatency,
-		Hold:            trace.HoldMode(f.hold),
+		Hold:            sim.HoldMode(f.hold),
 	}
 	var names []string
 	for _, v := range f.tasks {
-		spec, err := trace.ParseTaskSpec(v)
+		spec, err := sim.ParseTaskSpec(v)
 		if err != nil {
 			return fmt.Errorf("flag --task: %w", err)
 		}
@@ -126,7 +127,7 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 		if err != nil {
 			return fmt.Errorf("flag --task %s: %w", spec.Name, err)
 		}
-		st := spec.SimTask
+		st := spec.Task
 		st.Trace = tr
 		e.Tasks = append(e.Tasks, st)
 		names = append(names, st.Name)
@@ -170,32 +171,32 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 }
 
 // parseWindow parses START+LENGTH, e.g. 1s+20ms.
-func parseWindow(v string) (trace.Window, error) {
+func parseWindow(v string) (sim.Window, error) {
 	a, b, ok := strings.Cut(v, "+")
 	if !ok {
-		return trace.Window{}, fmt.Errorf("%q: want START+LENGTH like 1s+20ms", v)
+		return sim.Window{}, fmt.Errorf("%q: want START+LENGTH like 1s+20ms", v)
 	}
 	from, err := time.ParseDuration(a)
 	if err != nil || from < 0 {
-		return trace.Window{}, fmt.Errorf("%q: START %q is not a duration >= 0", v, a)
+		return sim.Window{}, fmt.Errorf("%q: START %q is not a duration >= 0", v, a)
 	}
 	length, err := time.ParseDuration(b)
 	if err != nil || length <= 0 {
-		return trace.Window{}, fmt.Errorf("%q: LENGTH %q is not a positive duration", v, b)
+		return sim.Window{}, fmt.Errorf("%q: LENGTH %q is not a positive duration", v, b)
 	}
-	return trace.Window{From: from, To: from + length}, nil
+	return sim.Window{From: from, To: from + length}, nil
 }
 
-func writeTimeline(path string, names []string, w trace.Window, policies []string, rep *trace.Report) error {
-	panels := make([]trace.TimelinePanel, 0, len(policies))
+func writeTimeline(path string, names []string, w sim.Window, policies []string, rep *sim.Report) error {
+	panels := make([]sim.TimelinePanel, 0, len(policies))
 	for _, p := range policies {
-		panels = append(panels, trace.TimelinePanel{Policy: p, Spans: rep.Spans[p]})
+		panels = append(panels, sim.TimelinePanel{Policy: p, Spans: rep.Spans[p]})
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("flag --timeline: %w", err)
 	}
-	if err := trace.WriteTimelineSVG(f, names, w, panels); err != nil {
+	if err := sim.WriteTimelineSVG(f, names, w, panels); err != nil {
 		f.Close()
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/sim/jobsim"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -39,7 +40,7 @@ reconfigurations and job restarts.
 Workloads: testbed (40 online + 20 offline MMK Table III jobs, Poisson
 arrivals every 40 s on average), large (800 + 400), openb[:N] (the first N
 single-GPU tasks of the Alibaba openb trace in --traces).
-Policies: ` + strings.Join(trace.JobPolicies(), ", ") + `.
+Policies: ` + strings.Join(jobsim.Policies(), ", ") + `.
 Job speeds come from the built-in H200 profiles (ground truth); policies
 decide with the random-forest predictor trained on the same data.`,
 		Args: cobra.NoArgs,
@@ -53,8 +54,8 @@ decide with the random-forest predictor trained on the same data.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed (synthetic workloads and the predictor's forest)")
 	fl.StringVar(&f.traces, "traces", "../shared/cluster-traces", "folder of openb_pod_list_default.csv")
 	fl.StringVar(&f.plot, "plot", "", "write the JCT CDF per policy to this SVG file")
-	fl.DurationVar(&f.migReconfig, "mig-reconfig", trace.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
-	fl.IntVar(&f.maxShare, "max-share", trace.DefaultMaxShare, "most jobs MPS packs into one instance (miger, mmk)")
+	fl.DurationVar(&f.migReconfig, "mig-reconfig", jobsim.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
+	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (miger, mmk)")
 	return cmd
 }
 
@@ -75,8 +76,8 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	var policies []string
 	for _, p := range strings.Split(f.policies, ",") {
 		p = strings.TrimSpace(p)
-		if !slices.Contains(trace.JobPolicies(), p) {
-			return fmt.Errorf("flag --policy: %q is not one of %s", p, strings.Join(trace.JobPolicies(), ", "))
+		if !slices.Contains(jobsim.Policies(), p) {
+			return fmt.Errorf("flag --policy: %q is not one of %s", p, strings.Join(jobsim.Policies(), ", "))
 		}
 		policies = append(policies, p)
 	}
@@ -85,13 +86,13 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	if err != nil {
 		return fmt.Errorf("flag --workload: %w", err)
 	}
-	models, err := trace.BuiltinJobModels(f.seed)
+	models, err := jobsim.BuiltinModels(f.seed)
 	if err != nil {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
 	start := time.Now()
-	e := trace.JobExperiment{
+	e := jobsim.Experiment{
 		Workload: f.workload, Jobs: jobs, Model: model, GPUs: f.gpus, Policies: policies,
 		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare,
 		Progress: func(policy string, done, total int) {
@@ -111,7 +112,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 			return fmt.Errorf("flag --plot: %w", err)
 		}
 		title := fmt.Sprintf("%s on %d x %s: CDF of JCT / JCT alone", f.workload, f.gpus, model.Key)
-		if err := trace.WriteJCTCDF(out, title, results); err != nil {
+		if err := jobsim.WriteJCTCDF(out, title, results); err != nil {
 			out.Close()
 			return err
 		}

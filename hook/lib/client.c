@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mmkhook.h"
+#include "client.h"
 #include "proto.h"
 
 struct conn {
@@ -84,7 +84,8 @@ static void publish(void)
 	pthread_mutex_unlock(&send_mu);
 }
 
-void mmk_name_created(uint32_t id, const char *name)
+/* name_created sends a name the moment decode gives it an id. */
+static void name_created(uint32_t id, const char *name)
 {
 	struct conn *c = atomic_load(&live);
 	if (!c)
@@ -231,6 +232,7 @@ void mmk_client_init(void)
 	if (v && atoll(v) > 0)
 		timeout_ns = (uint64_t)atoll(v) * 1000;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	mmk_names_notify(name_created);
 	enabled = 1;
 	maybe_reconnect();
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mmkhook.h"
+#include "decode.h"
 
 static void dims(struct mmk_launch *l, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz)
 {
@@ -100,6 +100,7 @@ static struct name_slot slots[NAME_SLOTS];
 static char *names[NAME_IDS];
 static uint32_t next_id = 1;
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*on_create)(uint32_t id, const char *name); /* under names_mu */
 
 static inline uint32_t slot_of(const void *key)
 {
@@ -143,12 +144,20 @@ uint32_t mmk_name_id(const struct mmk_launch *l)
 			}
 			atomic_store_explicit(&slots[i].id, id, memory_order_release);
 			atomic_store_explicit(&slots[i].key, l->key, memory_order_release);
-			mmk_name_created(id, names[id]);
+			if (on_create)
+				on_create(id, names[id]);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&names_mu);
 	return id;
+}
+
+void mmk_names_notify(void (*fn)(uint32_t id, const char *name))
+{
+	pthread_mutex_lock(&names_mu);
+	on_create = fn;
+	pthread_mutex_unlock(&names_mu);
 }
 
 int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void))

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mmkhook.h"
+#include "profile.h"
 
 typedef mmk_CUptiResult (*register_fn)(mmk_CUpti_BuffersCallbackRequestFunc, mmk_CUpti_BuffersCallbackCompleteFunc);
 typedef mmk_CUptiResult (*kind_fn)(uint32_t kind);

@@ -1,5 +1,5 @@
 /*
- * proto.h: the hook <-> kernel scheduler protocol, version 1. The Go side
+ * proto.h: the hook <-> kernel scheduler protocol, version 2. The Go side
  * is kernelsched/server (its proto.go mirrors these layouts; a test checks
  * the offsets by compiling this header).
  *

@@ -182,10 +182,7 @@ func (s *Server) SetPolicy(ctx context.Context, name string, cfg kernelsched.Con
 		return err
 	}
 	c := &policyChange{name: name, cfg: cfg, done: make(chan error, 1)}
-	s.mu.Lock()
-	s.events = append(s.events, event{policy: c})
-	s.mu.Unlock()
-	s.poke()
+	s.post(event{policy: c})
 	select {
 	case err := <-c.done:
 		return err
@@ -279,10 +276,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1)}
 	// The loop registers the task and sets its free flag before the hook
 	// may launch.
-	s.mu.Lock()
-	s.events = append(s.events, event{add: t})
-	s.mu.Unlock()
-	s.poke()
+	s.post(event{add: t})
 	select {
 	case ok := <-t.ready:
 		if !ok {
@@ -325,8 +319,13 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 
 func (s *Server) gone(t *task) {
 	t.conn.Close()
+	s.post(event{remove: t})
+}
+
+// post queues an event for the loop and wakes it.
+func (s *Server) post(e event) {
 	s.mu.Lock()
-	s.events = append(s.events, event{remove: t})
+	s.events = append(s.events, e)
 	s.mu.Unlock()
 	s.poke()
 }

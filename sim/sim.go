@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // Arrival is how a task's requests arrive.
@@ -23,11 +24,11 @@ const (
 	BackToBack
 )
 
-// SimTask is one process of the simulation: it replays its trace's
+// Task is one process of the simulation: it replays its trace's
 // iterations, one per request, in turn.
-type SimTask struct {
+type Task struct {
 	Name     string
-	Trace    *KernelTrace
+	Trace    *trace.KernelTrace
 	Priority int
 	Online   bool
 	Arrival  Arrival
@@ -44,10 +45,10 @@ type SimTask struct {
 	Profile *kernelsched.TaskProfile
 }
 
-// SimConfig is one simulation.
-type SimConfig struct {
+// Config is one simulation.
+type Config struct {
 	Policy   string
-	Tasks    []SimTask
+	Tasks    []Task
 	Duration time.Duration
 	Seed     uint64
 	Sched    kernelsched.Config
@@ -69,7 +70,7 @@ type SimConfig struct {
 	Progress func(done, total time.Duration)
 	// stopAfter ends the run when task 0 completed this many requests.
 	stopAfter int
-	// observe records task 0's kernels per request in SimResult.runs.
+	// observe records task 0's kernels per request in Result.runs.
 	observe bool
 }
 
@@ -108,8 +109,8 @@ type TaskResult struct {
 	HostScale float64
 }
 
-// SimResult is a simulation's outcome.
-type SimResult struct {
+// Result is a simulation's outcome.
+type Result struct {
 	Policy  string
 	Tasks   []TaskResult
 	GPUBusy float64
@@ -131,12 +132,12 @@ type SimResult struct {
 //     from its arrival to that end. Host synchronisations inside an
 //     iteration are not modelled.
 //   - Scheduler: every launch call is given to a kernelsched.Scheduler
-//     running the configured policy, with the task's profile (SimTask.
+//     running the configured policy, with the task's profile (Task.
 //     Profile, or one built from its trace); the scheduler's releases go
 //     to the GPU after LaunchLatency, and kernel completions go back to
 //     it.
 //   - GPU: see GPUModel. Kernels run for their traced duration.
-func Simulate(cfg SimConfig) (*SimResult, error) {
+func Simulate(cfg Config) (*Result, error) {
 	s, err := newSim(cfg)
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func Simulate(cfg SimConfig) (*SimResult, error) {
 
 // sim is one running simulation.
 type sim struct {
-	cfg    SimConfig
+	cfg    Config
 	sched  *kernelsched.Scheduler
 	gpu    gpu
 	tasks  []*simTask
@@ -168,7 +169,7 @@ type sim struct {
 }
 
 type simTask struct {
-	spec  SimTask
+	spec  Task
 	id    kernelsched.TaskID
 	iters [][]kernelRef
 	scale float64
@@ -212,12 +213,12 @@ func (t *simTask) kernel(tg int) *kernelRef {
 
 // kernelRef is one traced kernel ready to launch.
 type kernelRef struct {
-	k       *Kernel
+	k       *trace.Kernel
 	est     kernelsched.Estimate
 	hostGap time.Duration
 }
 
-func newSim(cfg SimConfig) (*sim, error) {
+func newSim(cfg Config) (*sim, error) {
 	if len(cfg.Tasks) == 0 {
 		return nil, errors.New("simulate: no task")
 	}
@@ -265,7 +266,7 @@ func newSim(cfg SimConfig) (*sim, error) {
 	return s, nil
 }
 
-func (s *sim) addTask(i int, ts SimTask) (*simTask, error) {
+func (s *sim) addTask(i int, ts Task) (*simTask, error) {
 	if ts.Trace == nil || len(ts.Trace.Iterations) == 0 {
 		return nil, errors.New("no trace")
 	}
@@ -512,13 +513,21 @@ func (s *sim) complete() error {
 			s.push(s.now, evCall, k.task)
 		}
 		if t.inReq && t.allLaunched && t.held == 0 && t.outstanding == 0 {
-			s.finishRequest(t)
+			if err := s.finishRequest(t); err != nil {
+				return err
+			}
 		}
 	}
 	return s.schedule()
 }
 
-func (s *sim) finishRequest(t *simTask) {
+// finishRequest ends a request: its last kernel completed, which is when
+// the job's synchronisation returns (the hook reports it; here the
+// scheduler is told directly).
+func (s *sim) finishRequest(t *simTask) error {
+	if err := s.sched.Synced(s.now, kernelsched.TaskID(t.id)); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
 	if s.cfg.observe && t.id == 0 {
 		s.runs = append(s.runs, s.obs)
 		s.obs = nil
@@ -538,10 +547,11 @@ func (s *sim) finishRequest(t *simTask) {
 			s.startRequest(t, a)
 		}
 	}
+	return nil
 }
 
-func (s *sim) result() *SimResult {
-	res := &SimResult{Policy: s.cfg.Policy, Events: s.events, Spans: s.spans, runs: s.runs}
+func (s *sim) result() *Result {
+	res := &Result{Policy: s.cfg.Policy, Events: s.events, Spans: s.spans, runs: s.runs}
 	span := s.now
 	if span > 0 {
 		res.GPUBusy = float64(s.gpu.busy(span)) / float64(span)

@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func BenchmarkSimulate(b *testing.B) {
 			b.ReportAllocs()
 			start := time.Now()
 			for b.Loop() {
-				res, err := Simulate(SimConfig{Policy: policy, Duration: 2 * time.Second, GPU: DefaultGPU(), Tasks: tasks})
+				res, err := Simulate(Config{Policy: policy, Duration: 2 * time.Second, GPU: DefaultGPU(), Tasks: tasks})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package trace
+package jobsim
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/mmkgpu/mmk/predictor"
 )
 
-// JobModels are what a job-level simulation needs besides its trace: the
+// Models are what a job-level simulation needs besides its trace: the
 // ground truth, the predictor the policies decide with, and the kernel
 // scheduler's measured effects.
-type JobModels struct {
+type Models struct {
 	Truth   *SpeedModel
 	Est     partitioner.Estimator
 	Effects []KernelEffect
@@ -20,10 +20,10 @@ type JobModels struct {
 	TruthError float64
 }
 
-// BuiltinJobModels builds the job models from the built-in H200 dataset:
+// BuiltinModels builds the job models from the built-in H200 dataset:
 // the ground truth from its measurements, and a random forest (mmk's
 // default, 100 trees) trained on all of it with the given seed.
-func BuiltinJobModels(seed uint64) (*JobModels, error) {
+func BuiltinModels(seed uint64) (*Models, error) {
 	_, samples, err := data.Samples()
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func BuiltinJobModels(seed uint64) (*JobModels, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JobModels{
+	return &Models{
 		Truth: truth, Est: est,
 		Effects: effects, TruthError: truth.FitError(samples),
 	}, nil

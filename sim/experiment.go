@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // Experiment runs the same tasks under several policies and compares each
 // task with itself alone.
 type Experiment struct {
-	Tasks           []SimTask
+	Tasks           []Task
 	Policies        []string
 	Duration        time.Duration
 	Seed            uint64
@@ -59,7 +59,7 @@ func (e Experiment) Run() (*Report, error) {
 	if len(e.Tasks) == 0 || len(e.Policies) == 0 {
 		return nil, errors.New("experiment: need at least one task and one policy")
 	}
-	tasks := append([]SimTask(nil), e.Tasks...)
+	tasks := append([]Task(nil), e.Tasks...)
 	for i := range tasks {
 		if tasks[i].HostScale == 0 {
 			sc, err := CalibrateHostScale(tasks[i].Trace, e.GPU, e.Sched)
@@ -76,11 +76,11 @@ func (e Experiment) Run() (*Report, error) {
 			tasks[i].Profile = p
 		}
 	}
-	base := SimConfig{Duration: e.Duration, Seed: e.Seed, Sched: e.Sched, GPU: e.GPU, DecisionLatency: e.DecisionLatency, Hold: e.Hold}
-	var jobs []SimConfig
+	base := Config{Duration: e.Duration, Seed: e.Seed, Sched: e.Sched, GPU: e.GPU, DecisionLatency: e.DecisionLatency, Hold: e.Hold}
+	var jobs []Config
 	for _, t := range tasks {
 		c := base
-		c.Policy, c.Tasks = "fifo", []SimTask{t}
+		c.Policy, c.Tasks = "fifo", []Task{t}
 		jobs = append(jobs, c)
 	}
 	for _, p := range e.Policies {
@@ -88,7 +88,7 @@ func (e Experiment) Run() (*Report, error) {
 		c.Policy, c.Tasks, c.Timeline = p, tasks, e.Timeline
 		jobs = append(jobs, c)
 	}
-	results, err := runAll(jobs, max(1, e.Parallel), func(done int, c SimConfig) {
+	results, err := runAll(jobs, max(1, e.Parallel), func(done int, c Config) {
 		if e.Progress != nil {
 			name := c.Policy
 			if len(c.Tasks) == 1 && len(tasks) > 1 {
@@ -133,8 +133,8 @@ func ratio(a, b time.Duration) float64 {
 }
 
 // runAll runs simulations, at most parallel at once, keeping their order.
-func runAll(jobs []SimConfig, parallel int, done func(int, SimConfig)) ([]*SimResult, error) {
-	out := make([]*SimResult, len(jobs))
+func runAll(jobs []Config, parallel int, done func(int, Config)) ([]*Result, error) {
+	out := make([]*Result, len(jobs))
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex

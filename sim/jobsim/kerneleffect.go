@@ -1,4 +1,4 @@
-package trace
+package jobsim
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/sim"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // KernelEffect is what a kernel policy does to an online and an offline
@@ -40,29 +42,29 @@ const (
 // MPS and under policy (the four simulations in parallel), and returns
 // the policy's effect.
 func MeasureKernelEffect(online, offline, policy string, seed uint64) (KernelEffect, error) {
-	var tasks []SimTask
+	var tasks []sim.Task
 	for _, name := range []string{online, offline} {
-		tr, err := LoadKernelTrace(name, "")
+		tr, err := trace.LoadKernelTrace(name, "")
 		if err != nil {
 			return KernelEffect{}, fmt.Errorf("kernel effect: %w", err)
 		}
-		tasks = append(tasks, SimTask{Name: name, Trace: tr, MPSPercent: kernelEffectShare})
+		tasks = append(tasks, sim.Task{Name: name, Trace: tr, MPSPercent: kernelEffectShare})
 	}
-	tasks[0].Priority, tasks[0].Online, tasks[0].Arrival, tasks[0].Think = 0, true, Closed, 2*time.Millisecond
-	tasks[1].Priority, tasks[1].Arrival = 5, BackToBack
-	gpu := DefaultGPU()
-	gpu.Model, gpu.SMs = MPS, kernelsched.DefaultConfig().SMs
-	rep, err := Experiment{Tasks: tasks, Policies: []string{"fifo", policy}, Duration: kernelEffectDuration, Seed: seed, GPU: gpu, Parallel: runtime.GOMAXPROCS(0)}.Run()
+	tasks[0].Priority, tasks[0].Online, tasks[0].Arrival, tasks[0].Think = 0, true, sim.Closed, 2*time.Millisecond
+	tasks[1].Priority, tasks[1].Arrival = 5, sim.BackToBack
+	gpu := sim.DefaultGPU()
+	gpu.Model, gpu.SMs = sim.MPS, kernelsched.DefaultConfig().SMs
+	rep, err := sim.Experiment{Tasks: tasks, Policies: []string{"fifo", policy}, Duration: kernelEffectDuration, Seed: seed, GPU: gpu, Parallel: runtime.GOMAXPROCS(0)}.Run()
 	if err != nil {
 		return KernelEffect{}, fmt.Errorf("kernel effect %s + %s: %w", online, offline, err)
 	}
-	row := func(pol, task string) Row {
+	row := func(pol, task string) sim.Row {
 		for _, r := range rep.Results {
 			if r.Policy == pol && r.Task == task {
 				return r
 			}
 		}
-		return Row{}
+		return sim.Row{}
 	}
 	mpsOn, polOn := row("fifo", online), row(policy, online)
 	mpsOff, polOff := row("fifo", offline), row(policy, offline)

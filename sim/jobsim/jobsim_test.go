@@ -1,4 +1,4 @@
-package trace
+package jobsim
 
 import (
 	"math"
@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 var (
 	jobModelsOnce sync.Once
-	jobModels     *JobModels
+	jobModels     *Models
 	jobModelsErr  error
 )
 
-func builtinJobModels(t testing.TB) *JobModels {
+func builtinJobModels(t testing.TB) *Models {
 	t.Helper()
-	jobModelsOnce.Do(func() { jobModels, jobModelsErr = BuiltinJobModels(1) })
+	jobModelsOnce.Do(func() { jobModels, jobModelsErr = BuiltinModels(1) })
 	if jobModelsErr != nil {
 		t.Fatal(jobModelsErr)
 	}
@@ -40,12 +41,12 @@ func a100(t testing.TB) *partitioner.Model {
 // policies it gets the whole-GPU instance (98 of 108 SMs) and is slower.
 func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 	jm := builtinJobModels(t)
-	job := SimJob{ID: "a", Type: "resnet50_train", Arrival: 10 * time.Second, Work: 100 * time.Second, MemoryMiB: 4268}
-	jt, _ := LookupJobType(job.Type)
+	job := trace.SimJob{ID: "a", Type: "resnet50_train", Arrival: 10 * time.Second, Work: 100 * time.Second, MemoryMiB: 4268}
+	jt, _ := trace.LookupJobType(job.Type)
 	alone := 100 + jt.Startup.Seconds()
-	for _, p := range JobPolicies() {
+	for _, p := range Policies() {
 		t.Run(p, func(t *testing.T) {
-			r, err := SimulateJobs(JobSimConfig{Jobs: []SimJob{job}, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
+			r, err := Simulate(Config{Jobs: []trace.SimJob{job}, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,14 +82,14 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 // a different workload seed changes them.
 func TestSimulateJobsIsDeterministic(t *testing.T) {
 	jm := builtinJobModels(t)
-	run := func(seed uint64, policy string) *JobSimResult {
-		r, err := SimulateJobs(JobSimConfig{Jobs: SyntheticJobs(8, 4, seed), Model: a100(t), GPUs: 1, Policy: policy, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
+	run := func(seed uint64, policy string) *Result {
+		r, err := Simulate(Config{Jobs: trace.SyntheticJobs(8, 4, seed), Model: a100(t), GPUs: 1, Policy: policy, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	for _, p := range JobPolicies() {
+	for _, p := range Policies() {
 		a, b, c := run(1, p), run(1, p), run(2, p)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: two runs differ: %+v vs %+v", p, a, b)
@@ -103,7 +104,7 @@ func TestSimulateJobsIsDeterministic(t *testing.T) {
 // online job runs on that GPU; miger does change it.
 func TestMMKKeepsMIGUnderOnline(t *testing.T) {
 	jm := builtinJobModels(t)
-	jobs := []SimJob{
+	jobs := []trace.SimJob{
 		{ID: "on", Type: "densenet121_infer", Online: true, Work: 10 * time.Hour, MemoryMiB: 1222},
 		{ID: "off1", Type: "vgg19_train", Arrival: time.Minute, Work: 10 * time.Minute, MemoryMiB: 7094},
 		{ID: "off2", Type: "resnet152_train", Arrival: 2 * time.Minute, Work: 10 * time.Minute, MemoryMiB: 4388},
@@ -112,7 +113,7 @@ func TestMMKKeepsMIGUnderOnline(t *testing.T) {
 	}
 	reconfigs := map[string]int{}
 	for _, p := range []string{JobMMK, JobMIGER} {
-		r, err := SimulateJobs(JobSimConfig{Jobs: jobs, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
+		r, err := Simulate(Config{Jobs: jobs, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,21 +131,21 @@ func TestMMKKeepsMIGUnderOnline(t *testing.T) {
 // TestSimulateJobsErrors: bad configurations are errors naming the fault.
 func TestSimulateJobsErrors(t *testing.T) {
 	jm := builtinJobModels(t)
-	ok := SimJob{ID: "a", Type: "resnet50_train", Work: time.Minute, MemoryMiB: 1}
+	ok := trace.SimJob{ID: "a", Type: "resnet50_train", Work: time.Minute, MemoryMiB: 1}
 	for _, tc := range []struct {
 		name string
-		cfg  JobSimConfig
+		cfg  Config
 		want string
 	}{
-		{"no gpus", JobSimConfig{Jobs: []SimJob{ok}, Policy: JobMMK}, "gpus 0"},
-		{"bad policy", JobSimConfig{Jobs: []SimJob{ok}, GPUs: 1, Policy: "fair"}, `policy "fair"`},
-		{"bad type", JobSimConfig{Jobs: []SimJob{{ID: "x", Type: "gpt5", Work: time.Minute}}, GPUs: 1, Policy: JobDefault}, `unknown job type "gpt5"`},
-		{"twice", JobSimConfig{Jobs: []SimJob{ok, ok}, GPUs: 1, Policy: JobDefault}, `job id "a" is given twice`},
-		{"no work", JobSimConfig{Jobs: []SimJob{{ID: "z", Type: "resnet50_train"}}, GPUs: 1, Policy: JobDefault}, "work 0s"},
+		{"no gpus", Config{Jobs: []trace.SimJob{ok}, Policy: JobMMK}, "gpus 0"},
+		{"bad policy", Config{Jobs: []trace.SimJob{ok}, GPUs: 1, Policy: "fair"}, `policy "fair"`},
+		{"bad type", Config{Jobs: []trace.SimJob{{ID: "x", Type: "gpt5", Work: time.Minute}}, GPUs: 1, Policy: JobDefault}, `unknown job type "gpt5"`},
+		{"twice", Config{Jobs: []trace.SimJob{ok, ok}, GPUs: 1, Policy: JobDefault}, `job id "a" is given twice`},
+		{"no work", Config{Jobs: []trace.SimJob{{ID: "z", Type: "resnet50_train"}}, GPUs: 1, Policy: JobDefault}, "work 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Model, tc.cfg.Truth, tc.cfg.Est = a100(t), jm.Truth, jm.Est
-			_, err := SimulateJobs(tc.cfg)
+			_, err := Simulate(tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
@@ -156,9 +157,9 @@ func TestSimulateJobsErrors(t *testing.T) {
 // unfinished, not simulated forever.
 func TestJobTooBigWaitsForever(t *testing.T) {
 	jm := builtinJobModels(t)
-	jobs := []SimJob{{ID: "big", Type: "vgg19_train", Work: time.Minute, MemoryMiB: 1 << 30}, {ID: "ok", Type: "vgg19_train", Work: time.Minute, MemoryMiB: 7094}}
-	for _, p := range JobPolicies() {
-		r, err := SimulateJobs(JobSimConfig{Jobs: jobs, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
+	jobs := []trace.SimJob{{ID: "big", Type: "vgg19_train", Work: time.Minute, MemoryMiB: 1 << 30}, {ID: "ok", Type: "vgg19_train", Work: time.Minute, MemoryMiB: 7094}}
+	for _, p := range Policies() {
+		r, err := Simulate(Config{Jobs: jobs, Model: a100(t), GPUs: 1, Policy: p, Truth: jm.Truth, Est: jm.Est, Effects: jm.Effects})
 		if err != nil {
 			t.Fatal(err)
 		}

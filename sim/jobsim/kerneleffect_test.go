@@ -1,8 +1,10 @@
-package trace
+package jobsim
 
 import (
 	"math"
 	"testing"
+
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // TestKernelEffectsTable: the built-in table covers every pair of an
@@ -20,8 +22,8 @@ func TestKernelEffectsTable(t *testing.T) {
 		}
 		have[[2]string{e.Online, e.Offline}] = e
 	}
-	for _, on := range JobTraceOnline() {
-		for _, off := range JobTraceOffline() {
+	for _, on := range trace.JobTraceOnline() {
+		for _, off := range trace.JobTraceOffline() {
 			if _, ok := have[[2]string{on, off}]; !ok {
 				t.Errorf("no effect for %s + %s: run make kernel-effects", on, off)
 			}

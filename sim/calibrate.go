@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // CalibrateHostScale returns the factor for the trace's host time between
@@ -16,15 +17,15 @@ import (
 // iteration, 3.30 ms without), which matters for launch-bound workloads.
 // It returns 1 when the iteration time is unknown, or when the GPU, not
 // the host, sets the pace (then no factor reaches it).
-func CalibrateHostScale(t *KernelTrace, gpu GPUConfig, sched kernelsched.Config) (float64, error) {
+func CalibrateHostScale(t *trace.KernelTrace, gpu GPUConfig, sched kernelsched.Config) (float64, error) {
 	if t.IterTime <= 0 {
 		return 1, nil
 	}
 	mean := func(scale float64) (time.Duration, error) {
 		n := len(t.Iterations)
-		res, err := Simulate(SimConfig{
+		res, err := Simulate(Config{
 			Policy: "fifo", Duration: time.Hour, GPU: gpu, Sched: sched, stopAfter: n,
-			Tasks: []SimTask{{Name: t.Name, Trace: t, Arrival: BackToBack, HostScale: scale}},
+			Tasks: []Task{{Name: t.Name, Trace: t, Arrival: BackToBack, HostScale: scale}},
 		})
 		if err != nil {
 			return 0, err
@@ -64,14 +65,14 @@ func CalibrateHostScale(t *KernelTrace, gpu GPUConfig, sched kernelsched.Config)
 // alone (no scheduler, back to back) for runs requests and builds its
 // kernel profile from what it observed, so SK and SG reflect the task as
 // it runs here (its host scale included), not the profiler's timeline.
-func ProfileAlone(t SimTask, gpu GPUConfig, sched kernelsched.Config, runs int) (*kernelsched.TaskProfile, error) {
+func ProfileAlone(t Task, gpu GPUConfig, sched kernelsched.Config, runs int) (*kernelsched.TaskProfile, error) {
 	if runs < 1 {
 		return nil, fmt.Errorf("profile %q: runs %d must be at least 1", t.Name, runs)
 	}
 	t.Arrival, t.Profile = BackToBack, nil
-	res, err := Simulate(SimConfig{
+	res, err := Simulate(Config{
 		Policy: "fifo", Duration: time.Hour, GPU: gpu, Sched: sched, stopAfter: runs, observe: true,
-		Tasks: []SimTask{t},
+		Tasks: []Task{t},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %w", t.Name, err)

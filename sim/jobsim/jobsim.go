@@ -1,4 +1,4 @@
-package trace
+package jobsim
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/sim"
+	"github.com/mmkgpu/mmk/trace"
 )
 
 // Job-level policies: what shares the GPUs.
@@ -33,8 +35,8 @@ const (
 	JobMMKAlg1 = "mmk-alg1"
 )
 
-// JobPolicies lists the job-level policies.
-func JobPolicies() []string {
+// Policies lists the job-level policies.
+func Policies() []string {
 	return []string{JobDefault, JobMPS, JobMISO, JobMIGER, JobMMK, JobMMKAlg1}
 }
 
@@ -47,13 +49,13 @@ const (
 	DefaultMIGReconfig = 5 * time.Second
 )
 
-// DefaultMaxShare is JobSimConfig.MaxShare when unset: the built-in
+// DefaultMaxShare is Config.MaxShare when unset: the built-in
 // profiles hold runs of up to three jobs together.
 const DefaultMaxShare = 3
 
-// JobSimConfig is one job-level simulation.
-type JobSimConfig struct {
-	Jobs   []SimJob
+// Config is one job-level simulation.
+type Config struct {
+	Jobs   []trace.SimJob
 	Model  *partitioner.Model
 	GPUs   int
 	Policy string
@@ -74,8 +76,8 @@ type JobSimConfig struct {
 	Progress func(done, total int)
 }
 
-// JobSimResult is a policy's outcome on a job trace.
-type JobSimResult struct {
+// Result is a policy's outcome on a job trace.
+type Result struct {
 	Policy   string  `json:"policy"`
 	Workload string  `json:"workload"`
 	AvgJCTS  float64 `json:"avg_jct_s"`
@@ -106,7 +108,7 @@ type JobSimResult struct {
 
 // simJob is a job's state in the simulation (times in seconds).
 type simJob struct {
-	SimJob
+	trace.SimJob
 	alone     float64 // work + start-up
 	startup   float64
 	remaining float64 // seconds of work alone
@@ -118,12 +120,12 @@ type simJob struct {
 }
 
 type jobSim struct {
-	cfg     JobSimConfig
+	cfg     Config
 	jobs    []*simJob
 	byID    map[string]*simJob
 	pending []*simJob
 	now     float64
-	res     JobSimResult
+	res     Result
 	// Partitioned policies: each GPU's plan. Shared ones: jobs per GPU.
 	plans  []partitioner.GPUPlan
 	shared [][]*simJob
@@ -137,8 +139,8 @@ type jobSim struct {
 	layoutTime map[string]float64
 }
 
-// SimulateJobs runs one policy on a job trace.
-func SimulateJobs(cfg JobSimConfig) (*JobSimResult, error) {
+// Simulate runs one policy on a job trace.
+func Simulate(cfg Config) (*Result, error) {
 	if cfg.GPUs <= 0 {
 		return nil, fmt.Errorf("job sim: gpus %d: want at least 1", cfg.GPUs)
 	}
@@ -151,7 +153,7 @@ func SimulateJobs(cfg JobSimConfig) (*JobSimResult, error) {
 	if cfg.MIGReconfig == 0 {
 		cfg.MIGReconfig = DefaultMIGReconfig
 	}
-	s := &jobSim{cfg: cfg, byID: map[string]*simJob{}, res: JobSimResult{Policy: cfg.Policy}, effect: map[[2]string]KernelEffect{}}
+	s := &jobSim{cfg: cfg, byID: map[string]*simJob{}, res: Result{Policy: cfg.Policy}, effect: map[[2]string]KernelEffect{}}
 	switch cfg.Policy {
 	case JobDefault, JobMPS:
 		s.shared = make([][]*simJob, cfg.GPUs)
@@ -162,7 +164,7 @@ func SimulateJobs(cfg JobSimConfig) (*JobSimResult, error) {
 	case JobMMK, JobMMKAlg1:
 		s.opts = partitioner.Options{FixOnlinePercent: true, MaxJobsPerInstance: cfg.MaxShare}
 	default:
-		return nil, fmt.Errorf("job sim: policy %q is not one of %v", cfg.Policy, JobPolicies())
+		return nil, fmt.Errorf("job sim: policy %q is not one of %v", cfg.Policy, Policies())
 	}
 	if s.shared == nil {
 		if cfg.Est == nil {
@@ -184,7 +186,7 @@ func SimulateJobs(cfg JobSimConfig) (*JobSimResult, error) {
 		}
 	}
 	for _, j := range cfg.Jobs {
-		jt, ok := LookupJobType(j.Type)
+		jt, ok := trace.LookupJobType(j.Type)
 		if !ok || !cfg.Truth.Has(j.Type) {
 			return nil, fmt.Errorf("job sim: job %s: unknown job type %q", j.ID, j.Type)
 		}
@@ -374,7 +376,7 @@ func (s *jobSim) decide() error {
 func (s *jobSim) speeds() {
 	truth := s.cfg.Truth
 	if s.shared != nil {
-		gpu := DefaultGPU()
+		gpu := sim.DefaultGPU()
 		for _, js := range s.shared {
 			busy := 0.0
 			for _, j := range js {
@@ -448,13 +450,13 @@ func (s *jobSim) speeds() {
 // share), an offline job keeps the smallest share measured next to its
 // online co-runners.
 func (s *jobSim) kernelEffect(j *simJob, pct float64, here []partitioner.Placed, speed float64) float64 {
-	jt, _ := LookupJobType(j.Type)
+	jt, _ := trace.LookupJobType(j.Type)
 	gain, n, kept := 0.0, 0, 1.0
 	for _, o := range here {
 		if o.Job.Online == j.Online {
 			continue
 		}
-		ot, _ := LookupJobType(o.Job.Type)
+		ot, _ := trace.LookupJobType(o.Job.Type)
 		if j.Online {
 			if e, ok := s.effect[[2]string{jt.Trace, ot.Trace}]; ok {
 				gain += e.OnlineSpeedup

@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"reflect"
@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/trace"
 )
 
-func mustTrace(t testing.TB, name string) *KernelTrace {
+func mustTrace(t testing.TB, name string) *trace.KernelTrace {
 	t.Helper()
-	tr, err := LoadKernelTrace(name, "")
+	tr, err := trace.LoadKernelTrace(name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,13 +21,13 @@ func mustTrace(t testing.TB, name string) *KernelTrace {
 
 // synthetic is a trace of one iteration of n kernels of dur each, launched
 // every gap on the host.
-func synthetic(name string, n int, dur, gap time.Duration) *KernelTrace {
-	it := make([]Kernel, n)
+func synthetic(name string, n int, dur, gap time.Duration) *trace.KernelTrace {
+	it := make([]trace.Kernel, n)
 	for i := range it {
-		it[i] = Kernel{ID: kernelsched.KernelID{Name: name, Grid: kernelsched.Dim3{1, 1, 1}, Block: kernelsched.Dim3{32, 1, 1}},
+		it[i] = trace.Kernel{ID: kernelsched.KernelID{Name: name, Grid: kernelsched.Dim3{1, 1, 1}, Block: kernelsched.Dim3{32, 1, 1}},
 			Start: time.Duration(i) * gap, Launch: time.Duration(i) * gap, Dur: dur}
 	}
-	return &KernelTrace{Name: name, Iterations: [][]Kernel{it}}
+	return &trace.KernelTrace{Name: name, Iterations: [][]trace.Kernel{it}}
 }
 
 func TestSimulateAloneMatchesTheTrace(t *testing.T) {
@@ -34,8 +35,8 @@ func TestSimulateAloneMatchesTheTrace(t *testing.T) {
 	// A request ends when its last kernel ends: 9 x 20 us + launch
 	// latency 5 us + 5 us. The GPU serves only this task: no switches.
 	tr := synthetic("k", 10, 5*time.Microsecond, 20*time.Microsecond)
-	res, err := Simulate(SimConfig{Policy: "fifo", Duration: 10 * time.Millisecond, GPU: DefaultGPU(),
-		Tasks: []SimTask{{Name: "a", Trace: tr, Arrival: Closed, Think: 100 * time.Microsecond}}})
+	res, err := Simulate(Config{Policy: "fifo", Duration: 10 * time.Millisecond, GPU: DefaultGPU(),
+		Tasks: []Task{{Name: "a", Trace: tr, Arrival: Closed, Think: 100 * time.Microsecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +100,8 @@ func TestMPSModelSharesSMs(t *testing.T) {
 	}
 }
 
-func pairTasks(t testing.TB, hp, lp string) []SimTask {
-	return []SimTask{
+func pairTasks(t testing.TB, hp, lp string) []Task {
+	return []Task{
 		{Name: "hp", Trace: mustTrace(t, hp), Priority: 0, Online: true, Arrival: Closed, Think: 2 * time.Millisecond},
 		{Name: "lp", Trace: mustTrace(t, lp), Priority: 5, Arrival: BackToBack},
 	}
@@ -108,7 +109,7 @@ func pairTasks(t testing.TB, hp, lp string) []SimTask {
 
 func TestSimulateIsDeterministic(t *testing.T) {
 	for _, p := range kernelsched.Policies() {
-		cfg := SimConfig{Policy: p, Duration: 300 * time.Millisecond, Seed: 7, GPU: DefaultGPU(), Tasks: pairTasks(t, "resnet50_infer_bs1", "bert_base_train_bs8"),
+		cfg := Config{Policy: p, Duration: 300 * time.Millisecond, Seed: 7, GPU: DefaultGPU(), Tasks: pairTasks(t, "resnet50_infer_bs1", "bert_base_train_bs8"),
 			Timeline: Window{100 * time.Millisecond, 110 * time.Millisecond}}
 		cfg.Tasks[1].Arrival, cfg.Tasks[1].Rate = Poisson, 30
 		a, err := Simulate(cfg)
@@ -131,15 +132,15 @@ func TestSimulateRejects(t *testing.T) {
 	tr := synthetic("k", 2, time.Microsecond, time.Microsecond)
 	tests := []struct {
 		name string
-		cfg  SimConfig
+		cfg  Config
 		want string
 	}{
-		{"no task", SimConfig{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU()}, "no task"},
-		{"bad policy", SimConfig{Policy: "x", Duration: time.Second, GPU: DefaultGPU(), Tasks: []SimTask{{Trace: tr}}}, `policy "x"`},
-		{"bad gpu", SimConfig{Policy: "fifo", Duration: time.Second, GPU: GPUConfig{Model: "z"}, Tasks: []SimTask{{Trace: tr}}}, "gpu model"},
-		{"bad rate", SimConfig{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: []SimTask{{Name: "p", Trace: tr, Arrival: Poisson}}}, "rate"},
-		{"no duration", SimConfig{Policy: "fifo", GPU: DefaultGPU(), Tasks: []SimTask{{Trace: tr}}}, "duration"},
-		{"bad hold", SimConfig{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Hold: "wait", Tasks: []SimTask{{Trace: tr}}}, "hold mode"},
+		{"no task", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU()}, "no task"},
+		{"bad policy", Config{Policy: "x", Duration: time.Second, GPU: DefaultGPU(), Tasks: []Task{{Trace: tr}}}, `policy "x"`},
+		{"bad gpu", Config{Policy: "fifo", Duration: time.Second, GPU: GPUConfig{Model: "z"}, Tasks: []Task{{Trace: tr}}}, "gpu model"},
+		{"bad rate", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: []Task{{Name: "p", Trace: tr, Arrival: Poisson}}}, "rate"},
+		{"no duration", Config{Policy: "fifo", GPU: DefaultGPU(), Tasks: []Task{{Trace: tr}}}, "duration"},
+		{"bad hold", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Hold: "wait", Tasks: []Task{{Trace: tr}}}, "hold mode"},
 	}
 	for _, tt := range tests {
 		if _, err := Simulate(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -228,21 +229,21 @@ func TestCalibrateHostScale(t *testing.T) {
 func TestParseTaskSpec(t *testing.T) {
 	tests := []struct {
 		in   string
-		want SimTask
+		want Task
 		err  string
 	}{
-		{"hp:resnet50_infer_bs1:0:think=2ms", SimTask{Name: "hp", Priority: 0, Online: true, Arrival: Closed, Think: 2 * time.Millisecond}, ""},
-		{"lp:x.jsonl.gz:5", SimTask{Name: "lp", Priority: 5, Arrival: BackToBack}, ""},
-		{"p:x:3:rate=50:mps=40:scale=0.5:online", SimTask{Name: "p", Priority: 3, Online: true, Arrival: Poisson, Rate: 50, MPSPercent: 40, HostScale: 0.5}, ""},
-		{"a:x:0:offline:b2b", SimTask{Name: "a", Priority: 0, Arrival: BackToBack}, ""},
-		{"a:x", SimTask{}, "want NAME:TRACE:PRIORITY"},
-		{":x:1", SimTask{}, "NAME is empty"},
-		{"a:x:10", SimTask{}, `PRIORITY "10"`},
-		{"a:x:1:think=soon", SimTask{}, `option "think=soon"`},
-		{"a:x:1:mps=0", SimTask{}, `option "mps=0"`},
-		{"a:x:1:rate=-1", SimTask{}, `option "rate=-1"`},
-		{"a:x:1:think=1ms:rate=3", SimTask{}, "at most one"},
-		{"a:x:1:colour=red", SimTask{}, "unknown"},
+		{"hp:resnet50_infer_bs1:0:think=2ms", Task{Name: "hp", Priority: 0, Online: true, Arrival: Closed, Think: 2 * time.Millisecond}, ""},
+		{"lp:x.jsonl.gz:5", Task{Name: "lp", Priority: 5, Arrival: BackToBack}, ""},
+		{"p:x:3:rate=50:mps=40:scale=0.5:online", Task{Name: "p", Priority: 3, Online: true, Arrival: Poisson, Rate: 50, MPSPercent: 40, HostScale: 0.5}, ""},
+		{"a:x:0:offline:b2b", Task{Name: "a", Priority: 0, Arrival: BackToBack}, ""},
+		{"a:x", Task{}, "want NAME:TRACE:PRIORITY"},
+		{":x:1", Task{}, "NAME is empty"},
+		{"a:x:10", Task{}, `PRIORITY "10"`},
+		{"a:x:1:think=soon", Task{}, `option "think=soon"`},
+		{"a:x:1:mps=0", Task{}, `option "mps=0"`},
+		{"a:x:1:rate=-1", Task{}, `option "rate=-1"`},
+		{"a:x:1:think=1ms:rate=3", Task{}, "at most one"},
+		{"a:x:1:colour=red", Task{}, "unknown"},
 	}
 	for _, tt := range tests {
 		got, err := ParseTaskSpec(tt.in)
@@ -252,8 +253,8 @@ func TestParseTaskSpec(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !reflect.DeepEqual(got.SimTask, tt.want) {
-			t.Errorf("%q: %+v, %v; want %+v", tt.in, got.SimTask, err, tt.want)
+		if err != nil || !reflect.DeepEqual(got.Task, tt.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tt.in, got.Task, err, tt.want)
 		}
 	}
 }
@@ -267,7 +268,7 @@ func FuzzParseTaskSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		st := spec.SimTask
+		st := spec.Task
 		if st.Priority < 0 || st.Priority > 9 || st.MPSPercent < 0 || st.MPSPercent > 100 || st.Think < 0 || st.Rate < 0 || spec.Name == "" || spec.Trace == "" {
 			t.Fatalf("accepted an invalid task: %+v", spec)
 		}
@@ -282,8 +283,8 @@ func TestEveryRequestRunsAllItsKernels(t *testing.T) {
 	for _, hold := range []HoldMode{HoldQueue, HoldBlock} {
 		for _, p := range kernelsched.Policies() {
 			tasks := pairTasks(t, "resnet50_infer_bs1", "vgg19_train_bs32")
-			tasks = append(tasks, SimTask{Name: "u", Trace: uneven, Priority: 7, Arrival: BackToBack})
-			res, err := Simulate(SimConfig{Policy: p, Duration: 300 * time.Millisecond, GPU: DefaultGPU(), Hold: hold, Tasks: tasks})
+			tasks = append(tasks, Task{Name: "u", Trace: uneven, Priority: 7, Arrival: BackToBack})
+			res, err := Simulate(Config{Policy: p, Duration: 300 * time.Millisecond, GPU: DefaultGPU(), Hold: hold, Tasks: tasks})
 			if err != nil {
 				t.Fatal(err)
 			}

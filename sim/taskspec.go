@@ -1,4 +1,4 @@
-package trace
+package sim
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // offline (default: online at priority 0).
 type TaskSpec struct {
 	Name, Trace string
-	SimTask     SimTask
+	Task        Task
 }
 
 // ParseTaskSpec parses one --task value. Errors name the part at fault.
@@ -36,7 +36,7 @@ func ParseTaskSpec(v string) (TaskSpec, error) {
 	if err != nil || prio < 0 || prio >= kernelsched.NumPriorities {
 		return TaskSpec{}, fmt.Errorf("task %q: PRIORITY %q is not an integer 0..%d", v, parts[2], kernelsched.NumPriorities-1)
 	}
-	st := SimTask{Name: name, Priority: prio, Arrival: BackToBack, Online: prio == 0}
+	st := Task{Name: name, Priority: prio, Arrival: BackToBack, Online: prio == 0}
 	arrivals := 0
 	for _, opt := range parts[3:] {
 		key, val, hasVal := strings.Cut(strings.TrimSpace(opt), "=")
@@ -86,5 +86,5 @@ func ParseTaskSpec(v string) (TaskSpec, error) {
 	if arrivals > 1 {
 		return TaskSpec{}, fmt.Errorf("task %q: give at most one of think=, rate= and b2b", v)
 	}
-	return TaskSpec{Name: name, Trace: tr, SimTask: st}, nil
+	return TaskSpec{Name: name, Trace: tr, Task: st}, nil
 }

@@ -1,4 +1,4 @@
-package trace
+package jobsim
 
 import (
 	"fmt"
@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/trace"
 )
 
-// JobExperiment runs several job-level policies on one job trace.
-type JobExperiment struct {
+// Experiment runs several job-level policies on one job trace.
+type Experiment struct {
 	Workload    string
-	Jobs        []SimJob
+	Jobs        []trace.SimJob
 	Model       *partitioner.Model
 	GPUs        int
 	Policies    []string
-	Models      *JobModels
+	Models      *Models
 	MIGReconfig time.Duration
 	MaxShare    int
 	// Progress, when set, is called with each policy's finished jobs.
@@ -28,11 +29,11 @@ type JobExperiment struct {
 // Run simulates each policy in turn, in the order given. The policies
 // share one cache of the predictor's answers: they ask it the same
 // questions.
-func (e JobExperiment) Run() ([]*JobSimResult, error) {
-	var out []*JobSimResult
+func (e Experiment) Run() ([]*Result, error) {
+	var out []*Result
 	est := partitioner.NewCache(e.Models.Est)
 	for _, p := range e.Policies {
-		cfg := JobSimConfig{
+		cfg := Config{
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
 			Truth: e.Models.Truth, Est: est, Effects: e.Models.Effects,
 			MIGReconfig: e.MIGReconfig, MaxShare: e.MaxShare,
@@ -40,7 +41,7 @@ func (e JobExperiment) Run() ([]*JobSimResult, error) {
 		if e.Progress != nil {
 			cfg.Progress = func(done, total int) { e.Progress(p, done, total) }
 		}
-		r, err := SimulateJobs(cfg)
+		r, err := Simulate(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +53,7 @@ func (e JobExperiment) Run() ([]*JobSimResult, error) {
 
 // WriteJCTCDF draws each result's CDF of JCT normalised to the job alone
 // (MMK figure 7) as an SVG, the x axis in log scale.
-func WriteJCTCDF(w io.Writer, title string, results []*JobSimResult) error {
+func WriteJCTCDF(w io.Writer, title string, results []*Result) error {
 	const width, height, left, right, top, bottom = 640.0, 400.0, 60.0, 150.0, 30.0, 45.0
 	hi := 1.0
 	for _, r := range results {

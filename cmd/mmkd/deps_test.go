@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestDaemonLinksNoSimulator: the daemon and the packages it is made of
+// (node, web) never import a simulator (sim, sim/jobsim): the simulators
+// are tools for experiments, and the formats and the profiling phase the
+// daemon needs live in trace.
+func TestDaemonLinksNoSimulator(t *testing.T) {
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, pkg := range []string{"github.com/mmkgpu/mmk/cmd/mmkd", "github.com/mmkgpu/mmk/node", "github.com/mmkgpu/mmk/web"} {
+		out, err := exec.Command(goTool, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %v", pkg, deps)
+		}
+		for _, d := range deps {
+			if d == "github.com/mmkgpu/mmk/sim" || strings.HasPrefix(d, "github.com/mmkgpu/mmk/sim/") {
+				t.Errorf("%s depends on the simulator package %s", pkg, d)
+			}
+		}
+	}
+}
