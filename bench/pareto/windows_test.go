@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/xml"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -116,4 +118,30 @@ func FuzzReadWindows(f *testing.F) {
 			t.Fatalf("plot of %q is not XML: %v", in, err)
 		}
 	})
+}
+
+// TestRunRenames: a renamed setting shows under its new name only, and
+// the report says which names it changed.
+func TestRunRenames(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "w.jsonl")
+	lines := `{"pair":"p","segment":"mps","setting":"alone (MPS)","cycle":0,"hp_stats":{"n":3,"p50_ms":2,"p99_ms":3}}
+{"pair":"p","segment":"mps","setting":"LP alone (MPS)","cycle":0,"lp_stats":{"steps":5,"it_s":10}}
+{"pair":"p","segment":"mps","setting":"guard (mmk default)","cycle":0,"policy":"guard","hp_stats":{"n":3,"p50_ms":2,"p99_ms":3},"lp_stats":{"steps":5,"it_s":9}}
+`
+	if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.md")
+	if err := run(out, "t", map[string]string{"guard (mmk default)": "guard"}, []string{in}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(md)
+	if !strings.Contains(s, "| guard |") || !strings.Contains(s, `"guard (mmk default)" as "guard".`) || strings.Contains(s, "| guard (mmk default) |") {
+		t.Errorf("report does not rename the setting:\n%s", s)
+	}
 }

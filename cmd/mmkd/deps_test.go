@@ -2,8 +2,6 @@ package main
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -13,7 +11,11 @@ import (
 // are tools for experiments, and the formats and the profiling phase the
 // daemon needs live in trace.
 func TestDaemonLinksNoSimulator(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts the go command that runs it first on PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
 	for _, pkg := range []string{"github.com/mmkgpu/mmk/cmd/mmkd", "github.com/mmkgpu/mmk/node", "github.com/mmkgpu/mmk/web"} {
 		out, err := exec.Command(goTool, "list", "-deps", pkg).CombinedOutput()
 		if err != nil {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,5 +119,71 @@ func TestGuardEndToEnd(t *testing.T) {
 	}
 	if g.lo.Hook.Held == 0 {
 		t.Errorf("guard held no offline launch")
+	}
+}
+
+// TestGuardInflightEndToEnd: with guard letting the offline job's kernels
+// run during requests (Tau above their block time), the bound on offline
+// work in flight is what keeps the queue ahead of an online kernel short:
+// a tight bound gives the online job a lower median than a loose one.
+func TestGuardInflightEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the fake jobs for seconds")
+	}
+	a := buildC(t)
+	hp, lp, profiles := guardJobs(t)
+	p50 := map[time.Duration]float64{}
+	for _, bound := range []time.Duration{400 * time.Microsecond, 20 * time.Millisecond} {
+		sched := kernelsched.Config{Guard: kernelsched.GuardConfig{Tau: time.Millisecond, Inflight: bound}}
+		s, sock := startServerWith(t, Config{Policy: "guard", Sched: sched, Profiles: profiles})
+		hi, lo := coRun(t, a, sock, hp, lp, 2, 3)
+		waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+		t.Logf("in flight at most %v: online p50 %.0f µs over %d requests; offline %d launches", bound, hi.IterP50Us, hi.Iters, lo.Launches)
+		if hi.Iters < 50 || lo.Launches == 0 {
+			t.Fatalf("bound %v: %d requests, %d offline launches", bound, hi.Iters, lo.Launches)
+		}
+		p50[bound] = hi.IterP50Us
+	}
+	if tight, loose := p50[400*time.Microsecond], p50[20*time.Millisecond]; tight > 0.85*loose {
+		t.Errorf("online p50 %.0f µs with 400 µs of offline work in flight against %.0f µs with 20 ms: want it lower", tight, loose)
+	}
+}
+
+// TestGuardFailOpenEndToEnd: the server goes away while guard holds the
+// offline job; both jobs run to the end, no launch waiting past the
+// hook's bound for long.
+func TestGuardFailOpenEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the fake jobs for seconds")
+	}
+	a := buildC(t)
+	hp, lp, profiles := guardJobs(t)
+	sock := filepath.Join(t.TempDir(), "sched.sock")
+	s, err := New(Config{Socket: sock, Policy: "guard", Sched: kernelsched.Config{Guard: kernelsched.GuardConfig{Tau: -1}}, Profiles: profiles,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil })
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		cancel()
+	}()
+	hi, lo := coRun(t, a, sock, hp, lp, 2, 3)
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("online %d requests, offline %d launches (%d held, %d failed open), longest offline wait %.0f µs", hi.Iters, lo.Launches, lo.Hook.Held, lo.Hook.FailOpen, lo.MaxWaitUs)
+	if hi.Iters < 50 || lo.Launches < 100 {
+		t.Errorf("after the server went: %d online requests, %d offline launches", hi.Iters, lo.Launches)
+	}
+	if lo.Hook.Held == 0 {
+		t.Errorf("guard held no offline launch before the server went")
+	}
+	if lo.MaxWaitUs > 200e3 {
+		t.Errorf("an offline launch waited %.0f µs", lo.MaxWaitUs)
 	}
 }
