@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
@@ -23,8 +22,12 @@ const (
 	// MPS runs the kernels of all processes concurrently, each stream's in
 	// order. A kernel occupies the SMs its occupancy needs (capped by its
 	// MPS share); while the running kernels want more SMs than the
-	// instance has, all of them slow down in proportion (processor
-	// sharing).
+	// instance has, the SMs go first to the processes of the higher MPS
+	// client priority (Task.MPSPriority) and are shared in proportion
+	// within one priority (processor sharing). With BlockResidency a
+	// kernel that gets fewer SMs than it is due waits for the blocks
+	// already resident on them: other kernels give SMs back only at the
+	// end of one of their waves of blocks. See mps.go.
 	MPS GPUModel = "mps"
 )
 
@@ -38,6 +41,11 @@ type GPUConfig struct {
 	LaunchLatency time.Duration
 	// SMs is the instance's SMs (MPS model); 0 takes the scheduler's.
 	SMs int
+	// BlockResidency (MPS model): a running kernel keeps its SMs until its
+	// current wave of blocks ends, even when a kernel of a higher priority
+	// wants them; the GPU does not preempt resident blocks. Off, SMs move
+	// at once (the model of the earlier results).
+	BlockResidency bool
 }
 
 // DefaultGPU is the time-sliced H200 as calibrated in
@@ -75,6 +83,8 @@ type gpuKernel struct {
 	seq   uint64
 	dur   time.Duration
 	sms   int
+	// waves is how many waves of blocks the kernel runs on its SMs.
+	waves int
 	start time.Duration
 }
 
@@ -195,98 +205,3 @@ func (g *timeSliced) othersWait() bool {
 	return false
 }
 
-// mpsGPU implements MPS: processor sharing of the instance's SMs.
-type mpsGPU struct {
-	sms     int
-	queues  []fifoQueue
-	running []mpsRun
-	demand  int
-	rate    float64
-	last    time.Duration
-	busyAcc time.Duration
-}
-
-type mpsRun struct {
-	on        bool
-	k         gpuKernel
-	remaining float64 // ns of work at full speed
-}
-
-func newMPSGPU(sms, tasks int) *mpsGPU {
-	return &mpsGPU{sms: sms, queues: make([]fifoQueue, tasks), running: make([]mpsRun, tasks), rate: 1}
-}
-
-func (g *mpsGPU) advance(now time.Duration) {
-	if now <= g.last {
-		return
-	}
-	el := float64(now - g.last)
-	if g.demand > 0 {
-		g.busyAcc += now - g.last
-		for i := range g.running {
-			if g.running[i].on {
-				g.running[i].remaining -= el * g.rate
-			}
-		}
-	}
-	g.last = now
-}
-
-func (g *mpsGPU) submit(now time.Duration, k gpuKernel) {
-	g.advance(now)
-	g.queues[k.task].push(k)
-	if !g.running[k.task].on {
-		g.start(now, k.task)
-		g.rerate()
-	}
-}
-
-func (g *mpsGPU) start(now time.Duration, task int) {
-	if g.queues[task].len() == 0 {
-		return
-	}
-	k := g.queues[task].pop()
-	k.start = now
-	g.running[task] = mpsRun{on: true, k: k, remaining: float64(k.dur)}
-	g.demand += max(1, k.sms)
-}
-
-func (g *mpsGPU) rerate() {
-	g.rate = 1
-	if g.demand > g.sms {
-		g.rate = float64(g.sms) / float64(g.demand)
-	}
-}
-
-func (g *mpsGPU) due() time.Duration {
-	d := kernelsched.Never
-	for i := range g.running {
-		if r := &g.running[i]; r.on {
-			d = min(d, g.last+time.Duration(math.Ceil(max(0, r.remaining)/g.rate)))
-		}
-	}
-	return d
-}
-
-func (g *mpsGPU) fire(now time.Duration, done []gpuKernel) []gpuKernel {
-	g.advance(now)
-	for i := range g.running {
-		r := &g.running[i]
-		if r.on && r.remaining <= 0.5 {
-			done = append(done, r.k)
-			g.demand -= max(1, r.k.sms)
-			r.on = false
-			g.start(now, i)
-		}
-	}
-	g.rerate()
-	return done
-}
-
-func (g *mpsGPU) busy(now time.Duration) time.Duration {
-	b := g.busyAcc
-	if g.demand > 0 && now > g.last {
-		b += now - g.last
-	}
-	return b
-}

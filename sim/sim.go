@@ -36,6 +36,10 @@ type Task struct {
 	Rate     float64
 	// MPSPercent is the task's MPS share, 1-100 (0: 100).
 	MPSPercent int
+	// MPSPriority is the task's MPS client priority
+	// (CUDA_MPS_CLIENT_PRIORITY): 0 normal, 1 below normal. The MPS GPU
+	// model gives SMs to the higher priority first.
+	MPSPriority int
 	// HostScale multiplies the trace's host time between launch calls.
 	// 0 calibrates it (CalibrateHostScale).
 	HostScale float64
@@ -252,7 +256,11 @@ func newSim(cfg Config) (*sim, error) {
 	}
 	switch cfg.GPU.Model {
 	case MPS:
-		s.gpu = newMPSGPU(sms, len(cfg.Tasks))
+		prio := make([]int, len(cfg.Tasks))
+		for i, t := range cfg.Tasks {
+			prio[i] = t.MPSPriority
+		}
+		s.gpu = newMPSGPU(sms, prio, cfg.GPU.BlockResidency)
 	default:
 		s.gpu = newTimeSliced(cfg.GPU, len(cfg.Tasks))
 	}
@@ -275,6 +283,8 @@ func (s *sim) addTask(i int, ts Task) (*simTask, error) {
 		return nil, fmt.Errorf("rate: %v requests/s is not in (0, 1e6]", ts.Rate)
 	case ts.Think < 0:
 		return nil, fmt.Errorf("think: %v is negative", ts.Think)
+	case ts.MPSPriority != 0 && ts.MPSPriority != 1:
+		return nil, fmt.Errorf("MPS priority: %d is not 0 (normal) or 1 (below normal)", ts.MPSPriority)
 	case ts.HostScale < 0 || math.IsNaN(ts.HostScale) || ts.HostScale > 100:
 		return nil, fmt.Errorf("host scale: %v is outside 0..100", ts.HostScale)
 	}
@@ -453,7 +463,7 @@ func (s *sim) schedule() error {
 		l := &rel[i]
 		t := s.tasks[l.Task]
 		r := t.kernel(l.Tag)
-		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs}
+		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs, waves: waves(l)}
 		t.outstanding++
 		t.held--
 		if lat := s.cfg.GPU.LaunchLatency; lat > 0 {
@@ -477,6 +487,13 @@ func (s *sim) schedule() error {
 		s.push(wake, evWake, -1)
 	}
 	return nil
+}
+
+// waves is how many waves of blocks launch l runs on the SMs it was
+// given: its grid over the blocks those SMs hold at once.
+func waves(l *kernelsched.Launch) int {
+	perWave := uint64(max(1, l.BlocksPerSM)) * uint64(max(1, l.SMs))
+	return int(min((l.Kernel.Grid.Count()+perWave-1)/perWave, math.MaxInt32))
 }
 
 // syncGPU keeps one pending event for the GPU's next completion.

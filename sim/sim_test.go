@@ -78,7 +78,7 @@ func TestTimeSlicedModel(t *testing.T) {
 }
 
 func TestMPSModelSharesSMs(t *testing.T) {
-	g := newMPSGPU(100, 2)
+	g := newMPSGPU(100, []int{0, 0}, false)
 	// Two kernels that fit together run at full speed...
 	g.submit(0, gpuKernel{task: 0, dur: 100 * time.Microsecond, sms: 40})
 	g.submit(0, gpuKernel{task: 1, dur: 100 * time.Microsecond, sms: 60})
@@ -141,6 +141,7 @@ func TestSimulateRejects(t *testing.T) {
 		{"bad rate", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: []Task{{Name: "p", Trace: tr, Arrival: Poisson}}}, "rate"},
 		{"no duration", Config{Policy: "fifo", GPU: DefaultGPU(), Tasks: []Task{{Trace: tr}}}, "duration"},
 		{"bad hold", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Hold: "wait", Tasks: []Task{{Trace: tr}}}, "hold mode"},
+		{"bad MPS priority", Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: []Task{{Trace: tr, MPSPriority: 2}}}, "MPS priority: 2"},
 	}
 	for _, tt := range tests {
 		if _, err := Simulate(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {

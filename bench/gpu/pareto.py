@@ -9,7 +9,7 @@ MPS state is one segment with its own processes, started once:
   no MPS   HP alone, LP alone, default time-sharing
   MPS      HP alone, LP alone, MPS (LP priority 0), LP priority 1 at 100,
            70 and 50 %, and on top of priority 1 at 100 % the hook with
-           fifo (mmk only observing), guard (mmk's default), guard with
+           fifo (mmk only observing, its default), guard, guard with
            Tau fixed, fikit, mmk and fikit+mmk
 
 Within a segment the settings are windows of the same processes: jobs
