@@ -78,11 +78,11 @@ func (g GPUConfig) validate() error {
 
 // gpuKernel is a released kernel on the simulated GPU.
 type gpuKernel struct {
-	task  int
-	tag   int // the kernel's index in its iteration
-	seq   uint64
-	dur   time.Duration
-	sms   int
+	task int
+	tag  int // the kernel's index in its iteration
+	seq  uint64
+	dur  time.Duration
+	sms  int
 	// waves is how many waves of blocks the kernel runs on its SMs.
 	waves int
 	start time.Duration
@@ -204,4 +204,3 @@ func (g *timeSliced) othersWait() bool {
 	}
 	return false
 }
-
