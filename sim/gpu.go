@@ -46,6 +46,19 @@ type GPUConfig struct {
 	// wants them; the GPU does not preempt resident blocks. Off, SMs move
 	// at once (the model of the earlier results).
 	BlockResidency bool
+	// DispatchWait (MPS model): a kernel that starts while a kernel of
+	// another task of the same or a higher MPS client priority runs gets
+	// no SM for this long, as the GPU's work distributor serves the grid
+	// it is dispatching first. A kernel of a higher priority than every
+	// running one skips the queue. 0: none (the model of the earlier
+	// results).
+	DispatchWait time.Duration
+	// ShareStretch (MPS model): a kernel held by its task's MPS share to
+	// fewer SMs than its grid would fill runs more waves of blocks: its
+	// traced duration times its waves on the share over its waves on the
+	// whole instance. Off: the traced duration whatever the share (the
+	// model of the earlier results, kernel effects included).
+	ShareStretch bool
 }
 
 // DefaultGPU is the time-sliced H200 as calibrated in
@@ -70,6 +83,8 @@ func (g GPUConfig) validate() error {
 		return fmt.Errorf("gpu switch: %v is negative", g.Switch)
 	case g.LaunchLatency < 0:
 		return fmt.Errorf("gpu launch latency: %v is negative", g.LaunchLatency)
+	case g.DispatchWait < 0:
+		return fmt.Errorf("gpu dispatch wait: %v is negative", g.DispatchWait)
 	case g.SMs < 0:
 		return fmt.Errorf("gpu SMs: %d is negative", g.SMs)
 	}

@@ -28,7 +28,8 @@ import (
 type mpsGPU struct {
 	sms       int
 	residency bool
-	prio      []int // MPS client priority per task
+	wait      time.Duration // GPUConfig.DispatchWait
+	prio      []int         // MPS client priority per task
 	queues    []fifoQueue
 	running   []mpsRun
 	last      time.Duration
@@ -41,6 +42,7 @@ type mpsGPU struct {
 
 type mpsRun struct {
 	on        bool
+	eligible  time.Duration // its blocks are dispatched from then on
 	k         gpuKernel
 	remaining float64 // ns of work at full speed
 	rate      float64 // speed: the share of its wanted SMs it holds
@@ -48,9 +50,9 @@ type mpsRun struct {
 
 func (r *mpsRun) want() float64 { return float64(max(1, r.k.sms)) }
 
-func newMPSGPU(sms int, prio []int, residency bool) *mpsGPU {
+func newMPSGPU(sms int, prio []int, residency bool, wait time.Duration) *mpsGPU {
 	n := len(prio)
-	return &mpsGPU{sms: sms, residency: residency, prio: prio, queues: make([]fifoQueue, n), running: make([]mpsRun, n),
+	return &mpsGPU{sms: sms, residency: residency, wait: wait, prio: prio, queues: make([]fifoQueue, n), running: make([]mpsRun, n),
 		review: kernelsched.Never, want: make([]float64, n)}
 }
 
@@ -87,7 +89,28 @@ func (g *mpsGPU) start(now time.Duration, task int) {
 	}
 	k := g.queues[task].pop()
 	k.start = now
-	g.running[task] = mpsRun{on: true, k: k, remaining: float64(k.dur)}
+	r := mpsRun{on: true, k: k, remaining: float64(k.dur), eligible: now}
+	if g.wait > 0 {
+		for i := range g.running {
+			if o := &g.running[i]; i != task && o.on && o.rate > 0 && g.prio[i] <= g.prio[task] {
+				r.eligible = now + g.wait
+				break
+			}
+		}
+	}
+	g.running[task] = r
+}
+
+// pending is the earliest time a started kernel becomes eligible
+// (kernelsched.Never if none waits).
+func (g *mpsGPU) pending() time.Duration {
+	p := kernelsched.Never
+	for i := range g.running {
+		if r := &g.running[i]; r.on && r.eligible > g.last {
+			p = min(p, r.eligible)
+		}
+	}
+	return p
 }
 
 // targets computes every running kernel's due speed into g.want.
@@ -95,8 +118,10 @@ func (g *mpsGPU) targets() {
 	g.order = g.order[:0]
 	for i := range g.running {
 		g.want[i] = 0
-		if g.running[i].on {
+		if r := &g.running[i]; r.on && r.eligible <= g.last {
 			g.order = append(g.order, i)
+		} else {
+			r.rate = 0
 		}
 	}
 	slices.SortStableFunc(g.order, func(a, b int) int { return g.prio[a] - g.prio[b] })
@@ -153,9 +178,13 @@ func (g *mpsGPU) retarget(review bool) {
 		if r.rate >= g.want[i] {
 			continue
 		}
-		add := min((g.want[i]-r.rate)*r.want(), max(0, free))
-		r.rate += add / r.want()
-		free -= add
+		if free < minSMs {
+			free = 0
+		} else {
+			add := min((g.want[i]-r.rate)*r.want(), free)
+			r.rate += add / r.want()
+			free -= add
+		}
 		if r.rate < g.want[i]-1e-9 {
 			starved = true
 		}
@@ -166,14 +195,27 @@ func (g *mpsGPU) retarget(review bool) {
 	}
 	for _, i := range g.order {
 		if r := &g.running[i]; r.rate > g.want[i]+1e-9 {
-			g.review = min(g.review, g.last+r.waveLeft())
+			g.review = min(g.review, g.after(r.waveLeft()))
 		}
 	}
 }
 
-// waveLeft is the time, at the kernel's speed, to the end of its current
-// wave of blocks.
-func (r *mpsRun) waveLeft() time.Duration {
+// minSMs is the share of an SM below which free SMs count as none (float
+// rounding leaves such crumbs; a kernel given one would crawl).
+const minSMs = 1e-6
+
+// after is the time ns nanoseconds after the last update, saturating at
+// kernelsched.Never.
+func (g *mpsGPU) after(ns float64) time.Duration {
+	if ns >= float64(kernelsched.Never-g.last) {
+		return kernelsched.Never
+	}
+	return g.last + time.Duration(math.Ceil(max(0, ns)))
+}
+
+// waveLeft is the work, in nanoseconds at the kernel's speed, to the end
+// of its current wave of blocks.
+func (r *mpsRun) waveLeft() float64 {
 	waves := float64(max(1, r.k.waves))
 	block := float64(r.k.dur) / waves
 	done := float64(r.k.dur) - r.remaining
@@ -181,22 +223,28 @@ func (r *mpsRun) waveLeft() time.Duration {
 	if left > r.remaining {
 		left = r.remaining
 	}
-	return time.Duration(math.Ceil(max(0, left) / r.rate))
+	return max(0, left) / r.rate
 }
 
 func (g *mpsGPU) due() time.Duration {
-	d := g.review
+	d := min(g.review, g.pending())
 	for i := range g.running {
 		if r := &g.running[i]; r.on && r.rate > 0 {
-			d = min(d, g.last+time.Duration(math.Ceil(max(0, r.remaining)/r.rate)))
+			d = min(d, g.after(max(0, r.remaining)/r.rate))
 		}
 	}
 	return d
 }
 
 func (g *mpsGPU) fire(now time.Duration, done []gpuKernel) []gpuKernel {
+	prev := g.last
 	g.advance(now)
 	changed := false
+	for i := range g.running {
+		if r := &g.running[i]; r.on && r.eligible > prev && r.eligible <= now {
+			changed = true // its dispatch wait is over
+		}
+	}
 	for i := range g.running {
 		r := &g.running[i]
 		if r.on && r.rate > 0 && r.remaining <= 0.5 {

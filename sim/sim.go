@@ -168,6 +168,7 @@ type sim struct {
 	done   []gpuKernel
 	spans  []Span
 	hooked bool
+	sms    int // the simulated instance's SMs
 	runs   [][]kernelsched.Observation
 	obs    []kernelsched.Observation
 }
@@ -254,13 +255,14 @@ func newSim(cfg Config) (*sim, error) {
 	if sms == 0 {
 		sms = sched.Config().SMs
 	}
+	s.sms = sms
 	switch cfg.GPU.Model {
 	case MPS:
 		prio := make([]int, len(cfg.Tasks))
 		for i, t := range cfg.Tasks {
 			prio[i] = t.MPSPriority
 		}
-		s.gpu = newMPSGPU(sms, prio, cfg.GPU.BlockResidency)
+		s.gpu = newMPSGPU(sms, prio, cfg.GPU.BlockResidency, cfg.GPU.DispatchWait)
 	default:
 		s.gpu = newTimeSliced(cfg.GPU, len(cfg.Tasks))
 	}
@@ -463,7 +465,12 @@ func (s *sim) schedule() error {
 		l := &rel[i]
 		t := s.tasks[l.Task]
 		r := t.kernel(l.Tag)
-		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs, waves: waves(l)}
+		k := gpuKernel{task: int(l.Task), tag: l.Tag, seq: l.Seq, dur: r.k.Dur, sms: l.SMs, waves: waves(l, l.SMs)}
+		if s.cfg.GPU.ShareStretch && s.cfg.GPU.Model == MPS {
+			if full := waves(l, s.sms); k.waves > full {
+				k.dur = durationOf(float64(k.dur) * float64(k.waves) / float64(full))
+			}
+		}
 		t.outstanding++
 		t.held--
 		if lat := s.cfg.GPU.LaunchLatency; lat > 0 {
@@ -489,10 +496,10 @@ func (s *sim) schedule() error {
 	return nil
 }
 
-// waves is how many waves of blocks launch l runs on the SMs it was
-// given: its grid over the blocks those SMs hold at once.
-func waves(l *kernelsched.Launch) int {
-	perWave := uint64(max(1, l.BlocksPerSM)) * uint64(max(1, l.SMs))
+// waves is how many waves of blocks launch l runs on sms SMs: its grid
+// over the blocks they hold at once.
+func waves(l *kernelsched.Launch, sms int) int {
+	perWave := uint64(max(1, l.BlocksPerSM)) * uint64(max(1, sms))
 	return int(min((l.Kernel.Grid.Count()+perWave-1)/perWave, math.MaxInt32))
 }
 

@@ -78,7 +78,7 @@ func TestTimeSlicedModel(t *testing.T) {
 }
 
 func TestMPSModelSharesSMs(t *testing.T) {
-	g := newMPSGPU(100, []int{0, 0}, false)
+	g := newMPSGPU(100, []int{0, 0}, false, 0)
 	// Two kernels that fit together run at full speed...
 	g.submit(0, gpuKernel{task: 0, dur: 100 * time.Microsecond, sms: 40})
 	g.submit(0, gpuKernel{task: 1, dur: 100 * time.Microsecond, sms: 60})

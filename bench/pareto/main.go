@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 func main() {
 	outPath := flag.String("o", "", "markdown report to write (its SVGs go next to it); empty: stdout, no plot")
 	title := flag.String("title", "Co-location on a real GPU", "the report's title")
+	simDir := flag.String("sim", "", "a folder of the pairs' kernel traces (bench/gpu/kernel_trace.py): replay every setting in the kernel-level simulator too and report its rank correlation with the measurements")
+	simDur := flag.Duration("sim-duration", 20*time.Second, "simulated time per setting")
+	simWait := flag.Duration("sim-wait", 80*time.Microsecond, "the dispatch wait of the simulated GPU model prio+res+wait (sim.GPUConfig.DispatchWait)")
 	renames := map[string]string{}
 	flag.Func("rename", "`old=new`: show the setting recorded as old under the name new (repeatable; for labels that changed after a run)", func(v string) error {
 		old, name, ok := strings.Cut(v, "=")
@@ -28,13 +32,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: pareto [-o report.md] windows.jsonl ...")
 		os.Exit(2)
 	}
-	if err := run(*outPath, *title, renames, flag.Args()); err != nil {
+	if err := run(*outPath, *title, renames, simOptions{*simDir, *simDur, *simWait}, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "pareto:", err)
 		os.Exit(1)
 	}
 }
 
-func run(outPath, title string, renames map[string]string, inputs []string) error {
+// simOptions: where the kernel traces are (empty: no simulation) and the
+// simulated time per setting.
+type simOptions struct {
+	dir       string
+	dur, wait time.Duration
+}
+
+func run(outPath, title string, renames map[string]string, so simOptions, inputs []string) error {
 	var all []Window
 	for _, in := range inputs {
 		f, err := os.Open(in)
@@ -89,6 +100,16 @@ func run(outPath, title string, renames map[string]string, inputs []string) erro
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%d cycles. Strongest simple alternative: **%s** (%s).\n\n", p, cycles, strong.Setting, why)
 		writeTable(&b, rows)
+		if so.dir != "" {
+			fmt.Fprintf(os.Stderr, "pareto: simulating %s...\n", p)
+			t0 := time.Now()
+			rep, err := Simulate(p, byPair[p], rows, so.dir, so.dur, SimModels(so.wait))
+			if err != nil {
+				return fmt.Errorf("simulate: %w", err)
+			}
+			writeSim(&b, rep)
+			fmt.Fprintf(os.Stderr, "pareto: simulated %s in %s\n", p, time.Since(t0).Round(time.Second))
+		}
 		if outPath != "" {
 			svg := strings.TrimSuffix(outPath, filepath.Ext(outPath)) + "-" + p + ".svg"
 			if err := os.WriteFile(svg, Plot(p, rows), 0o644); err != nil {

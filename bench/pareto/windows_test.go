@@ -133,7 +133,7 @@ func TestRunRenames(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "r.md")
-	if err := run(out, "t", map[string]string{"guard (mmk default)": "guard"}, []string{in}); err != nil {
+	if err := run(out, "t", map[string]string{"guard (mmk default)": "guard"}, simOptions{}, []string{in}); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(out)
