@@ -58,6 +58,9 @@ type guard struct {
 
 	probes, probesLost, floored, adapts uint64
 	requests, heldRequests              uint64
+	// bounded counts the decisions in which the in-flight bound held an
+	// offline launch.
+	bounded uint64
 }
 
 // tauSteps is the ladder the adaptive Tau moves on: Never (hold nothing)
@@ -355,6 +358,7 @@ func (g *guard) allowed(s *Scheduler, t *Task, l *Launch, ph phase, now time.Dur
 		return true
 	case ph.request:
 		if inflight(t)+g.cost(s, l) > g.cfg.Inflight && t.Outstanding() > 0 {
+			g.bounded++
 			return false
 		}
 		return tau >= 0 && l.Est.Known && l.BlockTime(t.smCap) <= tau
@@ -447,7 +451,7 @@ func (g *guard) Stats() map[string]float64 {
 	}
 	st := map[string]float64{"tau_us": tau, "probes": float64(g.probes), "probes_lost": float64(g.probesLost),
 		"floored": float64(g.floored), "adapts": float64(g.adapts), "requests": float64(g.requests),
-		"held_requests": float64(g.heldRequests)}
+		"held_requests": float64(g.heldRequests), "bounded": float64(g.bounded)}
 	for _, sv := range g.services {
 		if sv != nil && sv.alone.n > 0 {
 			st["alone_us"] = float64(sv.alone.median()) / 1e3

@@ -376,6 +376,9 @@ func TestGuardInflightBound(t *testing.T) {
 	if got := b.schedule(us); len(got) != 2 {
 		t.Errorf("released %d short kernels of 100 µs under a 250 µs bound, want 2", len(got))
 	}
+	if n := b.s.PolicyStats()["bounded"]; n < 1 {
+		t.Errorf("policy stats count %v decisions of the bound, want at least 1", n)
+	}
 }
 
 // TestSetPolicy: a live switch keeps held launches, and the new policy

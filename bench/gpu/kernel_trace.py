@@ -108,25 +108,7 @@ def one(args):
     torch.set_num_threads(1 if args.role == "hp" else 2)
     wargs = argparse.Namespace(model=args.model, batch=args.batch)
     model, make = pareto_worker.build(wargs)
-    model = model.cuda()
-    x = make()
-    if args.train:
-        model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        y = torch.randint(0, 1000, (args.batch,), device="cuda")
-        loss_fn = torch.nn.CrossEntropyLoss()
-
-        def work():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
-    else:
-        model.eval()
-
-        def work():
-            with torch.inference_mode():
-                model(x)
-
+    work = pareto_worker.step_fn(model.cuda(), make(), args.train, args.batch)
     for _ in range(args.warmup):
         work()
         torch.cuda.synchronize()
@@ -151,7 +133,9 @@ def one(args):
     with gzip.open(os.path.join(args.out, name + ".jsonl.gz"), "wt") as f:
         for k in lines:
             f.write(json.dumps(k) + "\n")
-    it1 = [k for k in lines if k["iter"] == 1]
+    # The summary describes iteration 1 (0 if there is only one), as
+    # trace/data/summary.txt does.
+    it1 = [k for k in lines if k["iter"] == min(1, args.iters - 1)]
     busy = sum(k["dur"] for k in it1)
     span = (max(k["ts"] + k["dur"] for k in it1) - min(k["launch_ts"] for k in it1)) if it1 else 0
     print("%s %s bs=%d iter_ms=%.2f kernels/iter=%d gpu_busy_ms=%.2f span_ms=%.2f busy_frac=%.2f unmatched=%d iter_ms_p10_p90=%.2f-%.2f gpu=%s torch=%s" % (

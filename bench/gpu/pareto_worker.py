@@ -136,6 +136,30 @@ def build(args):
     return model, lambda: [torch.randn(3, 320, 320, device="cuda", generator=torch.Generator("cuda").manual_seed(i)) for i in range(batch)]
 
 
+def step_fn(model, x, train, batch):
+    """One request or step of the job on input x: an inference batch, or
+    a training step (SGD, cross-entropy on random labels)."""
+    import torch
+
+    if not train:
+        model.eval()
+
+        def work():
+            with torch.inference_mode():
+                model(x)
+        return work
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    y = torch.randint(0, 1000, (batch,), device="cuda")
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def work():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return work
+
+
 def real(args, ctl, hook):
     import torch
 
@@ -148,23 +172,7 @@ def real(args, ctl, hook):
     if not ctl.wait_go():
         return
     model = model.cuda()
-    x = make()
-    if args.role == "hp" or not args.train:
-        model.eval()
-
-        def work():
-            with torch.inference_mode():
-                model(x)
-    else:
-        model.train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01)
-        y = torch.randint(0, 1000, (args.batch,), device="cuda")
-        loss_fn = torch.nn.CrossEntropyLoss()
-
-        def work():
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
+    work = step_fn(model, make(), args.role != "hp" and args.train, args.batch)
 
     for _ in range(args.warmup):
         work()
