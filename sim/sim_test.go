@@ -242,6 +242,8 @@ func TestParseTaskSpec(t *testing.T) {
 		{"a:x:10", Task{}, `PRIORITY "10"`},
 		{"a:x:1:think=soon", Task{}, `option "think=soon"`},
 		{"a:x:1:mps=0", Task{}, `option "mps=0"`},
+		{"a:x:1:mpsprio=1", Task{Name: "a", Priority: 1, Arrival: BackToBack, MPSPriority: 1}, ""},
+		{"a:x:1:mpsprio=2", Task{}, `option "mpsprio=2"`},
 		{"a:x:1:rate=-1", Task{}, `option "rate=-1"`},
 		{"a:x:1:think=1ms:rate=3", Task{}, "at most one"},
 		{"a:x:1:colour=red", Task{}, "unknown"},

@@ -12,8 +12,9 @@ import (
 // TaskSpec is a task as the command line names it:
 // NAME:TRACE:PRIORITY[:OPTION...], where OPTION is think=DURATION (closed
 // loop), rate=R (Poisson, requests/s), b2b (back to back, the default),
-// mps=PERCENT, scale=FACTOR (host time; default calibrated), online or
-// offline (default: online at priority 0).
+// mps=PERCENT, mpsprio=0|1 (MPS client priority: normal or below),
+// scale=FACTOR (host time; default calibrated), online or offline
+// (default: online at priority 0).
 type TaskSpec struct {
 	Name, Trace string
 	Task        Task
@@ -23,7 +24,7 @@ type TaskSpec struct {
 func ParseTaskSpec(v string) (TaskSpec, error) {
 	parts := strings.Split(v, ":")
 	if len(parts) < 3 {
-		return TaskSpec{}, fmt.Errorf("task %q: want NAME:TRACE:PRIORITY[:think=2ms|rate=R|b2b][:mps=P][:scale=F][:online|offline]", v)
+		return TaskSpec{}, fmt.Errorf("task %q: want NAME:TRACE:PRIORITY[:think=2ms|rate=R|b2b][:mps=P][:mpsprio=0|1][:scale=F][:online|offline]", v)
 	}
 	name, tr := strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
 	if name == "" {
@@ -68,6 +69,11 @@ func ParseTaskSpec(v string) (TaskSpec, error) {
 				return TaskSpec{}, bad("want a percentage 1..100")
 			}
 			st.MPSPercent = p
+		case "mpsprio":
+			if val != "0" && val != "1" {
+				return TaskSpec{}, bad("want 0 (normal) or 1 (below normal)")
+			}
+			st.MPSPriority = int(val[0] - '0')
 		case "scale":
 			f, err := strconv.ParseFloat(val, 64)
 			if err != nil || !(f > 0 && f <= 100) {
@@ -80,7 +86,7 @@ func ParseTaskSpec(v string) (TaskSpec, error) {
 			}
 			st.Online = key == "online"
 		default:
-			return TaskSpec{}, bad("unknown; want think=, rate=, b2b, mps=, scale=, online or offline")
+			return TaskSpec{}, bad("unknown; want think=, rate=, b2b, mps=, mpsprio=, scale=, online or offline")
 		}
 	}
 	if arrivals > 1 {

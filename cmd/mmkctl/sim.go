@@ -33,6 +33,9 @@ type simKernelsFlags struct {
 	timeline        string
 	window          string
 	gpuModel        string
+	residency       bool
+	dispatchWait    time.Duration
+	shareStretch    bool
 	hold            string
 	slice, swtch    time.Duration
 	launchLatency   time.Duration
@@ -78,6 +81,9 @@ online or offline (default: online at priority 0).`,
 	fl.DurationVar(&f.slice, "slice", gpu.Slice, "timesliced: time slice of a context while others wait")
 	fl.DurationVar(&f.swtch, "switch", gpu.Switch, "timesliced: context switch cost")
 	fl.DurationVar(&f.launchLatency, "launch-latency", gpu.LaunchLatency, "from launch call to kernel start")
+	fl.BoolVar(&f.residency, "block-residency", false, "mps: resident blocks finish their wave before their SMs go to another kernel")
+	fl.DurationVar(&f.dispatchWait, "dispatch-wait", 0, "mps: how long a kernel waits for SMs while a kernel of the same or a higher MPS priority runs (80us fits MPS without priority on an H100)")
+	fl.BoolVar(&f.shareStretch, "share-stretch", false, "mps: a kernel held to its MPS share runs more waves (longer)")
 	fl.DurationVar(&f.decisionLatency, "decision-latency", 0, "added to each launch that goes through the scheduler (all policies but fifo)")
 	fl.IntVar(&f.sms, "sms", kernelsched.DefaultConfig().SMs, "SMs of the GPU instance")
 	fl.DurationVar(&f.epsilon, "epsilon", kernelsched.DefaultConfig().Epsilon, "fikit: shortest gap filled")
@@ -112,8 +118,9 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 	}
 	e := sim.Experiment{
 		Policies: policies, Duration: f.duration, Seed: f.seed, Parallel: f.parallel,
-		Sched:           kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},
-		GPU:             sim.GPUConfig{Model: sim.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency},
+		Sched: kernelsched.Config{SMs: f.sms, Epsilon: f.epsilon, Inflight: f.inflight},
+		GPU: sim.GPUConfig{Model: sim.GPUModel(f.gpuModel), Slice: f.slice, Switch: f.swtch, LaunchLatency: f.launchLatency,
+			BlockResidency: f.residency, DispatchWait: f.dispatchWait, ShareStretch: f.shareStretch},
 		DecisionLatency: f.decisionLatency,
 		Hold:            sim.HoldMode(f.hold),
 	}
