@@ -158,19 +158,12 @@ func (g *mpsGPU) retarget(review bool) {
 		g.review = kernelsched.Never
 		return
 	}
+	// Every kernel keeps what it holds (one above its target until a
+	// review); what nobody holds is free.
 	free := float64(g.sms)
 	for _, i := range g.order {
 		r := &g.running[i]
-		if r.rate > g.want[i] {
-			continue // keeps its SMs until a review
-		}
 		free -= r.rate * r.want()
-	}
-	for _, i := range g.order {
-		r := &g.running[i]
-		if r.rate > g.want[i] {
-			free -= r.rate * r.want()
-		}
 	}
 	starved := false
 	for _, i := range g.order {

@@ -143,22 +143,18 @@ func Simulate(pair string, ws []Window, rows []Row, dir string, dur time.Duratio
 	hpTrace.IterTime = time.Duration(hpAlone * 1e6)
 	lpTrace.IterTime = time.Duration(1e9 / lpAlone)
 	rep := &SimReport{Pair: pair}
-	type key struct {
-		model int
-		mps   bool
-	}
 	type base struct {
 		hp, lp sim.Task
 		hpP50  time.Duration
 		lpRate float64
 	}
-	bases := map[key]*base{}
-	baseOf := func(mi int, mps bool) (*base, error) {
-		k := key{mi, mps}
-		if b := bases[k]; b != nil {
+	// The tasks calibrated and profiled, and their alone results, by the
+	// GPU they run on (the models share the time-sliced one).
+	bases := map[sim.GPUConfig]*base{}
+	baseOf := func(gpu sim.GPUConfig) (*base, error) {
+		if b := bases[gpu]; b != nil {
 			return b, nil
 		}
-		gpu := gpuOf(models[mi], mps)
 		b := &base{
 			hp: sim.Task{Name: "hp", Trace: hpTrace, Online: true, Priority: 0, Arrival: sim.Closed, Think: hpThink},
 			lp: sim.Task{Name: "lp", Trace: lpTrace, Priority: 1, Arrival: sim.BackToBack},
@@ -182,7 +178,7 @@ func Simulate(pair string, ws []Window, rows []Row, dir string, dur time.Duratio
 			return nil, err
 		}
 		b.hpP50, b.lpRate = hp.Tasks[0].P50, lp.Tasks[0].PerSecond
-		bases[k] = b
+		bases[gpu] = b
 		return b, nil
 	}
 	for _, r := range rows {
@@ -191,8 +187,9 @@ func Simulate(pair string, ws []Window, rows []Row, dir string, dur time.Duratio
 			continue
 		}
 		row := SimRow{Setting: r.Setting, P50: r.P50.Med, LP: r.LP.Med}
-		for mi, m := range models {
-			b, err := baseOf(mi, st.mps)
+		for _, m := range models {
+			gpu := gpuOf(m, st.mps)
+			b, err := baseOf(gpu)
 			if err != nil {
 				return nil, fmt.Errorf("pair %q: %w", pair, err)
 			}
@@ -201,7 +198,7 @@ func Simulate(pair string, ws []Window, rows []Row, dir string, dur time.Duratio
 			if m.Priority {
 				lp.MPSPriority = st.lpPrio
 			}
-			res, err := sim.Simulate(sim.Config{Policy: st.policy, Duration: dur, GPU: gpuOf(m, st.mps), Seed: 1,
+			res, err := sim.Simulate(sim.Config{Policy: st.policy, Duration: dur, GPU: gpu, Seed: 1,
 				Sched: kernelsched.Config{Guard: st.guard}, Tasks: []sim.Task{hp, lp}})
 			if err != nil {
 				return nil, fmt.Errorf("pair %q, %s: %w", pair, r.Setting, err)
