@@ -23,7 +23,7 @@ type nodeCollector struct {
 
 	jobs, waiting, decisions, throughput, instances, instJobs  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
-	refused, waits, tasks                                      *prometheus.Desc
+	refused, waits, tasks, observed, unobserved                *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -51,13 +51,16 @@ func newNodeCollector(n Node) *nodeCollector {
 		refused:    d("mmk_kernelsched_refused_total", "Hook connections the scheduler refused.", sched...),
 		waits:      d("mmk_kernelsched_waits_total", "Times the scheduler's loop blocked waiting for work.", sched...),
 		tasks:      d("mmk_kernelsched_tasks", "Tasks connected to the instance's kernel scheduler.", sched...),
+		observed:   d("mmk_kernelsched_observed_total", "Kernels of held tasks counted finished when the GPU said so (events the hook recorded).", sched...),
+		unobserved: d("mmk_kernelsched_unobserved_total", "Kernels of observed tasks counted finished past their prediction's grace without the GPU's word.", sched...),
 	}
 }
 
 // Describe sends every metric's description.
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.decisions, nc.throughput, nc.instances, nc.instJobs,
-		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks} {
+		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
+		nc.observed, nc.unobserved} {
 		ch <- d
 	}
 }
@@ -136,6 +139,8 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.unprofiled, c.Unprofiled)
 	counter(nc.refused, c.Refused)
 	counter(nc.waits, c.Waits)
+	counter(nc.observed, c.Observed)
+	counter(nc.unobserved, c.Unobserved)
 	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), sv.Instance, sv.Policy)
 }
 

@@ -42,6 +42,8 @@ func TestMetrics(t *testing.T) {
 		`mmk_kernelsched_filled_total{instance="gpu0-gi0",policy="fikit"} 120`,
 		`mmk_kernelsched_fail_opens_total{instance="gpu0-gi0",policy="fikit"} 3`,
 		`mmk_kernelsched_went_total{instance="gpu0-gi0",policy="fikit"} 1`,
+		`mmk_kernelsched_observed_total{instance="gpu0-gi0",policy="fikit"} 250`,
+		`mmk_kernelsched_unobserved_total{instance="gpu0-gi0",policy="fikit"} 2`,
 		`mmk_kernelsched_tasks{instance="gpu0-gi0",policy="fikit"} 2`,
 		`mmk_kernelsched_kernels_total{instance="gpu1",policy="mmk"} 0`,
 	} {

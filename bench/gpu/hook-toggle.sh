@@ -12,7 +12,11 @@
 # --mode toggle). "Off" is CUPTI loaded with no callback enabled: the job
 # as if unhooked. The ratio of the two sides is the hook's cost, free of
 # the process-to-process spread that hook-overhead.sh's separate processes
-# carry. Results: OUTDIR/toggle.jsonl.
+# carry. Then, at batch 1, the same without the server (MMK_SCHED_SOCKET
+# unset: the hook's callbacks decode and name each launch but report
+# nothing), so that CUPTI's callback cost is told apart from the
+# reporting's. Results: OUTDIR/toggle.jsonl (the field "server" says
+# which).
 set -euo pipefail
 out=${1:?usage: hook-toggle.sh OUTDIR [BLOCKS] [ITERS]}
 blocks=${2:-40}
@@ -30,11 +34,18 @@ srv=$!
 trap 'kill $srv 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 w=(python3 "$here/hook_workload.py" --job resnet50_infer --warmup 30)
+# summary adds "server" (1: reporting to it, 0: interception only) to the
+# line and prints a digest of it on stderr.
+summary='import json,sys
+r=json.loads(sys.stdin.read()); r["server"]=int(sys.argv[1]); print(json.dumps(r))
+print("bs", r["batch"], "server", r["server"], "p50 on/off", round(r["iter_ms_p50_on"],3), round(r["iter_ms_p50_off"],3), "ratio p50 %+.2f %%" % ((r["ratio_p50"]-1)*100), "mean %+.2f %%" % ((r["ratio_mean"]-1)*100), "block pairs %+.2f %%" % ((r["block_ratio_median"]-1)*100), "seen on/off", r["kernels_seen_on"], r["kernels_seen_off"], file=sys.stderr)'
 for b in 1 32; do
 	"$bin/mmkctl" run --profiles "$prof" --task-key "r50-bs$b" --name "r50-bs$b" --profile-skip 5 --profile-runs 100 -- "${w[@]}" --mode time --batch "$b" --iters 150 >/dev/null
 	"$bin/mmkctl" run --socket "$sock" --profiles "$prof" --task-key "r50-bs$b" --priority 0 --online --name "r50-bs$b" -- "${w[@]}" --mode toggle --batch "$b" --blocks "$blocks" --iters "$iters" |
-		tee -a "$out/toggle.jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("bs", r["batch"], "p50 on/off", round(r["iter_ms_p50_on"],3), round(r["iter_ms_p50_off"],3), "ratio p50 %+.2f %%" % ((r["ratio_p50"]-1)*100), "mean %+.2f %%" % ((r["ratio_mean"]-1)*100), "block pairs %+.2f %%" % ((r["block_ratio_median"]-1)*100), "seen on/off", r["kernels_seen_on"], r["kernels_seen_off"])'
+		python3 -c "$summary" 1 | tee -a "$out/toggle.jsonl"
 done
+"$bin/mmkctl" run --profiles "$prof" --task-key r50-bs1 --priority 0 --online --name r50-bs1 -- "${w[@]}" --mode toggle --batch 1 --blocks "$blocks" --iters "$iters" |
+	python3 -c "$summary" 0 | tee -a "$out/toggle.jsonl"
 kill -INT $srv
 wait $srv || true
 trap - EXIT

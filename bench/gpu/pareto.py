@@ -10,7 +10,9 @@ MPS state is one segment with its own processes, started once:
   MPS      HP alone, LP alone, MPS (LP priority 0), LP priority 1 at 100,
            70 and 50 %, and on top of priority 1 at 100 % the hook with
            fifo (mmk only observing, its default), guard, guard with
-           Tau fixed, fikit, mmk and fikit+mmk
+           Tau fixed, fikit, mmk and fikit+mmk; guard and guard with Tau
+           64 µs once more with a trainer whose hook records no events
+           (MMK_OBSERVE_EVERY=0: completions predicted, not observed)
 
 Within a segment the settings are windows of the same processes: jobs
 that a setting does not use are paused (synchronized, idle), the hooks'
@@ -403,8 +405,13 @@ class Run:
         seg.profile("hp", hk)
         seg.go(["lp1"])
         seg.profile("lp1", lk)
-        seg.go(["lp0", "lp70", "lp50"])
-        pol = lambda name, policy: {"name": name, "hp": "hp", "lp": "lp1", "policy": policy, "settle": self.args.policy_settle}
+        # lp1p: lp1 whose hook records no events, so that the server goes
+        # by predicted completions (protocol step 7 off); started once the
+        # profile exists, so that it does not profile again.
+        seg.hooked.add("lp1p")
+        seg.worker("lp1p", "lp", {**prio(1), "MMK_OBSERVE_EVERY": "0"}, hooked=(lk, 5, False))
+        seg.go(["lp0", "lp70", "lp50", "lp1p"])
+        pol = lambda name, policy, lp="lp1": {"name": name, "hp": "hp", "lp": lp, "policy": policy, "settle": self.args.policy_settle}
         settings = [
             {"name": "alone (MPS)", "hp": "hp"},
             {"name": "LP alone (MPS)", "lp": "lp1"},
@@ -416,6 +423,8 @@ class Run:
             pol("guard", "guard"),
             pol("guard, tau 64us", "guard tau=64us"),
             pol("guard, hold all", "guard tau=-1ns"),
+            pol("guard, predicted completions", "guard", "lp1p"),
+            pol("guard, tau 64us, predicted completions", "guard tau=64us", "lp1p"),
             pol("fikit (prio 1)", "fikit"),
             pol("mmk (prio 1)", "mmk"),
             pol("fikit+mmk (prio 1)", "fikit+mmk"),

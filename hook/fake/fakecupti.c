@@ -7,7 +7,9 @@
  * through the completion callback.
  *
  * fake_api_call plays the driver: it runs the subscriber's callback at API
- * enter and exit of one driver call, if enabled. fake_launch does that for
+ * enter and exit of one driver call, if enabled. It also plays the
+ * driver's events (cuEventCreate, cuEventRecord, cuEventQuery) that the
+ * hook's observer records after launches. fake_launch does that for
  * a kernel launch and then runs the kernel on a fake GPU: kernels run one at
  * a time, in launch order, for their duration, like time-shared processes
  * on one GPU. MMK_FAKE_GPU names a file that holds the GPU's timeline, so
@@ -230,11 +232,12 @@ static void record(uint32_t corr, const mmk_cuLaunchKernel_params *p, const char
 }
 
 /* fake_launch is one cuLaunchKernel of a kernel that runs dur_ns: the
- * callbacks, then the kernel on the fake GPU. */
+ * enter callback, the kernel queued on the fake GPU, the exit callback
+ * (as the driver does: the kernel is queued when the call returns). */
 __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel_params *p, const char *symbol, uint64_t dur_ns)
 {
-	fake_api_call(MMK_CBID_cuLaunchKernel, p, symbol);
-	uint32_t corr = atomic_load(&correlation);
+	uint32_t corr = ++correlation;
+	api_site(MMK_CBID_cuLaunchKernel, MMK_CUPTI_API_ENTER, p, symbol, corr);
 	_Atomic uint64_t *g = timeline();
 	uint64_t now = now_ns(), busy = atomic_load(g), start;
 	do {
@@ -242,6 +245,67 @@ __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel
 	} while (!atomic_compare_exchange_weak(g, &busy, start + dur_ns));
 	last_end = start + dur_ns;
 	record(corr, p, symbol, start, last_end);
+	api_site(MMK_CBID_cuLaunchKernel, MMK_CUPTI_API_EXIT, p, symbol, corr);
+}
+
+/* The driver's events, as the hook's observer uses them: an event is
+ * complete once the work queued before its record has run (here: the
+ * process's last kernel queued), and an event never recorded is
+ * complete. A handle that cuEventCreate did not give, or a flag the
+ * driver does not know, is refused as the driver refuses it. */
+enum { FAKE_EVENT_MAGIC = 0x45564e54, FAKE_EVENT_FLAGS = 0xf };
+
+struct fake_event {
+	uint32_t magic;
+	_Atomic uint64_t done_at; /* 0: never recorded */
+};
+
+__attribute__((visibility("default"))) mmk_CUresult cuEventCreate(mmk_CUevent *ev, unsigned flags)
+{
+	if (!ev || (flags & ~(unsigned)FAKE_EVENT_FLAGS))
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	struct fake_event *e = calloc(1, sizeof *e);
+	if (!e)
+		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	e->magic = FAKE_EVENT_MAGIC;
+	*ev = e;
+	return MMK_CUDA_SUCCESS;
+}
+
+static struct fake_event *event_of(mmk_CUevent ev)
+{
+	struct fake_event *e = ev;
+	return e && e->magic == FAKE_EVENT_MAGIC ? e : NULL;
+}
+
+__attribute__((visibility("default"))) mmk_CUresult cuEventRecord(mmk_CUevent ev, mmk_CUstream stream)
+{
+	(void)stream; /* one stream per process */
+	struct fake_event *e = event_of(ev);
+	if (!e)
+		return MMK_CUDA_ERROR_INVALID_HANDLE;
+	uint64_t at = last_end > 0 ? last_end : 1;
+	atomic_store(&e->done_at, at);
+	return MMK_CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) mmk_CUresult cuEventRecord_ptsz(mmk_CUevent ev, mmk_CUstream stream)
+{
+	return cuEventRecord(ev, stream);
+}
+
+__attribute__((visibility("default"))) mmk_CUresult cuEventQuery(mmk_CUevent ev)
+{
+	struct fake_event *e = event_of(ev);
+	if (!e)
+		return MMK_CUDA_ERROR_INVALID_HANDLE;
+	return now_ns() >= atomic_load(&e->done_at) ? MMK_CUDA_SUCCESS : MMK_CUDA_ERROR_NOT_READY;
+}
+
+__attribute__((visibility("default"))) mmk_CUresult cuCtxSetCurrent(mmk_CUcontext ctx)
+{
+	(void)ctx;
+	return MMK_CUDA_SUCCESS;
 }
 
 /* fake_sync is one cudaDeviceSynchronize as CUDA 13 makes it, a

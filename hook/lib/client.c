@@ -24,6 +24,7 @@
 #include "proto.h"
 
 struct conn {
+	uint64_t gen; /* this connection's number: observed completions name it */
 	int sock, wake_fd;
 	struct mmk_slot *slot;
 	_Atomic uint64_t degraded_seq; /* a wait timed out at this seq; 0: none */
@@ -39,6 +40,8 @@ static _Atomic(struct conn *) live;
 static pthread_mutex_t connect_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_try_ns;
+static uint64_t conns;          /* connections made (connect_mu) */
+static uint32_t observe_every;  /* protocol step 7; 0: no events */
 static int enabled, forked_child;
 static uint64_t timeout_ns = 10ull * 1000 * 1000;
 static struct mmk_hello hello;
@@ -150,7 +153,9 @@ static struct conn *try_connect(void)
 		goto fail;
 	}
 	c->sock = s, c->wake_fd = fds[1], c->slot = p;
+	c->gen = ++conns;
 	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
+	atomic_store(&c->slot->observe_every, observe_every);
 	connecting = c;
 	if (mmk_names_each(send_existing, publish)) {
 		connecting = NULL;
@@ -205,8 +210,9 @@ static void after_fork_child(void)
 	}
 }
 
-void mmk_client_init(void)
+void mmk_client_init(uint32_t every)
 {
+	observe_every = every;
 	const char *p = getenv("MMK_SCHED_SOCKET");
 	if (!p || !*p)
 		return;
@@ -346,12 +352,21 @@ void mmk_report_sync(int enter)
 		atomic_store_explicit(&c->stamp_next, 1, memory_order_relaxed);
 }
 
-void mmk_report(const struct mmk_launch *l, uint32_t name_id)
+void mmk_report_done(uint64_t gen, uint64_t seq, uint64_t t_ns)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (!c || c->gen != gen)
+		return; /* a launch of an earlier connection: the server forgot it */
+	struct mmk_launch l = {.grid = {(uint32_t)seq, (uint32_t)(seq >> 32), 0}};
+	put_entry(c, &l, 0, MMK_ENTRY_DONE, t_ns);
+}
+
+uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 {
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
 	if (!c) {
 		maybe_reconnect();
-		return;
+		return 0;
 	}
 	struct mmk_slot *s = c->slot;
 	/* A launch that goes at once needs no time stamp: the server, which
@@ -376,20 +391,27 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 			atomic_store_explicit(&c->degraded_seq, 0, memory_order_relaxed);
 	}
 	uint64_t seq = put_entry(c, l, name_id, (uint32_t)l->api | (go ? MMK_ENTRY_WENT : 0), t0);
-	if (!seq || go)
-		return;
-	if (granted(s, seq))
-		return;
+	if (!seq)
+		return 0;
+	/* A held task's launches are observed: the server counts them
+	 * finished when the GPU says so (protocol step 7). */
+	uint64_t observe = 0;
+	if (observe_every && !atomic_load_explicit(&s->free, memory_order_relaxed) && seq % observe_every == 0) {
+		observe = seq;
+		*gen = c->gen;
+	}
+	if (go || granted(s, seq))
+		return observe;
 	atomic_fetch_add_explicit(&mmk_stats.held, 1, memory_order_relaxed);
 	for (int spin = 0; spin < 200; spin++) {
 		if (granted(s, seq))
-			return;
+			return observe;
 		__builtin_ia32_pause();
 	}
 	for (;;) {
 		uint32_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
 		if ((int32_t)(g - (uint32_t)seq) >= 0)
-			return;
+			return observe;
 		uint64_t waited = now_ns() - t0;
 		if (waited >= timeout_ns)
 			break;
@@ -400,4 +422,5 @@ void mmk_report(const struct mmk_launch *l, uint32_t name_id)
 	atomic_store_explicit(&c->degraded_seq, seq, memory_order_relaxed);
 	if (!server_alive(c))
 		drop(c);
+	return observe;
 }

@@ -8,10 +8,17 @@
 #include "decode.h"
 
 /* mmk_client_init connects to the kernel scheduler named by
- * MMK_SCHED_SOCKET, if set; mmk_report tells it of a launch and waits
- * for the grant when the task's launches are held. */
-void mmk_client_init(void);
-void mmk_report(const struct mmk_launch *l, uint32_t name_id);
+ * MMK_SCHED_SOCKET, if set; observe_every is what the hook tells it of
+ * observed completions (protocol step 7; 0: none). mmk_report tells it of
+ * a launch and waits for the grant when the task's launches are held; it
+ * returns the launch's seq when the launch is to be observed (and sets
+ * *gen to the connection's number), else 0. */
+void mmk_client_init(uint32_t observe_every);
+uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen);
+/* mmk_report_done tells the kernel scheduler that the GPU finished the
+ * launch seq of connection gen (and every launch before it on its stream)
+ * at t_ns; it is dropped if that connection is gone. */
+void mmk_report_done(uint64_t gen, uint64_t seq, uint64_t t_ns);
 /* mmk_report_sync tells the kernel scheduler that a synchronisation starts
  * (enter 1) or returned (enter 0); it never waits. */
 void mmk_report_sync(int enter);

@@ -16,6 +16,16 @@ typedef int mmk_CUresult;
 typedef void *mmk_CUfunction;
 typedef void *mmk_CUstream;
 typedef void *mmk_CUgraphExec;
+typedef void *mmk_CUevent;
+typedef void *mmk_CUcontext;
+
+/* CUDA driver values the observer (observe.c) uses (cuda.h). */
+enum {
+	MMK_CUDA_SUCCESS = 0,
+	MMK_CUDA_ERROR_INVALID_HANDLE = 400,
+	MMK_CUDA_ERROR_NOT_READY = 600,
+	MMK_CU_EVENT_DISABLE_TIMING = 0x2,
+};
 
 /* CUPTI callback API (cupti_callbacks.h). */
 typedef int mmk_CUptiResult;

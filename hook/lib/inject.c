@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "observe.h"
 #include "profile.h"
 
 static const char *stats_path;
@@ -44,6 +45,20 @@ static void write_stats(void)
 
 static int is_sync(mmk_CUpti_CallbackId cbid);
 
+/* A launch to observe, between its enter and exit callbacks (one thread
+ * runs both, with no other launch between them). */
+static __thread struct {
+	uint64_t gen, seq;
+	const void *stream;
+	int ptsz;
+} to_observe;
+
+static int is_ptsz(enum mmk_api a)
+{
+	return a == MMK_API_LAUNCH_KERNEL_PTSZ || a == MMK_API_LAUNCH_KERNEL_EX_PTSZ || a == MMK_API_COOPERATIVE_PTSZ ||
+	       a == MMK_API_GRAPH_PTSZ;
+}
+
 static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk_CUpti_CallbackId cbid, const void *data)
 {
 	(void)userdata;
@@ -55,8 +70,14 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 		mmk_report_sync(cb->callbackSite == MMK_CUPTI_API_ENTER);
 		return;
 	}
-	if (cb->callbackSite != MMK_CUPTI_API_ENTER)
+	if (cb->callbackSite != MMK_CUPTI_API_ENTER) {
+		/* The launch went: its kernel is queued on the stream. */
+		if (to_observe.seq) {
+			mmk_observe_launch(cb->context, to_observe.stream, to_observe.ptsz, to_observe.gen, to_observe.seq);
+			to_observe.seq = 0;
+		}
 		return;
+	}
 	struct mmk_launch l;
 	if (!mmk_decode(cbid, cb, &l))
 		return;
@@ -66,7 +87,11 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 	uint32_t id = mmk_name_id(&l);
 	if (atomic_load_explicit(&mmk_profiling, memory_order_relaxed))
 		mmk_profile_launch(cb, &l, id);
-	mmk_report(&l, id);
+	uint64_t gen = 0, seq = mmk_report(&l, id, &gen);
+	if (seq) {
+		to_observe.gen = gen, to_observe.seq = seq;
+		to_observe.stream = l.stream, to_observe.ptsz = is_ptsz(l.api);
+	}
 }
 
 static const mmk_CUpti_CallbackId callback_ids[] = {
@@ -186,7 +211,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		mmk_log(1, "CUPTI lacks cuptiSubscribe or cuptiEnableCallback; launches are not seen");
 		return 0;
 	}
-	mmk_client_init();
+	mmk_client_init(getenv("MMK_SCHED_SOCKET") ? mmk_observe_init() : 0);
 	mmk_CUptiResult r = subscribe(&subscriber, mmk_on_callback, NULL);
 	if (r != MMK_CUPTI_SUCCESS) {
 		mmk_log(1, "cuptiSubscribe: CUPTI error %d (another CUPTI subscriber, e.g. a profiler?); launches are not seen", r);

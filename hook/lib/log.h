@@ -3,9 +3,10 @@
  * APIs the hook tells apart, and the counters its stats report.
  *
  * The units call one way: decode (names and launch parameters) -> client
- * (the kernel scheduler's protocol) -> inject (the entry, CUPTI's
- * callbacks); profile (the profiling phase) sits beside client and uses
- * decode; every unit may use log. A lower unit learns of a higher one's
+ * (the kernel scheduler's protocol) -> observe (completions seen through
+ * CUDA events) -> inject (the entry, CUPTI's callbacks); profile (the
+ * profiling phase) sits beside client and uses decode; every unit may use
+ * log. A lower unit learns of a higher one's
  * needs only through a callback it registers (mmk_names_notify).
  */
 #ifndef MMK_LOG_H
@@ -40,6 +41,8 @@ struct mmk_stats {
 	_Atomic uint64_t fail_open; /* launches let through because the scheduler did not answer */
 	_Atomic uint64_t wakes;     /* eventfd writes that woke the scheduler's loop */
 	_Atomic uint64_t syncs;     /* synchronisations seen */
+	_Atomic uint64_t observed;  /* completions seen through recorded events */
+	_Atomic uint64_t unobserved; /* launches to observe that got no event (pool full or an error) */
 };
 
 extern struct mmk_stats mmk_stats;

@@ -1,5 +1,5 @@
 /*
- * proto.h: the hook <-> kernel scheduler protocol, version 2. The Go side
+ * proto.h: the hook <-> kernel scheduler protocol, version 3. The Go side
  * is kernelsched/server (its proto.go mirrors these layouts; a test checks
  * the offsets by compiling this header).
  *
@@ -35,6 +35,17 @@
  *    kernel). They wait for no grant. While a task is inside one, the GPU
  *    still runs its kernels, whatever their profiled durations predict;
  *    its return says the kernels launched before it have finished.
+ * 7. (Version 3.) Observed completions. While the task is held (free is
+ *    0), the hook records a CUDA event on the stream of every
+ *    observe_every-th launch, after the launch went, and a thread of the
+ *    hook publishes an entry with api MMK_ENTRY_DONE when the event has
+ *    completed: grid[0] and grid[1] hold the low and high 32 bits of that
+ *    launch's seq, t_ns when the hook saw the event complete. It says
+ *    that the GPU has finished every kernel of that stream launched up
+ *    to that seq. The hook sets observe_every in the slot once, before
+ *    its first entry; 0 means it records no events (no CUDA event calls
+ *    found, or MMK_OBSERVE_EVERY=0), and the server then goes by
+ *    predicted durations.
  * The server ends a task when its socket closes.
  */
 #ifndef MMK_PROTO_H
@@ -44,12 +55,13 @@
 #include <stdint.h>
 
 #define MMK_PROTO_MAGIC 0x484b4d4du /* "MMKH" little endian */
-#define MMK_PROTO_VERSION 2
+#define MMK_PROTO_VERSION 3
 #define MMK_RING 4096 /* entries, power of two */
 #define MMK_ENTRY_WENT 0x80000000u /* in api: the launch went without waiting (free) */
 #define MMK_ENTRY_SYNC 0x40000000u /* in api: no launch but a synchronisation: */
 #define MMK_ENTRY_SYNC_ENTER (MMK_ENTRY_SYNC | 1u) /* it starts */
 #define MMK_ENTRY_SYNC_EXIT (MMK_ENTRY_SYNC | 2u)  /* it returned */
+#define MMK_ENTRY_DONE 0x20000000u /* in api (version 3): an observed completion (step 7) */
 
 struct mmk_hello {
 	uint32_t magic;
@@ -97,7 +109,8 @@ struct mmk_slot {
 	/* Written by the hook. */
 	_Atomic uint64_t head;
 	_Atomic uint64_t fail_open; /* launches let go unscheduled */
-	char pad2[48];
+	_Atomic uint32_t observe_every; /* version 3: step 7 */
+	char pad2[44];
 	/* Written by the server: entries before tail were read. */
 	_Atomic uint64_t tail;
 	char pad3[56];

@@ -85,6 +85,10 @@ type replayResult struct {
 		FailOpen uint64 `json:"fail_open"`
 		Wakes    uint64 `json:"wakes"`
 		Syncs    uint64 `json:"syncs"`
+		// Observed completions (protocol step 7), and launches to
+		// observe that got no event.
+		Observed   uint64 `json:"observed"`
+		Unobserved uint64 `json:"unobserved"`
 	} `json:"hook"`
 }
 

@@ -51,12 +51,13 @@ func guardJobs(t *testing.T) (hp, lp string, profiles []*kernelsched.TaskProfile
 // coRun runs the offline job for lpSeconds and, from 0.3 s in, the online
 // one for hpSeconds, both on one fake GPU that runs kernels one at a time
 // (no priority: a waiting online kernel waits for the offline one ahead).
-func coRun(t *testing.T, a cArtifacts, sock, hp, lp string, hpSeconds, lpSeconds int) (hi, lo replayResult) {
+func coRun(t *testing.T, a cArtifacts, sock, hp, lp string, hpSeconds, lpSeconds int, lpEnv ...string) (hi, lo replayResult) {
 	t.Helper()
 	gpu := filepath.Join(t.TempDir(), "gpu")
 	run := func(trace string, seconds int, env ...string) *exec.Cmd {
 		cmd := exec.CommandContext(context.Background(), a.replay, trace, "0", fmt.Sprint(seconds))
-		cmd.Env = append(os.Environ(), "CUDA_INJECTION64_PATH="+a.hook, "MMK_CUPTI_PATH="+a.cupti, "MMK_FAKE_GPU="+gpu, "MMK_SCHED_SOCKET="+sock)
+		cmd.Env = append(os.Environ(), "CUDA_INJECTION64_PATH="+a.hook, "MMK_CUPTI_PATH="+a.cupti, "MMK_CUDA_PATH="+a.cupti,
+			"MMK_FAKE_GPU="+gpu, "MMK_SCHED_SOCKET="+sock)
 		cmd.Env = append(cmd.Env, env...)
 		return cmd
 	}
@@ -64,7 +65,7 @@ func coRun(t *testing.T, a cArtifacts, sock, hp, lp string, hpSeconds, lpSeconds
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		lo = runReplay(t, run(lp, lpSeconds, "MMK_PRIORITY=5", "MMK_TASK_KEY=lp", "MMK_TASK_NAME=lp"))
+		lo = runReplay(t, run(lp, lpSeconds, append([]string{"MMK_PRIORITY=5", "MMK_TASK_KEY=lp", "MMK_TASK_NAME=lp"}, lpEnv...)...))
 	}()
 	time.Sleep(300 * time.Millisecond)
 	hi = runReplay(t, run(hp, hpSeconds, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_KEY=hp", "MMK_TASK_NAME=hp"))
@@ -190,5 +191,55 @@ func TestGuardFailOpenEndToEnd(t *testing.T) {
 	}
 	if lo.MaxWaitUs > 200e3 {
 		t.Errorf("an offline launch waited %.0f µs", lo.MaxWaitUs)
+	}
+}
+
+// TestObservedCompletionsEndToEnd: the offline job's profile says its
+// kernels take 100 µs; on the fake GPU they take 400 µs. While guard
+// holds the offline job, its hook records an event after each launch and
+// reports when the GPU finished it (protocol step 7), so the server keeps
+// each kernel in flight for its real 400 µs: the bound on offline work in
+// flight (250 µs of predicted time) holds the offline job more often than
+// when completions are predicted (MMK_OBSERVE_EVERY=0), and few kernels
+// reach the grace past their prediction.
+func TestObservedCompletionsEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the fake jobs for seconds")
+	}
+	a := buildC(t)
+	hp, lp, profiles := guardJobs(t)
+	profiles[1].Kernels[0].SK = 100 * time.Microsecond
+	type result struct {
+		bounded  float64
+		counters Counters
+		lo       replayResult
+	}
+	results := map[string]result{}
+	for _, every := range []string{"1", "0"} {
+		sched := kernelsched.Config{Guard: kernelsched.GuardConfig{Tau: time.Millisecond, Inflight: 250 * time.Microsecond}}
+		s, sock := startServerWith(t, Config{Policy: "guard", Sched: sched, Profiles: profiles})
+		hi, lo := coRun(t, a, sock, hp, lp, 2, 3, "MMK_OBSERVE_EVERY="+every)
+		waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+		r := result{s.PolicyStats()["bounded"], s.Counters(), lo}
+		results[every] = r
+		t.Logf("MMK_OBSERVE_EVERY=%s: online p50 %.0f µs over %d requests; offline %d launches, %d held, hook observed %d (%d not); server observed %d, past grace %d; bound held %v times",
+			every, hi.IterP50Us, hi.Iters, lo.Launches, lo.Hook.Held, lo.Hook.Observed, lo.Hook.Unobserved, r.counters.Observed, r.counters.Unobserved, r.bounded)
+		if hi.Iters < 50 || lo.Launches == 0 {
+			t.Fatalf("MMK_OBSERVE_EVERY=%s: %d requests, %d offline launches", every, hi.Iters, lo.Launches)
+		}
+	}
+	on, off := results["1"], results["0"]
+	if on.lo.Hook.Observed == 0 || on.counters.Observed == 0 {
+		t.Fatalf("observing: the hook saw %d completions, the server took %d", on.lo.Hook.Observed, on.counters.Observed)
+	}
+	if on.counters.Unobserved*10 > on.counters.Observed {
+		t.Errorf("observing: %d kernels reached the grace, %d were observed: want under a tenth", on.counters.Unobserved, on.counters.Observed)
+	}
+	if off.lo.Hook.Observed != 0 || off.counters.Observed != 0 {
+		t.Errorf("MMK_OBSERVE_EVERY=0: the hook saw %d completions, the server took %d; want none", off.lo.Hook.Observed, off.counters.Observed)
+	}
+	if on.bounded <= off.bounded {
+		t.Errorf("the in-flight bound held offline launches %v times with observed completions, %v with predicted ones: want more when kernels outlast their profile",
+			on.bounded, off.bounded)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // TestHookUnitsLayered holds the hook's C units (hook/lib) to their one-way
 // layering: log at the bottom; decode over it; client and profile over
-// decode; inject, the entry, over all. A unit may call the functions of the
+// decode; observe over client; inject, the entry, over all. A unit may call the functions of the
 // units below it only (log.h says so for the readers).
 func TestHookUnitsLayered(t *testing.T) {
 	below := map[string][]string{
@@ -19,7 +19,8 @@ func TestHookUnitsLayered(t *testing.T) {
 		"decode":  {"log"},
 		"client":  {"decode", "log"},
 		"profile": {"decode", "log"},
-		"inject":  {"client", "profile", "decode", "log"},
+		"observe": {"client", "log"},
+		"inject":  {"observe", "client", "profile", "decode", "log"},
 	}
 	dir := filepath.Join(repoRoot(t), "hook", "lib")
 	def := regexp.MustCompile(`(?m)^[a-z_][\w \*]*?\b(mmk_\w+)\(`)

@@ -11,12 +11,14 @@ import (
 
 // Marks in an entry's api field (proto.h): a launch that went without
 // waiting (MMK_ENTRY_WENT); no launch but a synchronisation that starts
-// or returned (MMK_ENTRY_SYNC_ENTER, MMK_ENTRY_SYNC_EXIT).
+// or returned (MMK_ENTRY_SYNC_ENTER, MMK_ENTRY_SYNC_EXIT), or an observed
+// completion (MMK_ENTRY_DONE).
 const (
 	entryWent      = 0x80000000
 	entrySync      = 0x40000000
 	entrySyncEnter = entrySync | 1
 	entrySyncExit  = entrySync | 2
+	entryDone      = 0x20000000
 )
 
 // loop owns the core: it reads the rings, runs the policy, grants, and
@@ -181,6 +183,10 @@ func (s *Server) drain(now time.Duration) bool {
 }
 
 func (s *Server) arrive(t *task, e entry, now time.Duration) {
+	if e.api == entryDone {
+		s.observedDone(t, e, now)
+		return
+	}
 	if e.api&entrySync != 0 {
 		s.sync(t, e, now)
 		return
@@ -220,7 +226,7 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 		}
 		s.count(l)
 		s.went.Add(1)
-		s.expectDone(t, seq, l.Est, now)
+		s.expectDone(t, seq, e.seq, l.Est, now)
 		return
 	}
 	if _, err := s.core.Arrive(at, l); err != nil {
@@ -266,18 +272,48 @@ func (s *Server) granted(l kernelsched.Launch, now time.Duration) {
 			s.filled.Add(1)
 		}
 	}
-	s.expectDone(t, l.Seq, l.Est, now)
+	s.expectDone(t, l.Seq, seq, l.Est, now)
 }
 
-// expectDone books a kernel released now to end after its profiled
-// duration, after the task's kernels before it (one stream).
-func (s *Server) expectDone(t *task, seq uint64, est kernelsched.Estimate, now time.Duration) {
+// expectDone books a kernel released now (core seq, ring seq) to end after
+// its profiled duration, after the task's kernels before it (one stream).
+func (s *Server) expectDone(t *task, seq, ring uint64, est kernelsched.Estimate, now time.Duration) {
 	start := max(now, t.lastEnd)
 	end := start + est.SK
 	t.lastEnd = end
 	s.view.record(t, start, end)
-	t.done = append(t.done, done{seq: seq, at: end})
+	t.done = append(t.done, done{seq: seq, ring: ring, at: end})
 }
+
+// observedDone takes an observed completion (protocol step 7): every
+// kernel the task released up to the launch it names has finished, at
+// the hook's time stamp.
+func (s *Server) observedDone(t *task, e entry, now time.Duration) {
+	upTo := uint64(e.grid[0]) | uint64(e.grid[1])<<32
+	at := now
+	if e.tNs != 0 {
+		at = min(time.Duration(e.tNs), now)
+	}
+	n := 0
+	for _, d := range t.done {
+		if d.ring > upTo {
+			t.done[n] = d
+			n++
+			continue
+		}
+		if err := s.core.Complete(at, t.id, d.seq); err != nil {
+			s.cfg.Log.Debug("kernel scheduler: observed completion", "task", t.hello.Name, "err", err)
+			continue
+		}
+		s.observed.Add(1)
+	}
+	t.done = t.done[:n]
+}
+
+// observing reports whether the task's kernels are counted finished when
+// the GPU says so rather than when predicted: its hook records events
+// while it is held.
+func (t *task) observing() bool { return !t.free && t.slot.observeEvery() > 0 }
 
 // sync follows a task's synchronisations. While the task is inside one,
 // its released kernels are still on the GPU whatever their profiled
@@ -312,16 +348,22 @@ func (s *Server) sync(t *task, e entry, now time.Duration) {
 }
 
 // completeDue reports predicted completions to the core, except for tasks
-// inside a synchronisation (see sync).
+// inside a synchronisation (see sync). A task that is observed
+// (observing) waits for the GPU's word, or ObserveGrace past the
+// prediction.
 func (s *Server) completeDue(now time.Duration) {
 	for _, t := range s.tasks {
 		if t.syncing > 0 {
 			continue
 		}
+		grace, observed := s.grace(t)
 		n := 0
-		for n < len(t.done) && t.done[n].at <= now {
-			if err := s.core.Complete(t.done[n].at, t.id, t.done[n].seq); err != nil {
+		for n < len(t.done) && t.done[n].at+grace <= now {
+			if err := s.core.Complete(t.done[n].at+grace, t.id, t.done[n].seq); err != nil {
 				s.cfg.Log.Debug("kernel scheduler: complete", "task", t.hello.Name, "err", err)
+			}
+			if observed {
+				s.unobserved.Add(1)
 			}
 			n++
 		}
@@ -329,11 +371,21 @@ func (s *Server) completeDue(now time.Duration) {
 	}
 }
 
+// grace is how long past its predicted end a kernel of t is counted
+// finished, and whether t is observed.
+func (s *Server) grace(t *task) (time.Duration, bool) {
+	if t.observing() {
+		return s.cfg.ObserveGrace, true
+	}
+	return 0, false
+}
+
 func (s *Server) nextDone() time.Duration {
 	next := kernelsched.Never
 	for _, t := range s.tasks {
 		if len(t.done) > 0 && t.syncing == 0 {
-			next = min(next, t.done[0].at)
+			g, _ := s.grace(t)
+			next = min(next, t.done[0].at+g)
 		}
 	}
 	return next

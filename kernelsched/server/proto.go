@@ -9,7 +9,7 @@ import (
 // TestLayoutMatchesC compiles it to check every offset here.
 const (
 	ProtoMagic   = 0x484b4d4d // "MMKH"
-	ProtoVersion = 2
+	ProtoVersion = 3
 	Ring         = 4096
 
 	helloSize   = 4 + 2 + 2 + 4*4 + 128 + 64
@@ -23,6 +23,7 @@ const (
 	offServerSleeping = 8
 	offHead           = 64
 	offFailOpen       = 72
+	offObserveEvery   = 80
 	offTail           = 128
 	offRing           = 192
 	entrySize         = 56

@@ -21,12 +21,14 @@ func TestLayoutMatchesC(t *testing.T) {
 int main(void) {
 P(sizeof(struct mmk_hello)); P(sizeof(struct mmk_welcome)); P(sizeof(struct mmk_name_msg));
 P(offsetof(struct mmk_slot, granted)); P(offsetof(struct mmk_slot, free)); P(offsetof(struct mmk_slot, server_sleeping));
-P(offsetof(struct mmk_slot, head)); P(offsetof(struct mmk_slot, fail_open)); P(offsetof(struct mmk_slot, tail));
+P(offsetof(struct mmk_slot, head)); P(offsetof(struct mmk_slot, fail_open)); P(offsetof(struct mmk_slot, observe_every));
+P(offsetof(struct mmk_slot, tail));
 P(offsetof(struct mmk_slot, ring)); P(sizeof(struct mmk_entry)); P(sizeof(struct mmk_slot));
 P(offsetof(struct mmk_entry, ready)); P(offsetof(struct mmk_entry, name_id)); P(offsetof(struct mmk_entry, seq));
 P(offsetof(struct mmk_entry, t_ns)); P(offsetof(struct mmk_entry, grid)); P(offsetof(struct mmk_entry, block));
 P(offsetof(struct mmk_entry, shared_mem)); P(offsetof(struct mmk_entry, api));
 P(MMK_PROTO_MAGIC); P(MMK_PROTO_VERSION); P(MMK_RING); P(MMK_ENTRY_WENT);
+P(MMK_ENTRY_SYNC_ENTER); P(MMK_ENTRY_SYNC_EXIT); P(MMK_ENTRY_DONE);
 return 0; }
 `
 	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
@@ -50,13 +52,15 @@ return 0; }
 		"sizeof(struct mmk_hello)": helloSize, "sizeof(struct mmk_welcome)": welcomeSize, "sizeof(struct mmk_name_msg)": nameMsgSize,
 		"offsetof(struct mmk_slot, granted)": offGranted, "offsetof(struct mmk_slot, free)": offFree,
 		"offsetof(struct mmk_slot, server_sleeping)": offServerSleeping, "offsetof(struct mmk_slot, head)": offHead,
-		"offsetof(struct mmk_slot, fail_open)": offFailOpen, "offsetof(struct mmk_slot, tail)": offTail,
+		"offsetof(struct mmk_slot, fail_open)": offFailOpen, "offsetof(struct mmk_slot, observe_every)": offObserveEvery,
+		"offsetof(struct mmk_slot, tail)": offTail,
 		"offsetof(struct mmk_slot, ring)": offRing, "sizeof(struct mmk_entry)": entrySize, "sizeof(struct mmk_slot)": slotBytes,
 		"offsetof(struct mmk_entry, ready)": entReady, "offsetof(struct mmk_entry, name_id)": entNameID,
 		"offsetof(struct mmk_entry, seq)": entSeq, "offsetof(struct mmk_entry, t_ns)": entTime,
 		"offsetof(struct mmk_entry, grid)": entGrid, "offsetof(struct mmk_entry, block)": entBlock,
 		"offsetof(struct mmk_entry, shared_mem)": entSharedMem, "offsetof(struct mmk_entry, api)": entAPI,
 		"MMK_PROTO_MAGIC": ProtoMagic, "MMK_PROTO_VERSION": ProtoVersion, "MMK_RING": Ring, "MMK_ENTRY_WENT": entryWent,
+		"MMK_ENTRY_SYNC_ENTER": entrySyncEnter, "MMK_ENTRY_SYNC_EXIT": entrySyncExit, "MMK_ENTRY_DONE": entryDone,
 	}
 	for k, v := range want {
 		if got[k] != itoa(v) {

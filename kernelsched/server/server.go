@@ -37,7 +37,13 @@ type Config struct {
 	// Poll is how often the loop reads the rings while no task is held
 	// (default 1 ms; up to 16 times longer while no launch comes).
 	Poll time.Duration
-	Log  *slog.Logger
+	// ObserveGrace is how long past its predicted end a kernel of a held
+	// task whose hook observes completions (protocol step 7) may stay
+	// unobserved before it is counted finished anyway (default 20 ms):
+	// a launch the hook could not record an event for must not hold its
+	// task for ever.
+	ObserveGrace time.Duration
+	Log          *slog.Logger
 }
 
 // Counters are a server's running totals.
@@ -55,6 +61,12 @@ type Counters struct {
 	// (or the task has none): policies predict nothing for them.
 	Unprofiled uint64 `json:"unprofiled"`
 	Refused    uint64 `json:"refused"`
+	// Observed counts kernels of held tasks counted finished because the
+	// GPU said so (an event the hook recorded completed); Unobserved
+	// those counted finished ObserveGrace past their predicted end
+	// without it.
+	Observed   uint64 `json:"observed"`
+	Unobserved uint64 `json:"unobserved"`
 	// Waits is how often the loop blocked, waiting for a launch, a
 	// hook's wake-up or a timer: its cost in system calls.
 	Waits uint64 `json:"waits"`
@@ -72,7 +84,7 @@ type Server struct {
 	tasks  map[kernelsched.TaskID]*task
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
-	went, unprofiled                       atomic.Uint64
+	went, unprofiled, observed, unobserved atomic.Uint64
 	waits                                  atomic.Uint64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -120,9 +132,11 @@ type task struct {
 	syncing int // synchronisations the task is inside
 }
 
+// done is a released kernel: its core seq, its ring seq and its
+// predicted end.
 type done struct {
-	seq uint64
-	at  time.Duration
+	seq, ring uint64
+	at        time.Duration
 }
 
 // New checks the configuration and builds the core.
@@ -132,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Spin == 0 {
 		cfg.Spin = 50 * time.Microsecond
+	}
+	if cfg.ObserveGrace == 0 {
+		cfg.ObserveGrace = 20 * time.Millisecond
 	}
 	if cfg.Poll == 0 {
 		cfg.Poll = time.Millisecond
@@ -169,6 +186,7 @@ func (s *Server) Counters() Counters {
 	return Counters{
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
+		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(),
 		Refused: s.refused.Load(), Waits: s.waits.Load(),
 	}
 }

@@ -124,3 +124,8 @@ func (s *slot) pending() bool {
 
 // headSeen is the hook's last reserved sequence number.
 func (s *slot) headSeen() uint64 { return atomic.LoadUint64(s.u64(offHead)) }
+
+// observeEvery is what the hook said of observed completions (protocol
+// step 7): it records an event every that many launches while the task is
+// held; 0: never.
+func (s *slot) observeEvery() uint32 { return atomic.LoadUint32(s.u32(offObserveEvery)) }
