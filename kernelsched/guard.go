@@ -31,7 +31,9 @@ import (
 //     (free) offline launches go at once (AtOnce): the hook only observes,
 //     which is priority alone.
 //   - While a request runs, offline work released and unfinished stays
-//     within Inflight (predicted GPU time); between requests offline
+//     within Inflight (in predicted GPU time; unfinished until the GPU
+//     reports the kernel done where the hook observes completions,
+//     kernelsched/server, else until predicted); between requests offline
 //     kernels longer than Tau go only if they are predicted to end before
 //     the next request is due (the mean think time observed).
 //   - Progress floor: every offline task earns Floor of the elapsed time

@@ -282,7 +282,7 @@ func (s *Server) expectDone(t *task, seq, ring uint64, est kernelsched.Estimate,
 	end := start + est.SK
 	t.lastEnd = end
 	s.view.record(t, start, end)
-	t.done = append(t.done, done{seq: seq, ring: ring, at: end})
+	t.done = append(t.done, done{seq: seq, ring: ring, at: end, observed: t.observing()})
 }
 
 // observedDone takes an observed completion (protocol step 7): every
@@ -348,44 +348,50 @@ func (s *Server) sync(t *task, e entry, now time.Duration) {
 }
 
 // completeDue reports predicted completions to the core, except for tasks
-// inside a synchronisation (see sync). A task that is observed
-// (observing) waits for the GPU's word, or ObserveGrace past the
-// prediction.
+// inside a synchronisation (see sync). A kernel released while its task
+// was observed (observing) waits for the GPU's word, or ObserveGrace past
+// its prediction.
 func (s *Server) completeDue(now time.Duration) {
 	for _, t := range s.tasks {
 		if t.syncing > 0 {
 			continue
 		}
-		grace, observed := s.grace(t)
 		n := 0
-		for n < len(t.done) && t.done[n].at+grace <= now {
-			if err := s.core.Complete(t.done[n].at+grace, t.id, t.done[n].seq); err != nil {
+		for _, d := range t.done {
+			end := s.due(d)
+			if end > now {
+				t.done[n] = d
+				n++
+				continue
+			}
+			if err := s.core.Complete(end, t.id, d.seq); err != nil {
 				s.cfg.Log.Debug("kernel scheduler: complete", "task", t.hello.Name, "err", err)
 			}
-			if observed {
+			if d.observed {
 				s.unobserved.Add(1)
 			}
-			n++
 		}
-		t.done = t.done[n:]
+		t.done = t.done[:n]
 	}
 }
 
-// grace is how long past its predicted end a kernel of t is counted
-// finished, and whether t is observed.
-func (s *Server) grace(t *task) (time.Duration, bool) {
-	if t.observing() {
-		return s.cfg.ObserveGrace, true
+// due is when a released kernel is counted finished without the GPU's
+// word.
+func (s *Server) due(d done) time.Duration {
+	if d.observed {
+		return d.at + s.cfg.ObserveGrace
 	}
-	return 0, false
+	return d.at
 }
 
 func (s *Server) nextDone() time.Duration {
 	next := kernelsched.Never
 	for _, t := range s.tasks {
-		if len(t.done) > 0 && t.syncing == 0 {
-			g, _ := s.grace(t)
-			next = min(next, t.done[0].at+g)
+		if t.syncing > 0 {
+			continue
+		}
+		for _, d := range t.done {
+			next = min(next, s.due(d))
 		}
 	}
 	return next

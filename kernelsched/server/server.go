@@ -132,11 +132,13 @@ type task struct {
 	syncing int // synchronisations the task is inside
 }
 
-// done is a released kernel: its core seq, its ring seq and its
-// predicted end.
+// done is a released kernel: its core seq, its ring seq, its predicted
+// end, and whether its hook records an event for it (it was released
+// while the task was observed).
 type done struct {
 	seq, ring uint64
 	at        time.Duration
+	observed  bool
 }
 
 // New checks the configuration and builds the core.
