@@ -72,6 +72,9 @@ type SimReport struct {
 	// RhoP50 and RhoLP are Spearman's rank correlation between measured
 	// and simulated, per SimModel.
 	RhoP50, RhoLP []float64
+	// SelfP50 and SelfLP are the measurement's rank agreement with itself,
+	// cycle against cycle (SelfAgreement): how far its ranks are noise.
+	SelfP50, SelfLP float64
 }
 
 // setting is how a measured setting is simulated.
@@ -218,6 +221,7 @@ func Simulate(pair string, ws []Window, rows []Row, dir string, dur time.Duratio
 		rep.RhoP50 = append(rep.RhoP50, Spearman(mp, sp))
 		rep.RhoLP = append(rep.RhoLP, Spearman(ml, sl))
 	}
+	rep.SelfP50, rep.SelfLP = SelfAgreement(ws)
 	return rep, nil
 }
 
@@ -304,6 +308,8 @@ func writeSim(b *bytes.Buffer, rep *SimReport) {
 	for mi, m := range rep.Models {
 		fmt.Fprintf(b, " %s: HP p50 %s, LP %s;", m.Name, rho(rep.RhoP50[mi]), rho(rep.RhoLP[mi]))
 	}
+	fmt.Fprintf(b, " one measured cycle against another (median over pairs of cycles; how far the ranks are the noise's, a median over cycles being steadier than one cycle): HP p50 %s, LP %s.",
+		rho(rep.SelfP50), rho(rep.SelfLP))
 	b.WriteString("\n\n| setting | measured p50 / alone | ")
 	for _, m := range rep.Models {
 		fmt.Fprintf(b, "sim p50, %s | ", m.Name)
