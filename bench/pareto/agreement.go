@@ -13,30 +13,16 @@ import (
 // medians (steadier than one cycle, but from three or four) says little.
 // NaN when fewer than two cycles or three common settings.
 func SelfAgreement(ws []Window) (p50, lp float64) {
-	type key struct {
-		seg   string
-		cycle int
-	}
-	aloneHP, aloneLP := map[key]float64{}, map[key]float64{}
-	for _, w := range ws {
-		hp, lpAlone := isAlone(w.Setting)
-		k := key{w.Segment, w.Cycle}
-		if hp && w.HPStats != nil {
-			aloneHP[k] = w.HPStats.P50Ms
-		}
-		if lpAlone && w.LPStats != nil {
-			aloneLP[k] = w.LPStats.ItS
-		}
-	}
+	aloneHP, aloneLP := alones(ws)
 	// Per cycle, per setting, the ratios.
 	hpBy, lpBy := map[int]map[string]float64{}, map[int]map[string]float64{}
 	for _, w := range ws {
 		if hp, lpAlone := isAlone(w.Setting); hp || lpAlone {
 			continue
 		}
-		k := key{w.Segment, w.Cycle}
-		if a := aloneHP[k]; a > 0 && w.HPStats != nil && w.HPStats.P50Ms > 0 {
-			put(hpBy, w.Cycle, w.Setting, w.HPStats.P50Ms/a)
+		k := cycleKey{w.Segment, w.Cycle}
+		if a := aloneHP[k]; a != nil && a.P50Ms > 0 && w.HPStats != nil && w.HPStats.P50Ms > 0 {
+			put(hpBy, w.Cycle, w.Setting, w.HPStats.P50Ms/a.P50Ms)
 		}
 		if a := aloneLP[k]; a > 0 && w.LPStats != nil {
 			put(lpBy, w.Cycle, w.Setting, w.LPStats.ItS/a)

@@ -133,25 +133,36 @@ func isAlone(s string) (hp, lp bool) {
 	return strings.HasPrefix(s, "alone"), strings.HasPrefix(s, "LP alone")
 }
 
+// cycleKey names one cycle of one MPS state: what a ratio is taken in.
+type cycleKey struct {
+	seg   string
+	cycle int
+}
+
+// alones are the alone windows by cycle: the HP's requests and the LP's
+// throughput, against which that cycle's settings are taken.
+func alones(ws []Window) (hp map[cycleKey]*HPStats, lp map[cycleKey]float64) {
+	hp, lp = map[cycleKey]*HPStats{}, map[cycleKey]float64{}
+	for _, w := range ws {
+		k := cycleKey{w.Segment, w.Cycle}
+		hpAlone, lpAlone := isAlone(w.Setting)
+		switch {
+		case hpAlone && w.HPStats != nil:
+			hp[k] = w.HPStats
+		case lpAlone && w.LPStats != nil:
+			lp[k] = w.LPStats.ItS
+		}
+	}
+	return hp, lp
+}
+
 // Aggregate computes the rows of one pair in the order settings first appear.
 func Aggregate(ws []Window) []Row {
-	type key struct {
-		seg   string
-		cycle int
-	}
-	aloneHP, aloneLP := map[key]*HPStats{}, map[key]float64{}
+	aloneHP, aloneLP := alones(ws)
 	var order []string
 	bySetting := map[string][]Window{}
 	for _, w := range ws {
-		k := key{w.Segment, w.Cycle}
-		hp, lp := isAlone(w.Setting)
-		switch {
-		case hp && w.HPStats != nil:
-			aloneHP[k] = w.HPStats
-		case lp && w.LPStats != nil:
-			aloneLP[k] = w.LPStats.ItS
-		}
-		if hp || lp {
+		if hp, lp := isAlone(w.Setting); hp || lp {
 			continue
 		}
 		if _, ok := bySetting[w.Setting]; !ok {
@@ -166,7 +177,7 @@ func Aggregate(ws []Window) []Row {
 		for _, w := range bySetting[name] {
 			r.Segment, r.Policy = w.Segment, w.Policy
 			r.Simple = w.Policy == ""
-			k := key{w.Segment, w.Cycle}
+			k := cycleKey{w.Segment, w.Cycle}
 			if a := aloneHP[k]; a != nil && w.HPStats != nil && a.P50Ms > 0 && a.P99Ms > 0 {
 				p50 = append(p50, w.HPStats.P50Ms/a.P50Ms)
 				p99 = append(p99, w.HPStats.P99Ms/a.P99Ms)

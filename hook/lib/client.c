@@ -352,13 +352,13 @@ void mmk_report_sync(int enter)
 		atomic_store_explicit(&c->stamp_next, 1, memory_order_relaxed);
 }
 
-void mmk_report_done(uint64_t gen, uint64_t seq, uint64_t t_ns)
+void mmk_report_done(uint64_t gen, uint64_t seq)
 {
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
 	if (!c || c->gen != gen)
 		return; /* a launch of an earlier connection: the server forgot it */
 	struct mmk_launch l = {.grid = {(uint32_t)seq, (uint32_t)(seq >> 32), 0}};
-	put_entry(c, &l, 0, MMK_ENTRY_DONE, t_ns);
+	put_entry(c, &l, 0, MMK_ENTRY_DONE, now_ns());
 }
 
 uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)

@@ -17,8 +17,8 @@ void mmk_client_init(uint32_t observe_every);
 uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen);
 /* mmk_report_done tells the kernel scheduler that the GPU finished the
  * launch seq of connection gen (and every launch before it on its stream)
- * at t_ns; it is dropped if that connection is gone. */
-void mmk_report_done(uint64_t gen, uint64_t seq, uint64_t t_ns);
+ * by now; it is dropped if that connection is gone. */
+void mmk_report_done(uint64_t gen, uint64_t seq);
 /* mmk_report_sync tells the kernel scheduler that a synchronisation starts
  * (enter 1) or returned (enter 0); it never waits. */
 void mmk_report_sync(int enter);

@@ -10,7 +10,7 @@
  *
  * Events are a fixed pool, reused in order; a launch finding them all
  * waiting goes unobserved (counted), which only happens when the GPU is
- * MMK_OBSERVE_POOL launches behind. The CUDA calls come from the driver
+ * POOL (256) observed launches behind. The CUDA calls come from the driver
  * library the process has loaded already (MMK_CUDA_PATH, else
  * libcuda.so.1, opened with RTLD_NOLOAD): the hook still links against no
  * CUDA library. Without them the hook observes nothing and says so.
@@ -48,13 +48,6 @@ static uint64_t head, tail;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t more = PTHREAD_COND_INITIALIZER;
 static int started, failed_logged;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 uint32_t mmk_observe_init(void)
 {
@@ -114,7 +107,7 @@ static void *observer(void *arg)
 		}
 		if (r == MMK_CUDA_SUCCESS) {
 			atomic_fetch_add_explicit(&mmk_stats.observed, 1, memory_order_relaxed);
-			mmk_report_done(w.gen, w.seq, now_ns());
+			mmk_report_done(w.gen, w.seq);
 		} else {
 			atomic_fetch_add_explicit(&mmk_stats.unobserved, 1, memory_order_relaxed);
 			if (!failed_logged++)
@@ -144,8 +137,6 @@ void mmk_observe_launch(void *ctx, const void *stream, int ptsz, uint64_t gen, u
 	mmk_CUresult r = MMK_CUDA_SUCCESS;
 	if (started < 0 || head - tail == POOL || (!w->ev && (r = ev_create(&w->ev, MMK_CU_EVENT_DISABLE_TIMING)) != MMK_CUDA_SUCCESS) ||
 	    (r = (ptsz ? ev_record_ptsz : ev_record)(w->ev, (mmk_CUstream)stream)) != MMK_CUDA_SUCCESS) {
-		if (r != MMK_CUDA_SUCCESS && !w->ev)
-			w->ev = NULL;
 		if (r != MMK_CUDA_SUCCESS && !failed_logged++)
 			mmk_log(1, "recording a CUDA event: CUDA error %d; that launch goes unobserved", r);
 		atomic_fetch_add_explicit(&mmk_stats.unobserved, 1, memory_order_relaxed);

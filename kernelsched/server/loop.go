@@ -350,14 +350,17 @@ func (s *Server) sync(t *task, e entry, now time.Duration) {
 // completeDue reports predicted completions to the core, except for tasks
 // inside a synchronisation (see sync). A kernel released while its task
 // was observed (observing) waits for the GPU's word, or ObserveGrace past
-// its prediction.
+// its prediction. A task's predicted ends never decrease along t.done
+// (one stream), and nothing is due before its predicted end, so the scan
+// stops at the first kernel predicted to end after now.
 func (s *Server) completeDue(now time.Duration) {
 	for _, t := range s.tasks {
 		if t.syncing > 0 {
 			continue
 		}
-		n := 0
-		for _, d := range t.done {
+		n, i := 0, 0
+		for ; i < len(t.done) && t.done[i].at <= now; i++ {
+			d := t.done[i]
 			end := s.due(d)
 			if end > now {
 				t.done[n] = d
@@ -371,6 +374,7 @@ func (s *Server) completeDue(now time.Duration) {
 				s.unobserved.Add(1)
 			}
 		}
+		n += copy(t.done[n:], t.done[i:])
 		t.done = t.done[:n]
 	}
 }
@@ -390,7 +394,11 @@ func (s *Server) nextDone() time.Duration {
 		if t.syncing > 0 {
 			continue
 		}
+		// Predicted ends never decrease along t.done (see completeDue).
 		for _, d := range t.done {
+			if d.at >= next {
+				break
+			}
 			next = min(next, s.due(d))
 		}
 	}
