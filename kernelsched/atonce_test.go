@@ -57,3 +57,50 @@ func TestReleasesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestQuiet: which tasks' launches each policy needs not (Scheduler.Quiet):
+// fifo none; fikit and mmk none of a task alone, but both of two (one
+// holds, the other's gaps or kernels decide it), until one is removed;
+// policies that learn from every launch always need them.
+func TestQuiet(t *testing.T) {
+	tests := []struct {
+		policy                string
+		alone, hiPair, loPair bool
+		hiAfterLoGone         bool
+	}{
+		{"fifo", true, true, true, true},
+		{"fikit", true, false, false, true},
+		{"mmk", true, false, false, true},
+		{"fikit+mmk", true, false, false, true},
+		{"guard", false, false, false, false},
+		{"exclusive", false, false, false, false},
+		{"hpf", false, false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.policy, func(t *testing.T) {
+			s, err := New(tc.policy, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hi, _ := s.AddTask(TaskSpec{Name: "hi", Priority: 0, Online: true})
+			th, _ := s.Task(hi)
+			if got := s.Quiet(th); got != tc.alone {
+				t.Errorf("alone: Quiet = %v, want %v", got, tc.alone)
+			}
+			lo, _ := s.AddTask(TaskSpec{Name: "lo", Priority: 5})
+			tl, _ := s.Task(lo)
+			if got, got2 := s.Quiet(th), s.Quiet(tl); got != tc.hiPair || got2 != tc.loPair {
+				t.Errorf("pair: Quiet = %v, %v, want %v, %v", got, got2, tc.hiPair, tc.loPair)
+			}
+			if err := s.RemoveTask(lo); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Quiet(th); got != tc.hiAfterLoGone {
+				t.Errorf("after lo left: Quiet = %v, want %v", got, tc.hiAfterLoGone)
+			}
+			if s.Quiet(tl) {
+				t.Error("a removed task is quiet")
+			}
+		})
+	}
+}

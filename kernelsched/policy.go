@@ -167,6 +167,41 @@ func (m *mmk) AtOnce(s *Scheduler, t *Task) bool {
 	return t.Spec.Online || (m.fill && t.Spec.Priority == s.topPriority)
 }
 
+// quieter is implemented by policies that need none of some tasks'
+// launches at times.
+type quieter interface {
+	Quiet(s *Scheduler, t *Task) bool
+}
+
+// Quiet reports whether the policy needs none of t's launches now: it
+// decides nothing from them, for t or for any other task. A launch path
+// may then stop reporting them (the hook turns its launch callbacks off)
+// until Quiet turns false. Policies that learn from every launch (guard,
+// the holders) never say so.
+func (s *Scheduler) Quiet(t *Task) bool {
+	p, ok := s.policy.(quieter)
+	return ok && !t.removed && p.Quiet(s, t)
+}
+
+// Quiet: fifo decides nothing from launches.
+func (fifo) Quiet(*Scheduler, *Task) bool { return true }
+
+// Quiet: a task alone has no gaps to fill for anyone.
+func (*fikit) Quiet(s *Scheduler, t *Task) bool { return s.alone(t) }
+
+// Quiet: a task alone has no one to be protected from or to protect.
+func (*mmk) Quiet(s *Scheduler, t *Task) bool { return s.alone(t) }
+
+// alone reports whether t is the only registered task.
+func (s *Scheduler) alone(t *Task) bool {
+	for _, o := range s.tasks {
+		if o != t && !o.removed {
+			return false
+		}
+	}
+	return true
+}
+
 // statser is implemented by policies with counters or state of their own.
 type statser interface {
 	Stats() map[string]float64

@@ -23,7 +23,7 @@ type nodeCollector struct {
 
 	jobs, waiting, decisions, throughput, instances, instJobs  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
-	refused, waits, tasks, observed, unobserved                *prometheus.Desc
+	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -53,6 +53,8 @@ func newNodeCollector(n Node) *nodeCollector {
 		tasks:      d("mmk_kernelsched_tasks", "Tasks connected to the instance's kernel scheduler.", sched...),
 		observed:   d("mmk_kernelsched_observed_total", "Kernels of held tasks counted finished when the GPU said so (events the hook recorded).", sched...),
 		unobserved: d("mmk_kernelsched_unobserved_total", "Kernels of observed tasks counted finished past their prediction's grace without the GPU's word.", sched...),
+		quiet:      d("mmk_kernelsched_quiet_tasks", "Tasks whose launches the policy needs not now: their hooks report none.", sched...),
+		late:       d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
 	}
 }
 
@@ -60,7 +62,7 @@ func newNodeCollector(n Node) *nodeCollector {
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.decisions, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
-		nc.observed, nc.unobserved} {
+		nc.observed, nc.unobserved, nc.quiet, nc.late} {
 		ch <- d
 	}
 }
@@ -141,7 +143,9 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.waits, c.Waits)
 	counter(nc.observed, c.Observed)
 	counter(nc.unobserved, c.Unobserved)
+	counter(nc.late, c.LoudLate)
 	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), sv.Instance, sv.Policy)
+	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), sv.Instance, sv.Policy)
 }
 
 // newMetricsHandler returns the handler of /metrics: the node's metrics

@@ -9,7 +9,9 @@ MPS state is one segment with its own processes, started once:
   no MPS   HP alone, LP alone, default time-sharing
   MPS      HP alone, LP alone, MPS (LP priority 0), LP priority 1 at 100,
            70 and 50 %, and on top of priority 1 at 100 % the hook with
-           fifo (mmk only observing, its default), guard, guard with
+           fifo (mmk's default: both tasks quiet, the hooks report
+           only synchronisations), fifo loud (every launch reported, as
+           before protocol 4), guard, guard with
            Tau fixed, fikit, mmk and fikit+mmk; guard and guard with Tau
            64 µs once more with a trainer whose hook records no events
            (MMK_OBSERVE_EVERY=0: completions predicted, not observed)
@@ -261,6 +263,7 @@ class Segment:
                     self.set_hooks(hooked, want)
                     hooks_on = want
                 if st.get("policy"):
+                    self.control("loud %d" % st.get("loud", 0))
                     self.control("policy " + st["policy"])
                 active = [n for n in (st.get("hp"), st.get("lp")) if n]
                 for n, p in self.procs.items():
@@ -273,7 +276,7 @@ class Segment:
                 t1 = time.time()
                 b1, l1 = cpu_busy()
                 w = {"pair": r.args.pair, "segment": self.name, "setting": st["name"], "cycle": c, "t0": t0, "t1": t1,
-                     "hp": st.get("hp"), "lp": st.get("lp"), "policy": st.get("policy"),
+                     "hp": st.get("hp"), "lp": st.get("lp"), "policy": st.get("policy"), "loud": st.get("loud", 0),
                      "gpu": r.sampler.window(t0, t1), "host_busy": round((b1 - b0) / max(l1 - l0, 1), 3),
                      "load1": os.getloadavg()[0]}
                 if self.server:
@@ -411,7 +414,8 @@ class Run:
         seg.hooked.add("lp1p")
         seg.worker("lp1p", "lp", {**prio(1), "MMK_OBSERVE_EVERY": "0"}, hooked=(lk, 5, False))
         seg.go(["lp0", "lp70", "lp50", "lp1p"])
-        pol = lambda name, policy, lp="lp1": {"name": name, "hp": "hp", "lp": lp, "policy": policy, "settle": self.args.policy_settle}
+        pol = lambda name, policy, lp="lp1", loud=0: {"name": name, "hp": "hp", "lp": lp, "policy": policy, "loud": loud,
+                                                    "settle": self.args.policy_settle}
         settings = [
             {"name": "alone (MPS)", "hp": "hp"},
             {"name": "LP alone (MPS)", "lp": "lp1"},
@@ -420,6 +424,7 @@ class Run:
             {"name": "MPS, LP prio 1, 70 %", "hp": "hp", "lp": "lp70"},
             {"name": "MPS, LP prio 1, 50 %", "hp": "hp", "lp": "lp50"},
             pol("prio 1 + hook (fifo, mmk default)", "fifo"),
+            pol("prio 1 + hook (fifo, loud)", "fifo", loud=1),
             pol("guard", "guard"),
             pol("guard, tau 64us", "guard tau=64us"),
             pol("guard, hold all", "guard tau=-1ns"),

@@ -21,14 +21,14 @@ func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int
-	var control bool
+	var control, loud bool
 	var spin, poll time.Duration
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Spin: spin, Poll: poll, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
+			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Spin: spin, Poll: poll, Loud: loud, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if profiles != "" {
 				st, err := os.Stat(profiles)
 				if err != nil {
@@ -76,6 +76,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().IntVar(&sms, "sms", kernelsched.DefaultConfig().SMs, "SMs of the GPU instance")
 	serve.Flags().DurationVar(&spin, "spin", 50*time.Microsecond, "while some task is held: how long the loop keeps reading the rings after the last launch before it sleeps")
 	serve.Flags().DurationVar(&poll, "poll", time.Millisecond, "while no task is held: how often the loop reads the rings (up to 16 times less often while no launch comes)")
+	serve.Flags().BoolVar(&loud, "loud", false, "keep every hook's launch callbacks on even while the policy needs none of a task's launches (by default such a task is quiet: its hook reports only synchronisations); for measuring the hook's cost while it reports")
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
 	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], stats) and answer each with a JSON line on stdout")
 	_ = serve.MarkFlagRequired("socket")

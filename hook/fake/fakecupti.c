@@ -33,7 +33,9 @@
 static mmk_CUpti_CallbackFunc subscriber;
 static _Atomic uint32_t correlation;
 static void *subscriber_data;
-static unsigned char enabled[FAKE_MAX_CBID];
+/* Another thread may turn a callback on or off while launches run (the
+ * hook's watcher does, protocol step 8), as CUPTI allows. */
+static _Atomic unsigned char enabled[FAKE_MAX_CBID];
 
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiSubscribe(mmk_CUpti_SubscriberHandle *sub, mmk_CUpti_CallbackFunc cb, void *data)
 {

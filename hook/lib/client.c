@@ -4,6 +4,11 @@
  * launches are free, waits for its grant. Everything here fails open: no
  * server, a dead one, a full ring or a grant later than the bound lets the
  * launch go, and the hook tries to reconnect at most once a second.
+ *
+ * A thread of the client (watcher) follows the server's quiet word
+ * (protocol step 8): it turns the launch callbacks off while the server
+ * needs none of this task's launches, on again when it does or when the
+ * server is gone (it checks the socket five times a second).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +47,10 @@ static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_try_ns;
 static uint64_t conns;          /* connections made (connect_mu) */
 static uint32_t observe_every;  /* protocol step 7; 0: no events */
+static int (*set_launches)(int on);
+static _Atomic uint32_t launches_on = 1; /* protocol step 8 */
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cv = PTHREAD_COND_INITIALIZER;
 static int enabled, forked_child;
 static uint64_t timeout_ns = 10ull * 1000 * 1000;
 static struct mmk_hello hello;
@@ -85,6 +94,9 @@ static void publish(void)
 	pthread_mutex_lock(&send_mu);
 	atomic_store(&live, connecting);
 	pthread_mutex_unlock(&send_mu);
+	pthread_mutex_lock(&watch_mu);
+	pthread_cond_signal(&watch_cv);
+	pthread_mutex_unlock(&watch_mu);
 }
 
 /* name_created sends a name the moment decode gives it an id. */
@@ -156,6 +168,7 @@ static struct conn *try_connect(void)
 	c->gen = ++conns;
 	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
 	atomic_store(&c->slot->observe_every, observe_every);
+	atomic_store(&c->slot->launches_on, atomic_load(&launches_on));
 	connecting = c;
 	if (mmk_names_each(send_existing, publish)) {
 		connecting = NULL;
@@ -210,12 +223,65 @@ static void after_fork_child(void)
 	}
 }
 
-void mmk_client_init(uint32_t every)
+static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns);
+static int server_alive(struct conn *c);
+
+/* apply turns the launch callbacks on or off and tells the server (if c)
+ * what they are now. */
+static void apply(struct conn *c, int on)
 {
-	observe_every = every;
+	uint32_t now_on = (uint32_t)set_launches(on);
+	atomic_store_explicit(&launches_on, now_on, memory_order_relaxed);
+	if (c && atomic_load_explicit(&c->slot->launches_on, memory_order_relaxed) != now_on)
+		atomic_store_explicit(&c->slot->launches_on, now_on, memory_order_release);
+}
+
+/* watcher follows the server's quiet word (protocol step 8). Without a
+ * connection the launch callbacks are on: a launch is what reconnects. */
+static void *watcher(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct conn *c = atomic_load(&live);
+		if (!c || forked_child) {
+			apply(NULL, 1);
+			pthread_mutex_lock(&watch_mu);
+			if (!atomic_load(&live)) {
+				struct timespec ts;
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_sec++;
+				pthread_cond_timedwait(&watch_cv, &watch_mu, &ts);
+			}
+			pthread_mutex_unlock(&watch_mu);
+			continue;
+		}
+		uint32_t q = atomic_load_explicit(&c->slot->quiet, memory_order_acquire);
+		apply(c, !q);
+		futex_wait(&c->slot->quiet, q, 200ull * 1000 * 1000);
+		if (atomic_load(&live) == c && !server_alive(c))
+			drop(c);
+	}
+	return NULL;
+}
+
+static void start_watcher(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, watcher, NULL) != 0)
+		mmk_log(1, "no watcher thread: the launch callbacks stay on whatever the server needs");
+	pthread_attr_destroy(&a);
+}
+
+void mmk_client_init(const struct mmk_client_hooks *h)
+{
 	const char *p = getenv("MMK_SCHED_SOCKET");
 	if (!p || !*p)
 		return;
+	observe_every = h->observe_init();
+	set_launches = h->set_launches;
 	if (strlen(p) >= sizeof sock_path) {
 		mmk_log(1, "MMK_SCHED_SOCKET %s is longer than %zu bytes; launches go unscheduled", p, sizeof sock_path - 1);
 		return;
@@ -241,6 +307,7 @@ void mmk_client_init(uint32_t every)
 	mmk_names_notify(name_created);
 	enabled = 1;
 	maybe_reconnect();
+	start_watcher();
 }
 
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)

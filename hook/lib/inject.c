@@ -78,6 +78,7 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 		}
 		return;
 	}
+	to_observe.seq = 0; /* an exit missed while the callbacks turned */
 	struct mmk_launch l;
 	if (!mmk_decode(cbid, cb, &l))
 		return;
@@ -173,21 +174,56 @@ static int injected;
 static enable_fn enable_cb;
 static mmk_CUpti_SubscriberHandle subscriber;
 
-/* set_callbacks turns the launch and synchronisation callbacks on or off;
- * it returns the number of ids CUPTI refused. */
-static int set_callbacks(uint32_t on)
+/* Which callbacks are on: the synchronisations while the hook is active
+ * (mmk_hook_set_active), the launches while it is active and the server
+ * needs them (not quiet, protocol step 8) or a profile is being taken.
+ * cb_mu orders the watcher thread's changes against the job's. */
+static pthread_mutex_t cb_mu = PTHREAD_MUTEX_INITIALIZER;
+static int active = 1, loud = 1, launches_cur, syncs_cur;
+
+/* enable_ids turns ids on or off; it returns the number CUPTI refused. */
+static int enable_ids(const mmk_CUpti_CallbackId *ids, size_t n, uint32_t on)
 {
 	int bad = 0;
-	size_t n = sizeof callback_ids / sizeof *callback_ids;
-	for (size_t i = 0; i < n + (size_t)n_sync; i++) {
-		mmk_CUpti_CallbackId id = i < n ? callback_ids[i] : sync_ids[i - n];
-		mmk_CUptiResult r = enable_cb(on, subscriber, MMK_CUPTI_CB_DOMAIN_DRIVER_API, id);
+	for (size_t i = 0; i < n; i++) {
+		mmk_CUptiResult r = enable_cb(on, subscriber, MMK_CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
 		if (r != MMK_CUPTI_SUCCESS) {
-			mmk_log(1, "cuptiEnableCallback(%u, %u): CUPTI error %d", on, id, r);
+			mmk_log(1, "cuptiEnableCallback(%u, %u): CUPTI error %d", on, ids[i], r);
 			bad++;
 		}
 	}
 	return bad;
+}
+
+/* apply_callbacks (cb_mu held) brings the callbacks to what active, loud
+ * and profiling ask; it returns the number of ids CUPTI refused. A launch
+ * id CUPTI refused to turn on leaves the launches counted off. */
+static int apply_callbacks(void)
+{
+	int bad = 0;
+	int want = active && (loud || atomic_load_explicit(&mmk_profiling, memory_order_relaxed));
+	if (want != launches_cur) {
+		int b = enable_ids(callback_ids, sizeof callback_ids / sizeof *callback_ids, (uint32_t)want);
+		launches_cur = b && want ? 0 : want;
+		bad += b;
+	}
+	if (active != syncs_cur) {
+		bad += enable_ids(sync_ids, (size_t)n_sync, (uint32_t)active);
+		syncs_cur = active;
+	}
+	return bad;
+}
+
+/* set_launches is the client's switch (protocol step 8). */
+static int set_launches(int on)
+{
+	pthread_mutex_lock(&cb_mu);
+	loud = on;
+	if (enable_cb)
+		apply_callbacks();
+	int r = launches_cur;
+	pthread_mutex_unlock(&cb_mu);
+	return r;
 }
 
 /* InitializeInjection is what the CUDA driver calls. It returns 1 when the
@@ -211,16 +247,19 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		mmk_log(1, "CUPTI lacks cuptiSubscribe or cuptiEnableCallback; launches are not seen");
 		return 0;
 	}
-	mmk_client_init(getenv("MMK_SCHED_SOCKET") ? mmk_observe_init() : 0);
 	mmk_CUptiResult r = subscribe(&subscriber, mmk_on_callback, NULL);
 	if (r != MMK_CUPTI_SUCCESS) {
 		mmk_log(1, "cuptiSubscribe: CUPTI error %d (another CUPTI subscriber, e.g. a profiler?); launches are not seen", r);
 		return 0;
 	}
-	enable_cb = enable;
 	find_sync_ids(h);
-	set_callbacks(1);
+	pthread_mutex_lock(&cb_mu);
+	enable_cb = enable;
+	apply_callbacks();
+	pthread_mutex_unlock(&cb_mu);
 	mmk_profile_init(h);
+	static const struct mmk_client_hooks client_hooks = {mmk_observe_init, set_launches};
+	mmk_client_init(&client_hooks);
 	if (stats_path)
 		atexit(write_stats);
 	mmk_log(0, "hooked %zu launch and %d synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids, n_sync);
@@ -236,15 +275,21 @@ __attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int le
 
 /* mmk_hook_set_active turns the hook's callbacks off (0) or back on
  * (1) while the job runs: with them off CUPTI calls nothing at a launch.
+ * On, the launch callbacks still follow the server's quiet word.
  * It is for measuring the hook's cost inside one process (interleaved
  * blocks of iterations, bench/gpu/hook_workload.py --mode toggle), never
  * called from a launch callback. It returns 0 on success, -1 when the hook
  * is not in place, else the number of ids CUPTI refused. */
 __attribute__((visibility("default"))) int mmk_hook_set_active(int on)
 {
-	if (!enable_cb)
-		return -1;
-	return set_callbacks(on ? 1 : 0);
+	pthread_mutex_lock(&cb_mu);
+	int r = -1;
+	if (enable_cb) {
+		active = on ? 1 : 0;
+		r = apply_callbacks();
+	}
+	pthread_mutex_unlock(&cb_mu);
+	return r;
 }
 
 /* mmk_hook_count is the number of launches seen so far. */

@@ -1,5 +1,5 @@
 /*
- * proto.h: the hook <-> kernel scheduler protocol, version 3. The Go side
+ * proto.h: the hook <-> kernel scheduler protocol, version 4. The Go side
  * is kernelsched/server (its proto.go mirrors these layouts; a test checks
  * the offsets by compiling this header).
  *
@@ -46,6 +46,17 @@
  *    its first entry; 0 means it records no events (no CUDA event calls
  *    found, or MMK_OBSERVE_EVERY=0), and the server then goes by
  *    predicted durations.
+ * 8. (Version 4.) Quiet tasks. The server sets quiet to 1 while its policy
+ *    needs none of the task's launches (fifo; fikit and mmk for a task
+ *    alone), and to 0 again when it does; it wakes futex waiters on
+ *    quiet after each change. A thread of the hook waits on that word
+ *    and turns the launch callbacks off while it is 1 (synchronisations
+ *    are still reported) and on when it is 0, then stores in launches_on
+ *    whether they are on. A quiet task's launches cost only CUPTI's
+ *    subscription; the server knows nothing of them. While a task it
+ *    turned loud has not yet said launches_on 1, the server holds every
+ *    held task's launches (for at most 2 ms), so that no policy decides
+ *    on a task it cannot see.
  * The server ends a task when its socket closes.
  */
 #ifndef MMK_PROTO_H
@@ -55,7 +66,7 @@
 #include <stdint.h>
 
 #define MMK_PROTO_MAGIC 0x484b4d4du /* "MMKH" little endian */
-#define MMK_PROTO_VERSION 3
+#define MMK_PROTO_VERSION 4
 #define MMK_RING 4096 /* entries, power of two */
 #define MMK_ENTRY_WENT 0x80000000u /* in api: the launch went without waiting (free) */
 #define MMK_ENTRY_SYNC 0x40000000u /* in api: no launch but a synchronisation: */
@@ -104,13 +115,14 @@ struct mmk_slot {
 	_Atomic uint32_t granted; /* futex word */
 	_Atomic uint32_t free;
 	_Atomic uint32_t server_sleeping;
-	uint32_t pad0;
+	_Atomic uint32_t quiet; /* version 4: step 8; futex word */
 	char pad1[48];
 	/* Written by the hook. */
 	_Atomic uint64_t head;
 	_Atomic uint64_t fail_open; /* launches let go unscheduled */
 	_Atomic uint32_t observe_every; /* version 3: step 7 */
-	char pad2[44];
+	_Atomic uint32_t launches_on;   /* version 4: step 8 */
+	char pad2[40];
 	/* Written by the server: entries before tail were read. */
 	_Atomic uint64_t tail;
 	char pad3[56];

@@ -16,10 +16,13 @@ import (
 // between measurement windows without restarting the jobs it measures.
 //
 //	policy NAME [tau=DUR] [slack=F] [inflight=DUR] [floor=F] [probe-every=N]
+//	loud 0|1
 //	stats
 type Command struct {
-	// Op is "policy" or "stats".
+	// Op is "policy", "loud" or "stats".
 	Op string
+	// Loud: whether every hook reports every launch (Config.Loud).
+	Loud bool
 	// Policy and Config: the policy to switch to and its parameters
 	// (zero fields: the defaults).
 	Policy string
@@ -30,7 +33,7 @@ type Command struct {
 func ParseCommand(line string) (Command, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 {
-		return Command{}, fmt.Errorf("empty command; want policy NAME [key=value ...] or stats")
+		return Command{}, fmt.Errorf("empty command; want policy NAME [key=value ...], loud 0|1 or stats")
 	}
 	switch f[0] {
 	case "stats":
@@ -38,9 +41,14 @@ func ParseCommand(line string) (Command, error) {
 			return Command{}, fmt.Errorf("stats takes no argument, got %q", f[1])
 		}
 		return Command{Op: "stats"}, nil
+	case "loud":
+		if len(f) != 2 || (f[1] != "0" && f[1] != "1") {
+			return Command{}, fmt.Errorf("loud takes 0 or 1, got %q", strings.Join(f[1:], " "))
+		}
+		return Command{Op: "loud", Loud: f[1] == "1"}, nil
 	case "policy":
 	default:
-		return Command{}, fmt.Errorf("unknown command %q; want policy or stats", f[0])
+		return Command{}, fmt.Errorf("unknown command %q; want policy, loud or stats", f[0])
 	}
 	if len(f) < 2 {
 		return Command{}, fmt.Errorf("policy: missing the policy name")
@@ -110,8 +118,12 @@ type Reply struct {
 func (s *Server) Do(ctx context.Context, line string) []byte {
 	r := Reply{OK: true}
 	c, err := ParseCommand(line)
-	if err == nil && c.Op == "policy" {
+	switch {
+	case err != nil:
+	case c.Op == "policy":
 		err = s.SetPolicy(ctx, c.Policy, c.Config)
+	case c.Op == "loud":
+		err = s.SetLoud(ctx, c.Loud)
 	}
 	if err != nil {
 		r.OK, r.Error = false, err.Error()

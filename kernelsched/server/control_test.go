@@ -20,6 +20,11 @@ func TestParseCommand(t *testing.T) {
 		{"policy guard tau=-1ns", Command{Op: "policy", Policy: "guard"}, ""},
 		{"", Command{}, "empty command"},
 		{"stats now", Command{}, `stats takes no argument, got "now"`},
+		{"loud 1", Command{Op: "loud", Loud: true}, ""},
+		{"loud 0", Command{Op: "loud"}, ""},
+		{"loud", Command{}, `loud takes 0 or 1, got ""`},
+		{"loud yes", Command{}, `loud takes 0 or 1, got "yes"`},
+		{"loud 1 0", Command{}, `loud takes 0 or 1, got "1 0"`},
 		{"go", Command{}, `unknown command "go"`},
 		{"policy", Command{}, "missing the policy name"},
 		{"policy nope", Command{}, `policy "nope" is not one of`},
@@ -43,7 +48,7 @@ func TestParseCommand(t *testing.T) {
 			t.Errorf("%q: %v", tc.line, err)
 			continue
 		}
-		if got.Op != tc.want.Op || got.Policy != tc.want.Policy {
+		if got.Op != tc.want.Op || got.Policy != tc.want.Policy || got.Loud != tc.want.Loud {
 			t.Errorf("%q: %+v, want op %q policy %q", tc.line, got, tc.want.Op, tc.want.Policy)
 		}
 	}
@@ -66,7 +71,7 @@ func FuzzParseCommand(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Op != "stats" && c.Op != "policy" {
+		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" {
 			t.Fatalf("%q parsed to op %q", line, c.Op)
 		}
 		g := c.Config.Guard
@@ -91,6 +96,8 @@ func TestControl(t *testing.T) {
 		{"policy nope", "guard", false},
 		{"stats", "guard", true},
 		{"policy fifo", "fifo", true},
+		{"loud 1", "fifo", true},
+		{"loud on", "fifo", false},
 	} {
 		r = Reply{}
 		if err := json.Unmarshal(s.Do(ctx, step.line), &r); err != nil {

@@ -149,11 +149,12 @@ func startServerWith(t *testing.T, cfg Config) (*Server, string) {
 }
 
 // TestEndToEnd: a high- and a low-priority job share a real server under
-// fikit. Every launch reaches it, the high-priority one never waits (its
-// launches go at once), and the low-priority one is held.
+// fikit, loud (every hook reports every launch, even the high-priority
+// job's while it is alone). Every launch reaches it, the high-priority one
+// never waits (its launches go at once), and the low-priority one is held.
 func TestEndToEnd(t *testing.T) {
 	a := buildC(t)
-	s, sock := startServer(t, "fikit")
+	s, sock := startServerWith(t, Config{Policy: "fikit", Loud: true})
 	hiTrace := writeTrace(t, 400, 5, 200)
 	loTrace := writeTrace(t, 200, 3, 0)
 	ctx := context.Background()
@@ -194,13 +195,13 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // TestBurstWakesPollingServer: a lone task's launches go at once, so the
-// server polls, here every 300 ms; a burst of three rings without a pause
+// server polls, here every 300 ms (loud: the lone task reports them); a burst of three rings without a pause
 // must wake it (the hook writes its eventfd at half a ring) rather than
 // wait for the next read. The hook's bound is long (1 s) so that a server
 // slowed down by the race detector never makes the burst fail open.
 func TestBurstWakesPollingServer(t *testing.T) {
 	a := buildC(t)
-	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: 300 * time.Millisecond})
+	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: 300 * time.Millisecond, Loud: true})
 	n := 3 * Ring
 	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, 0), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=burst",
 		"MMK_HOOK_TIMEOUT_US=1000000"))
@@ -219,11 +220,11 @@ func TestBurstWakesPollingServer(t *testing.T) {
 // TestLoneTaskPolls: while every task's launches go at once, the loop reads
 // the rings once per poll interval, however many launches come and
 // whatever completions the core predicts: it costs the job's machine a few
-// system calls, not one per launch.
+// system calls, not one per launch (loud: the lone task reports them).
 func TestLoneTaskPolls(t *testing.T) {
 	a := buildC(t)
 	const n, gapUs, poll = 2000, 50, 5 * time.Millisecond
-	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: poll})
+	s, sock := startServerWith(t, Config{Policy: "fikit", Poll: poll, Loud: true})
 	r := runReplay(t, replay(context.Background(), a, writeTrace(t, n, 7, gapUs), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_TASK_NAME=lone"))
 	waitFor(t, func() bool { return s.Counters().Tasks == 0 })
 	c := s.Counters()

@@ -31,11 +31,19 @@ func (s *Server) loop(ctx context.Context) {
 		s.lookForProfiles(now)
 		busy := s.drain(now)
 		s.completeDue(now)
-		released, wake := s.core.Schedule(now)
+		// While a task turned loud cannot yet be seen, nothing held is
+		// released: no policy decides on a task whose launches it misses.
+		deaf := s.anyHeld && s.deaf(now)
+		var released []kernelsched.Launch
+		wake := kernelsched.Never
+		if !deaf {
+			released, wake = s.core.Schedule(now)
+		}
 		for _, l := range released {
 			s.granted(l, now)
 		}
 		changed = s.refree() || changed
+		changed = s.requiet(now) || changed
 		if changed || ((busy || len(released) > 0) && now-s.lastPublish >= publishEvery) {
 			s.publish()
 			s.lastPublish = now
@@ -49,7 +57,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.poll(busy, now)
 			continue
 		}
-		if busy || len(released) > 0 {
+		if deaf || busy || len(released) > 0 {
 			lastBusy = now
 			continue
 		}
@@ -100,6 +108,10 @@ func (s *Server) applyEvents() bool {
 				s.cfg.Log.Info("kernel scheduler: policy switched", "policy", e.policy.name)
 			}
 			e.policy.done <- err
+		case e.loud != nil:
+			s.cfg.Loud = e.loud.on
+			s.cfg.Log.Info("kernel scheduler: loud switched", "loud", e.loud.on)
+			close(e.loud.done)
 		case e.remove != nil:
 			t := e.remove
 			s.mu.Lock()
@@ -121,13 +133,18 @@ func (s *Server) applyEvents() bool {
 				s.cfg.Log.Warn("kernel scheduler: remove task", "name", t.hello.Name, "err", err)
 			}
 			s.failOpensGone.Add(t.slot.failOpens())
+			if t.quiet {
+				s.nquiet.Add(-1)
+			}
 			t.slot.close()
 			s.ntasks.Add(-1)
 			s.cfg.Log.Info("kernel scheduler: task gone", "name", t.hello.Name, "pid", t.hello.PID)
 		}
 	}
-	// Who goes at once depends on who else is registered.
+	// Who goes at once, and whose launches the policy needs, depends on
+	// who else is registered.
 	s.refree()
+	s.requiet(mono())
 	for _, t := range s.tasks {
 		select {
 		case t.ready <- true:
@@ -164,6 +181,64 @@ func (s *Server) refree() bool {
 		t.slot.grant(t.slot.headSeen())
 	}
 	return changed
+}
+
+// LoudGrace is how long the loop holds back held launches for a task it
+// turned loud (protocol step 8) before it goes on without the hook's word:
+// the hook's watcher thread wakes on the quiet word and turns the launch
+// callbacks on within microseconds; a hook that stays silent must not
+// stall the held tasks for longer than a fraction of its grant bound.
+const LoudGrace = 2 * time.Millisecond
+
+// requiet sets each task's quiet flag from the policy (protocol step 8)
+// and reports whether any changed. A task turned loud is awaited (deaf)
+// until its hook says its launch callbacks are on.
+func (s *Server) requiet(now time.Duration) bool {
+	changed := false
+	for _, t := range s.tasks {
+		ct, err := s.core.Task(t.id)
+		if err != nil {
+			continue
+		}
+		quiet := !s.cfg.Loud && s.core.Quiet(ct)
+		if quiet == t.quiet {
+			continue
+		}
+		changed = true
+		t.quiet = quiet
+		t.slot.setQuiet(quiet)
+		t.loudAt = 0
+		if quiet {
+			s.nquiet.Add(1)
+			continue
+		}
+		s.nquiet.Add(-1)
+		if !t.slot.launchesOn() {
+			t.loudAt = now
+		}
+	}
+	return changed
+}
+
+// deaf reports whether some task turned loud has not yet said that its
+// launch callbacks are on, for less than LoudGrace.
+func (s *Server) deaf(now time.Duration) bool {
+	waiting := false
+	for _, t := range s.tasks {
+		switch {
+		case t.loudAt == 0:
+		case t.slot.launchesOn():
+			t.loudAt = 0
+		case now-t.loudAt >= LoudGrace:
+			t.loudAt = 0
+			s.loudLate.Add(1)
+			s.cfg.Log.Warn("kernel scheduler: a task turned loud did not turn its launch callbacks on in time; deciding without them",
+				"task", t.hello.Name, "pid", t.hello.PID, "grace", LoudGrace)
+		default:
+			waiting = true
+		}
+	}
+	return waiting
 }
 
 // drain reads every published launch into the core.

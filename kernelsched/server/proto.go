@@ -9,7 +9,7 @@ import (
 // TestLayoutMatchesC compiles it to check every offset here.
 const (
 	ProtoMagic   = 0x484b4d4d // "MMKH"
-	ProtoVersion = 3
+	ProtoVersion = 4
 	Ring         = 4096
 
 	helloSize   = 4 + 2 + 2 + 4*4 + 128 + 64
@@ -21,9 +21,11 @@ const (
 	offGranted        = 0
 	offFree           = 4
 	offServerSleeping = 8
+	offQuiet          = 12
 	offHead           = 64
 	offFailOpen       = 72
 	offObserveEvery   = 80
+	offLaunchesOn     = 84
 	offTail           = 128
 	offRing           = 192
 	entrySize         = 56

@@ -43,7 +43,12 @@ type Config struct {
 	// a launch the hook could not record an event for must not hold its
 	// task for ever.
 	ObserveGrace time.Duration
-	Log          *slog.Logger
+	// Loud keeps every hook's launch callbacks on, even while the policy
+	// needs none of a task's launches (protocol step 8: by default such a
+	// task is quiet and its launches cost only CUPTI's subscription). It
+	// is for measuring the hook's cost while it reports.
+	Loud bool
+	Log  *slog.Logger
 }
 
 // Counters are a server's running totals.
@@ -67,6 +72,11 @@ type Counters struct {
 	// without it.
 	Observed   uint64 `json:"observed"`
 	Unobserved uint64 `json:"unobserved"`
+	// Quiet is the number of tasks whose launches the policy needs not
+	// now (their hooks report none); LoudLate counts tasks turned loud
+	// whose hooks had not said so within LoudGrace.
+	Quiet    int    `json:"quiet"`
+	LoudLate uint64 `json:"loud_late"`
 	// Waits is how often the loop blocked, waiting for a launch, a
 	// hook's wake-up or a timer: its cost in system calls.
 	Waits uint64 `json:"waits"`
@@ -85,7 +95,8 @@ type Server struct {
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	went, unprofiled, observed, unobserved atomic.Uint64
-	waits                                  atomic.Uint64
+	waits, loudLate                        atomic.Uint64
+	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
 	policyName                             atomic.Pointer[string]
@@ -106,6 +117,13 @@ type event struct {
 	add    *task
 	remove *task
 	policy *policyChange
+	loud   *loudChange
+}
+
+// loudChange is a live switch of Config.Loud (SetLoud).
+type loudChange struct {
+	on   bool
+	done chan struct{}
 }
 
 // policyChange is a live switch of the policy (SetPolicy).
@@ -126,8 +144,10 @@ type task struct {
 	local   map[uint32]string
 	ringSeq []uint64 // ring seqs of launches held in the core, in order
 	free    bool
-	flagged bool   // free was written to the slot once
-	done    []done // released kernels, predicted ends, in order
+	flagged bool          // free was written to the slot once
+	quiet   bool          // the slot says the policy needs none of its launches
+	loudAt  time.Duration // turned loud then, its hook has not yet said so; 0: none
+	done    []done        // released kernels, predicted ends, in order
 	lastEnd time.Duration
 	syncing int // synchronisations the task is inside
 }
@@ -188,8 +208,22 @@ func (s *Server) Counters() Counters {
 	return Counters{
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
-		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(),
+		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(), Quiet: int(s.nquiet.Load()), LoudLate: s.loudLate.Load(),
 		Refused: s.refused.Load(), Waits: s.waits.Load(),
+	}
+}
+
+// SetLoud switches Config.Loud on the running server: on, every quiet
+// task turns loud at once; off, tasks whose launches the policy needs not
+// turn quiet. It waits for the loop, at most until ctx ends.
+func (s *Server) SetLoud(ctx context.Context, on bool) error {
+	c := &loudChange{on: on, done: make(chan struct{})}
+	s.post(event{loud: c})
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -66,6 +66,22 @@ func (s *slot) setSleeping(on bool) {
 	atomic.StoreUint32(s.u32(offServerSleeping), v)
 }
 
+// setQuiet tells the hook whether the policy needs the task's launches
+// (protocol step 8) and wakes its watcher thread.
+func (s *slot) setQuiet(quiet bool) {
+	v := uint32(0)
+	if quiet {
+		v = 1
+	}
+	p := s.u32(offQuiet)
+	atomic.StoreUint32(p, v)
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, math.MaxInt32, 0, 0, 0)
+}
+
+// launchesOn is what the hook said of its launch callbacks (protocol
+// step 8): on, every launch is reported.
+func (s *slot) launchesOn() bool { return atomic.LoadUint32(s.u32(offLaunchesOn)) != 0 }
+
 // grant lets launches up to seq go and wakes the waiting hook threads.
 func (s *slot) grant(seq uint64) {
 	p := s.u32(offGranted)

@@ -20,6 +20,9 @@ type TaskView struct {
 	Held int `json:"held"`
 	// Profiled says the server has its kernel profile.
 	Profiled bool `json:"profiled"`
+	// Quiet says the policy needs none of its launches now: its hook
+	// reports none (protocol step 8).
+	Quiet bool `json:"quiet"`
 }
 
 // Span is a stretch of time in which one task's released kernels ran, by
@@ -140,7 +143,7 @@ func (s *Server) publish() {
 		held := ct.Pending()
 		q[t.hello.Priority] += held
 		tasks = append(tasks, TaskView{Name: t.hello.Name, Key: t.hello.TaskKey, PID: t.hello.PID, Priority: t.hello.Priority,
-			Online: t.hello.Online, Free: t.free, Held: held, Profiled: ct.Spec.Profile != nil})
+			Online: t.hello.Online, Free: t.free, Held: held, Profiled: ct.Spec.Profile != nil, Quiet: t.quiet})
 	}
 	stats := s.core.PolicyStats()
 	s.view.mu.Lock()

@@ -21,6 +21,7 @@ const COUNTERS = [
   ['fail_opens', 'fail-opens'],
   ['went', 'went unasked'],
   ['unprofiled', 'unprofiled'],
+  ['quiet', 'tasks quiet (launches not reported)'],
 ];
 
 let visible = false;
@@ -121,7 +122,7 @@ function fill(c, sc) {
   }));
   p.tasks.replaceChildren(...(tasks.length ? tasks.map((t) => h('tr', null,
     h('td', {text: t.name}), h('td', {text: t.pid}), h('td', {text: t.priority}),
-    h('td', null, h('span', {class: 'kind ' + (t.online ? 'online' : 'offline'), text: t.online ? 'online' : 'offline'}), t.free ? ' free' : ''),
+    h('td', null, h('span', {class: 'kind ' + (t.online ? 'online' : 'offline'), text: t.online ? 'online' : 'offline'}), t.free ? ' free' : '', t.quiet ? ' quiet' : ''),
     h('td', {text: t.held}), h('td', {text: t.profiled ? 'yes' : 'no'}))) :
     [h('tr', null, h('td', {colspan: 6, class: 'muted', text: 'none connected'}))]));
   drawTimeline(p.canvas, sc);

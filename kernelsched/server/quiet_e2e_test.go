@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+)
+
+// TestQuietTasksEndToEnd: protocol step 8 with the real hook and the fake
+// CUPTI, which calls no callback that is turned off. A task whose launches
+// the policy needs not is quiet: its hook turns the launch callbacks off,
+// every launch still runs, synchronisations are still reported. It turns
+// loud when the policy needs its launches again: another task comes (fikit
+// holds it), or the policy is switched live.
+func TestQuietTasksEndToEnd(t *testing.T) {
+	a := buildC(t)
+	const hiN, loN = 400, 200
+	cases := []struct {
+		name   string
+		policy string
+		loud   bool
+		live   func(context.Context, *Server) error // once both run quiet
+		// Launches the hooks saw (reported), within these bounds.
+		hiMin, hiMax, loMin, loMax uint64
+		loHeld                     bool // some low-priority launch waited
+		quietSeen                  int  // tasks seen quiet at once, at least
+	}{
+		{name: "fifo: both quiet", policy: "fifo", hiMax: 20, loMax: 20, quietSeen: 2},
+		{name: "fifo, loud: every launch reported", policy: "fifo", loud: true, hiMin: hiN, hiMax: hiN, loMin: loN, loMax: loN},
+		{name: "fifo switched to loud: both turn loud", policy: "fifo", live: func(ctx context.Context, s *Server) error {
+			return s.SetLoud(ctx, true)
+		}, hiMin: 20, hiMax: hiN - 20, loMin: 20, loMax: loN, quietSeen: 2},
+		{name: "fikit: alone quiet, loud beside a held task", policy: "fikit", hiMin: 20, hiMax: hiN - 20, loMin: loN, loMax: loN, loHeld: true, quietSeen: 1},
+		{name: "fifo switched to fikit: both turn loud", policy: "fifo", live: func(ctx context.Context, s *Server) error {
+			return s.SetPolicy(ctx, "fikit", kernelsched.DefaultConfig())
+		}, hiMin: 20, hiMax: hiN - 20, loMin: 20, loMax: loN, loHeld: true, quietSeen: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, sock := startServerWith(t, Config{Policy: c.policy, Loud: c.loud})
+			ctx := context.Background()
+			// The high-priority job runs 80 ms; the low-priority one
+			// comes 20 ms in and runs at least 20 ms.
+			hiCmd := replay(ctx, a, writeTrace(t, hiN, 5, 200), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=hi")
+			loCmd := replay(ctx, a, writeTrace(t, loN, 3, 100), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo")
+			var hi, lo replayResult
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hi = runReplay(t, hiCmd)
+			}()
+			stop := make(chan struct{})
+			maxQuiet := make(chan int, 1)
+			go func() {
+				m := 0
+				for {
+					select {
+					case <-stop:
+						maxQuiet <- m
+						return
+					case <-time.After(time.Millisecond):
+						m = max(m, s.Counters().Quiet)
+					}
+				}
+			}()
+			time.Sleep(20 * time.Millisecond)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lo = runReplay(t, loCmd)
+			}()
+			if c.live != nil {
+				waitFor(t, func() bool { return s.Counters().Tasks == 2 && s.Counters().Quiet == 2 })
+				if err := c.live(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wg.Wait()
+			close(stop)
+			waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+			sc := s.Counters()
+			t.Logf("hi %+v\nlo %+v\nserver %+v", hi, lo, sc)
+			if hi.Launches != hiN || lo.Launches != loN {
+				t.Fatalf("jobs launched %d and %d kernels, want %d and %d: a quiet hook must let every launch go", hi.Launches, lo.Launches, hiN, loN)
+			}
+			if hi.Hook.Launches < c.hiMin || hi.Hook.Launches > c.hiMax {
+				t.Errorf("high priority: hook saw %d launches, want %d..%d", hi.Hook.Launches, c.hiMin, c.hiMax)
+			}
+			if lo.Hook.Launches < c.loMin || lo.Hook.Launches > c.loMax {
+				t.Errorf("low priority: hook saw %d launches, want %d..%d", lo.Hook.Launches, c.loMin, c.loMax)
+			}
+			if got := lo.Hook.Held > 0; got != c.loHeld {
+				t.Errorf("low priority: %d launches held, want some: %v", lo.Hook.Held, c.loHeld)
+			}
+			if hi.Hook.Syncs == 0 || lo.Hook.Syncs == 0 {
+				t.Errorf("synchronisations seen: %d and %d, want at least the final one each (quiet keeps them)", hi.Hook.Syncs, lo.Hook.Syncs)
+			}
+			if sc.Kernels != hi.Hook.Launches+lo.Hook.Launches {
+				t.Errorf("server took %d kernels, hooks reported %d", sc.Kernels, hi.Hook.Launches+lo.Hook.Launches)
+			}
+			if q := <-maxQuiet; q < c.quietSeen || (c.loud && q > 0) {
+				t.Errorf("at most %d tasks quiet at once, want at least %d (none when loud)", q, c.quietSeen)
+			}
+			if sc.Quiet != 0 {
+				t.Errorf("%d tasks counted quiet after all left", sc.Quiet)
+			}
+		})
+	}
+}
+
+// TestDeafHoldsBack: a task turned loud whose hook has not said its launch
+// callbacks are on makes the loop hold back (deaf) for at most LoudGrace,
+// then go on, counted late; a hook that says so ends the wait at once.
+func TestDeafHoldsBack(t *testing.T) {
+	cases := []struct {
+		name     string
+		on       bool          // the hook says its launch callbacks are on
+		after    time.Duration // since the task turned loud
+		wantDeaf bool
+		wantLate uint64
+	}{
+		{name: "not yet said, within grace", after: LoudGrace / 2, wantDeaf: true},
+		{name: "said", on: true, after: LoudGrace / 2},
+		{name: "not said past grace", after: LoudGrace, wantLate: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sl, err := newSlot("deaf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sl.close()
+			if c.on {
+				*sl.u32(offLaunchesOn) = 1
+			}
+			const at = time.Second
+			s := &Server{cfg: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+				tasks: map[kernelsched.TaskID]*task{1: {slot: sl, loudAt: at}}}
+			if got := s.deaf(at + c.after); got != c.wantDeaf {
+				t.Errorf("deaf = %v, want %v", got, c.wantDeaf)
+			}
+			if got := s.loudLate.Load(); got != c.wantLate {
+				t.Errorf("late %d, want %d", got, c.wantLate)
+			}
+			if !c.wantDeaf && s.deaf(at+c.after) {
+				t.Error("still deaf once the wait ended")
+			}
+		})
+	}
+}
