@@ -50,6 +50,27 @@ func NewPolicy(name string) (Policy, error) {
 	return mk(), nil
 }
 
+// profileless is implemented by policies that decide without kernel
+// profiles.
+type profileless interface {
+	Profileless()
+}
+
+// Profileless: fifo predicts nothing.
+func (fifo) Profileless() {}
+
+// NeedsProfiles reports whether the named policy decides from kernel
+// profiles (predicted durations and gaps); a launch path need not run a
+// task's profiling phase for one that does not.
+func NeedsProfiles(name string) (bool, error) {
+	p, err := NewPolicy(name)
+	if err != nil {
+		return false, err
+	}
+	_, no := p.(profileless)
+	return !no, nil
+}
+
 // ParsePolicies splits a comma-separated list and checks every name.
 func ParsePolicies(list string) ([]string, error) {
 	var out []string

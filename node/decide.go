@@ -44,7 +44,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 			delete(n.stopRetry, id)
 		}
 	}
-	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus)}
+	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil}
 	t0 := time.Now()
 	plan, err := partitioner.Decide(req, n.est, opt)
 	n.decideTook = time.Since(t0)

@@ -55,3 +55,57 @@ func TestMPSClientPriority(t *testing.T) {
 		})
 	}
 }
+
+// TestPriorityShares: under MPS with priority shares, an online job and
+// two offline ones share the GPU at once, shares summing above 100 %
+// (online 100, offline their demand), and neither an arrival nor a
+// completion restarts anyone: the job that would be re-shared to 50 %
+// and back without them (TestRestartOnReshare) keeps its one start.
+func TestPriorityShares(t *testing.T) {
+	ctl, err := mpstest.WriteControl(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mps.NewManager(mps.Options{Root: filepath.Join(t.TempDir(), "mps"), Control: ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, h200, false, curveEstimator{"half_train": 50}, nil, func(c *Config) { c.MPS, c.PriorityShares = m, true })
+	out := filepath.Join(t.TempDir(), "starts")
+	full := h.submit(sh("full", `echo "$MMK_RESTART_COUNT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >> `+out+`; trap 'exit 0' TERM; sleep 30 & wait`, "lin"))
+	h.state(full.ID, jobs.Running)
+	script, gate := gated(t, "0")
+	half := h.submit(sh("half", script, "half"))
+	online := sh("online", script, "")
+	online.Kind = jobs.Online
+	on := h.submit(online)
+	want := map[string]int{full.ID: 100, half.ID: 50, on.ID: 100}
+	for id, pct := range want {
+		if j := h.state(id, jobs.Running); j.Placement.MPSPercent != pct {
+			t.Errorf("job %s at %d %%, want %d", j.Spec.Name, j.Placement.MPSPercent, pct)
+		}
+	}
+	open(t, gate)
+	h.state(half.ID, jobs.Succeeded)
+	h.state(on.ID, jobs.Succeeded)
+	if _, err := h.n.Cancel(full.ID, "test over"); err != nil {
+		t.Fatal(err)
+	}
+	j := h.state(full.ID, jobs.Cancelled)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(b)); j.Restarts != 0 || len(got) != 2 || got[0] != "0" || got[1] != "100" {
+		t.Errorf("full job: %d restarts, starts (restart count, share) %v; want one start at 100 %%", j.Restarts, got)
+	}
+	rs, err := h.n.Reconfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if len(r.Restarted) > 0 {
+			t.Errorf("reconfiguration restarted %v (%s)", r.Restarted, r.Cause)
+		}
+	}
+}

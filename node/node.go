@@ -42,6 +42,11 @@ type Config struct {
 	// ManageMIG lets the placement loop change MIG layouts (mig.manage);
 	// off, layouts are never touched.
 	ManageMIG bool
+	// PriorityShares places jobs with partitioner.Options.PriorityShares
+	// (mps.priority_shares) where MPS runs: offline jobs, below online
+	// ones in MPS client priority, share instances at shares summing above
+	// 100 %.
+	PriorityShares bool
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig

@@ -431,6 +431,30 @@ func TestKernelSchedulingAndProfile(t *testing.T) {
 	}
 }
 
+// TestNoProfilingUnderFifo: a policy that decides without kernel profiles
+// (fifo, mmkd's default) runs no profiling phase: the job runs, and no
+// trace or profile is written for its task key.
+func TestNoProfilingUnderFifo(t *testing.T) {
+	hook, cupti, replay := buildHookFakes(t)
+	kernels := filepath.Join(t.TempDir(), "trace.txt")
+	if err := os.WriteFile(kernels, []byte("k1 4 1 1 128 1 1 100 20\nsync 3000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc)
+	j := h.submit(jobs.Spec{Name: "replay", Command: []string{replay, kernels, "50"}, Kind: jobs.Online, TaskKey: "replay-job"})
+	h.state(j.ID, jobs.Succeeded)
+	time.Sleep(300 * time.Millisecond) // the loop collects finished phases
+	entries, err := os.ReadDir(sc.ProfileDir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(entries) > 0 {
+		t.Errorf("profile directory holds %d files under fifo, want none (no profiling phase)", len(entries))
+	}
+}
+
 // TestManageMIGReplacesInstances: with mig.manage on, a GPU cut into seven
 // 1g instances gets a job no 1g instance can hold: the layout changes,
 // destroying instances the GPU holds (by their real ids), and the job

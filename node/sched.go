@@ -32,11 +32,18 @@ type SchedConfig struct {
 // profilePhase starts the profiling phase of a job whose task key has no
 // kernel profile yet and that no other running job is profiling: the
 // hook measures its first runs (trace.ProfilePhase) and the loop turns the
-// trace into the profile, which the instance's scheduler then loads.
+// trace into the profile, which the instance's scheduler then loads. A
+// policy that decides without profiles (fifo, the default) needs none:
+// the job then runs unprofiled, and a profile taken earlier stays in
+// ProfileDir for a policy that needs it.
 func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
 	c := n.cfg.Sched
 	if c.ProfileDir == "" {
 		return nil, nil
+	}
+	need, err := kernelsched.NeedsProfiles(c.Policy)
+	if err != nil || !need {
+		return nil, err
 	}
 	for _, p := range n.phases {
 		if p.Key == j.TaskKey {

@@ -93,6 +93,15 @@ type Options struct {
 	// ArrivalOrder places pending jobs first come, first served instead
 	// of largest memory first.
 	ArrivalOrder bool
+	// PriorityShares is MPSConfig where MPS client priority protects the
+	// online jobs (offline clients run below normal priority): online
+	// jobs get 100 %, offline jobs their demand, and an instance's shares
+	// may sum above 100 %, so that only memory limits who shares it. A
+	// running job keeps its percentage, so that no arrival or completion
+	// restarts it. Measured on an H100 (docs/results/pareto-h100.md):
+	// priority alone kept an online job near its alone latency next to a
+	// trainer at 100 %.
+	PriorityShares bool
 }
 
 // DefaultMinGain is Options.MinGain when unset.

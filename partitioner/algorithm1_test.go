@@ -264,3 +264,74 @@ func TestDecideErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPriorityShares: where MPS client priority protects online jobs,
+// shares may sum above 100 %: online jobs get 100 %, offline jobs their
+// demand, only memory makes a job wait, and neither an arrival nor a
+// completion changes a running job's share (no restart).
+func TestPriorityShares(t *testing.T) {
+	m := a100(t)
+	// On the whole A100 (98 SMs): "fast" reaches speed 1 at 20 % (demand
+	// 20), "slow" needs 100 %.
+	est := &curveEstimator{saturate: map[string]float64{"fast": 19.6, "slow": 98}, interference: 0.1}
+	opt := Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true}
+	pending := []Job{
+		{ID: "on", Type: "fast", Online: true, MemoryMiB: 10_000},
+		{ID: "a", Type: "slow", MemoryMiB: 20_000},
+		{ID: "b", Type: "slow", MemoryMiB: 20_000},
+		{ID: "c", Type: "fast", MemoryMiB: 10_000},   // placed last (largest memory first): 90 GB in all
+		{ID: "big", Type: "slow", MemoryMiB: 30_000}, // is one job too many for 80
+	}
+	plan, err := Decide(Request{GPUs: []GPUPlan{{Layout: layout(t, m, "7g.80gb")}}, Pending: pending}, est, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	sum := 0
+	for _, p := range plan.GPUs[0].Jobs {
+		got[p.Job.ID] = p.Percent
+		sum += p.Percent
+	}
+	want := map[string]int{"on": 100, "a": 100, "b": 100, "big": 100}
+	for id, pct := range want {
+		if got[id] != pct {
+			t.Errorf("%s at %d %%, want %d (all: %v)", id, got[id], pct, got)
+		}
+	}
+	if len(plan.Waiting) != 1 || plan.Waiting[0].ID != "c" {
+		t.Errorf("waiting %v, want only c (memory)", plan.Waiting)
+	}
+	if sum <= 100 {
+		t.Errorf("shares sum to %d %%, want above 100", sum)
+	}
+	// One offline job ends: no running job restarts, and c takes the
+	// freed memory, at its demand.
+	var running []Placed
+	for _, p := range plan.GPUs[0].Jobs {
+		if p.Job.ID != "a" {
+			running = append(running, p)
+		}
+	}
+	next, err := Decide(Request{GPUs: []GPUPlan{{Layout: plan.GPUs[0].Layout, Jobs: running}}, Pending: plan.Waiting}, est, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Changes) != 1 || len(next.Changes[0].Restart) != 0 || !slices.Equal(next.Changes[0].Start, []string{"c"}) {
+		t.Errorf("changes %+v, want c started and no restart", next.Changes)
+	}
+	for _, p := range next.GPUs[0].Jobs {
+		if w := map[string]int{"on": 100, "b": 100, "big": 100, "c": 20}[p.Job.ID]; p.Percent != w {
+			t.Errorf("after a ended: %s at %d %%, want %d", p.Job.ID, p.Percent, w)
+		}
+	}
+	// Without PriorityShares the same jobs cannot all share: 100 % is
+	// spent and jobs wait for share, not memory.
+	opt.PriorityShares = false
+	plain, err := Decide(Request{GPUs: []GPUPlan{{Layout: layout(t, m, "7g.80gb")}}, Pending: pending[:4]}, est, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.Waiting) == 0 {
+		t.Errorf("without priority shares nothing waits: %+v", plain.GPUs[0].Jobs)
+	}
+}

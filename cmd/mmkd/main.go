@@ -170,14 +170,14 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
-		ManageMIG: cfg.MIG.Manage, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
 		StopGrace: cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
 	})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
+	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
 	return n, func() {
 		if err := store.Close(); err != nil {
 			log.Error("close the job store", "err", err)
