@@ -101,6 +101,16 @@ func TestQuiet(t *testing.T) {
 			if s.Quiet(tl) {
 				t.Error("a removed task is quiet")
 			}
+			// A task alone that the policy holds is never quiet (mmk
+			// holds an offline task; its launches wait for decisions).
+			off, _ := s.AddTask(TaskSpec{Name: "off", Priority: 5})
+			if err := s.RemoveTask(hi); err != nil {
+				t.Fatal(err)
+			}
+			to, _ := s.Task(off)
+			if s.Quiet(to) && !s.ReleasesAtOnce(to) {
+				t.Error("a held task is quiet")
+			}
 		})
 	}
 }

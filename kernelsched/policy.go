@@ -195,13 +195,13 @@ type quieter interface {
 }
 
 // Quiet reports whether the policy needs none of t's launches now: it
-// decides nothing from them, for t or for any other task. A launch path
-// may then stop reporting them (the hook turns its launch callbacks off)
-// until Quiet turns false. Policies that learn from every launch (guard,
-// the holders) never say so.
+// releases them at once and decides nothing from them, for t or for any
+// other task. A launch path may then stop reporting them (the hook turns
+// its launch callbacks off) until Quiet turns false. Policies that learn
+// from every launch (guard, the holders) never say so.
 func (s *Scheduler) Quiet(t *Task) bool {
 	p, ok := s.policy.(quieter)
-	return ok && !t.removed && p.Quiet(s, t)
+	return ok && s.ReleasesAtOnce(t) && p.Quiet(s, t)
 }
 
 // Quiet: fifo decides nothing from launches.

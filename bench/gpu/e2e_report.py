@@ -1,55 +1,194 @@
-"""The table of bench/gpu/mmkd-e2e.sh: per job and phase, online latency
-(p50, p99) or offline JCT (from the phase's start to the job's end, so
-that the time a job waited for a place counts), and each phase's
-makespan (start to the last offline job's end).
+"""The report of bench/gpu/mmkd-e2e.sh: per phase, the online jobs' p50
+and p99 against alone (same round), the offline jobs' JCT (from the
+phase's start to the job's end, so that waiting for a place counts), the
+offline makespan, mean JCT and STP (the sum over offline jobs of alone
+time / JCT, alone time being the job's own start to end by itself), and
+mmk's restarts; medians over rounds with min-max. The strongest simple
+alternative is the by-hand phase (MPS, offline at client priority 1).
+Writes a timeline SVG per round next to the report (OUTDIR/timeline-rN.svg).
 
-  python3 e2e_report.py OUTDIR
+  python3 e2e_report.py OUTDIR > OUTDIR/report.md
 """
 import json
 import os
+import statistics
 import sys
+
+PHASES = ["baseline", "mps-prio", "mmk"]
+LABEL = {"alone": "alone", "baseline": "baseline (no mmk)", "mps-prio": "MPS, offline prio 1 (by hand)", "mmk": "mmk"}
+GOAL = "online p50 <= 1.10x and p99 <= 1.25x of alone; offline makespan and mean JCT <= baseline; STP >= by hand"
+
+
+def load(out):
+    rows = [json.loads(line) for line in open(os.path.join(out, "e2e.jsonl")) if line.strip()]
+    return rows
+
+
+def jct(r):
+    rep = r["report"]
+    if rep.get("unfinished") or "t_end" not in rep:
+        return None
+    return rep["t_end"] - r["t0"]
+
+
+def metrics(rows, rnd, phase):
+    """One round's figures for a phase; None where a job is missing."""
+    alone = {r["name"]: r for r in rows if r["round"] == rnd and r["phase"] == "alone"}
+    mine = [r for r in rows if r["round"] == rnd and r["phase"] == phase]
+    if not mine:
+        return None
+    m = {"online": {}, "jct": {}, "restarts": 0, "unfinished": 0}
+    ends = []
+    stp = 0.0
+    for r in mine:
+        rep = r["report"]
+        if rep.get("unfinished"):
+            m["unfinished"] += 1
+            continue
+        a = alone.get(r["name"], {}).get("report", {})
+        if r["kind"] == "online":
+            p50, p99 = rep["p50_ms"], rep["p99_ms"]
+            m["online"][r["name"]] = (p50, p99, p50 / a["p50_ms"] if a.get("p50_ms") else None, p99 / a["p99_ms"] if a.get("p99_ms") else None)
+        else:
+            j = jct(r)
+            m["jct"][r["name"]] = j
+            ends.append(rep["t_end"])
+            alone_t = a["t_end"] - alone[r["name"]]["t0"] if a.get("t_end") else None
+            if alone_t:
+                stp += alone_t / j
+        m["restarts"] += (r.get("job") or {}).get("restarts", 0)
+    if ends:
+        m["makespan"] = max(ends) - mine[0]["t0"]
+        m["mean_jct"] = statistics.fmean(m["jct"].values())
+    m["stp"] = stp
+    return m
+
+
+def cell(xs, fmt):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "-"
+    med = statistics.median(xs)
+    if len(xs) == 1:
+        return fmt % med
+    return (fmt % med) + " [" + (fmt % min(xs)) + "-" + (fmt % max(xs)) + "]"
+
+
+def table(rows):
+    rounds = sorted({r["round"] for r in rows})
+    per = {p: [metrics(rows, k, p) for k in rounds] for p in PHASES}
+    per = {p: [m for m in ms if m] for p, ms in per.items()}
+    online = sorted({n for ms in per.values() for m in ms for n in m["online"]})
+    lines = [f"{len(rounds)} round(s). Each cell: median over rounds [min-max]. Strongest simple alternative: "
+             f"**{LABEL['mps-prio']}**. Goal: {GOAL}.", ""]
+    head = ["phase"]
+    for n in online:
+        head += [f"{n} p50 / alone", f"{n} p99 / alone"]
+    head += ["offline makespan s", "mean JCT s", "STP", "restarts", "unfinished"]
+    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for p in PHASES:
+        ms = per[p]
+        if not ms:
+            continue
+        row = [LABEL[p]]
+        for n in online:
+            row.append(cell([m["online"].get(n, (0, 0, None, None))[2] for m in ms], "%.2fx"))
+            row.append(cell([m["online"].get(n, (0, 0, None, None))[3] for m in ms], "%.2fx"))
+        row += [cell([m.get("makespan") for m in ms], "%.1f"), cell([m.get("mean_jct") for m in ms], "%.1f"),
+                cell([m["stp"] for m in ms], "%.2f"), cell([m["restarts"] for m in ms], "%d"), cell([m["unfinished"] for m in ms], "%d")]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    lines += verdict(per, online)
+    return lines, per
+
+
+def verdict(per, online):
+    """Which goal points mmk met in the medians, and which it missed."""
+    if not per.get("mmk") or not per.get("baseline") or not per.get("mps-prio"):
+        return []
+    med = lambda p, f: statistics.median([v for v in (f(m) for m in per[p]) if v is not None] or [float("nan")])
+    out = ["Goal, on the medians:", ""]
+    for n in online:
+        p50 = med("mmk", lambda m: m["online"].get(n, (0, 0, None, None))[2])
+        p99 = med("mmk", lambda m: m["online"].get(n, (0, 0, None, None))[3])
+        out.append(f"- {n}: p50 {p50:.2f}x ({'met' if p50 <= 1.10 else 'missed'}), p99 {p99:.2f}x ({'met' if p99 <= 1.25 else 'missed'})")
+    for key, name in (("makespan", "offline makespan"), ("mean_jct", "mean JCT")):
+        a, b = med("mmk", lambda m: m.get(key)), med("baseline", lambda m: m.get(key))
+        out.append(f"- {name}: mmk {a:.1f} s, baseline {b:.1f} s ({'met' if a <= b else 'missed'})")
+    a, b = med("mmk", lambda m: m["stp"]), med("mps-prio", lambda m: m["stp"])
+    out.append(f"- STP: mmk {a:.2f}, by hand {b:.2f} ({'met' if a >= b else 'missed'})")
+    out.append("")
+    return out
+
+
+def timeline(rows, rnd, path):
+    """An SVG of one round: per phase and job a bar from its process's
+    start to its end (hatched before: waiting and start-up since the
+    phase began), offline blue, online orange, mmk's restarts marked."""
+    mine = [r for r in rows if r["round"] == rnd and r["phase"] in PHASES]
+    if not mine:
+        return False
+    names = []
+    for r in mine:
+        if r["name"] not in names:
+            names.append(r["name"])
+    span = 1.0
+    for r in mine:
+        rep = r["report"]
+        if "t_end" in rep:
+            span = max(span, rep["t_end"] - r["t0"])
+    w, left, rowh, gap = 900, 260, 16, 14
+    scale = (w - left - 20) / span
+    h = 30 + len(PHASES) * (len(names) * rowh + gap) + 30
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="16" font-size="13">mmkd-e2e round {rnd}: each job from its phase\'s start (s)</text>']
+    y = 30
+    for p in PHASES:
+        svg.append(f'<text x="10" y="{y + 11}" font-weight="bold">{LABEL[p]}</text>')
+        y += rowh
+        for n in names:
+            r = next((x for x in mine if x["phase"] == p and x["name"] == n), None)
+            svg.append(f'<text x="20" y="{y + 11}">{n}</text>')
+            if r and "t_end" in r["report"]:
+                rep = r["report"]
+                s0 = max(0.0, rep.get("t_launch", r["t0"]) - r["t0"])
+                s1 = rep["t_end"] - r["t0"]
+                color = "#e8833a" if r["kind"] == "online" else "#3a78c2"
+                svg.append(f'<rect x="{left}" y="{y + 3}" width="{s0 * scale:.1f}" height="{rowh - 6}" fill="#ccc"/>')
+                svg.append(f'<rect x="{left + s0 * scale:.1f}" y="{y + 2}" width="{max(1, (s1 - s0) * scale):.1f}" height="{rowh - 4}" fill="{color}"/>')
+                rs = (r.get("job") or {}).get("restarts", 0)
+                pl = (r.get("job") or {}).get("placement") or {}
+                note = f'{s1:.1f} s' + (f', MPS {pl.get("mpsPercent")} %' if pl else "") + (f", {rs} restart(s)" if rs else "")
+                svg.append(f'<text x="{left + s1 * scale + 4:.1f}" y="{y + 11}" fill="#333">{note}</text>')
+            else:
+                svg.append(f'<text x="{left}" y="{y + 11}" fill="#a00">unfinished</text>')
+            y += rowh
+        y += gap
+    for t in range(0, int(span) + 1, max(1, int(span / 10))):
+        x = left + t * scale
+        svg.append(f'<line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{y - gap}" stroke="#eee"/>')
+        svg.append(f'<text x="{x:.1f}" y="{y + 4}" text-anchor="middle" fill="#666">{t}</text>')
+    svg.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(svg) + "\n")
+    return True
 
 
 def main():
     out = sys.argv[1]
-    rows = [json.loads(line) for line in open(os.path.join(out, "e2e.jsonl")) if line.strip()]
-    phases = ["baseline", "mmk"]
-    by = {(r["phase"], r["name"]): r for r in rows}
-    names = []
-    for r in rows:
-        if r["name"] not in names:
-            names.append(r["name"])
-    print("| job | kind | baseline | mmk | mmk placement |")
-    print("| --- | --- | --- | --- | --- |")
-    span = {p: [None, None] for p in phases}
-    for name in names:
-        cells, kind, place = [], "", "-"
-        for p in phases:
-            r = by.get((p, name))
-            if r is None:
-                cells.append("-")
-                continue
-            kind, rep = r["kind"], r["report"]
-            if rep.get("unfinished"):
-                cells.append("unfinished")
-                continue
-            if kind == "online":
-                cells.append(f"p50 {rep['p50_ms']:.2f} ms, p99 {rep['p99_ms']:.2f} ms ({rep['requests']} requests)")
-            else:
-                jct = rep["t_end"] - r["t0"]
-                cells.append(f"JCT {jct:.1f} s ({rep['it_per_s']:.2f} it/s running)")
-                lo, hi = span[p]
-                span[p] = [r["t0"] if lo is None else lo, rep["t_end"] if hi is None else max(hi, rep["t_end"])]
-            if p == "mmk":
-                j = r.get("job", {})
-                pl = j.get("placement") or {}
-                if pl:
-                    place = f"GPU {pl.get('gpu')} {pl.get('profile') or 'whole'}, MPS {pl.get('mpsPercent')} %, restarts {j.get('restarts', 0)}"
-        print(f"| {name} | {kind} | {cells[0]} | {cells[1]} | {place} |")
+    rows = load(out)
+    print("# mmkd end to end: mmk against no mmk and against MPS priority by hand")
     print()
-    for p in phases:
-        lo, hi = span[p]
-        print(f"{p} makespan (offline): " + (f"{hi - lo:.1f} s" if lo is not None else "-"))
+    gpu = open(os.path.join(out, "gpu.txt")).read().strip() if os.path.exists(os.path.join(out, "gpu.txt")) else "?"
+    print(f"Generated by `bench/gpu/e2e_report.py` from `e2e.jsonl` ({gpu}).")
+    print()
+    lines, _ = table(rows)
+    print("\n".join(lines))
+    for rnd in sorted({r["round"] for r in rows}):
+        name = f"timeline-r{rnd}.svg"
+        if timeline(rows, rnd, os.path.join(out, name)):
+            print(f"![round {rnd}]({name})")
+            print()
 
 
 if __name__ == "__main__":

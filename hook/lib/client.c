@@ -48,7 +48,6 @@ static _Atomic uint64_t next_try_ns;
 static uint64_t conns;          /* connections made (connect_mu) */
 static uint32_t observe_every;  /* protocol step 7; 0: no events */
 static int (*set_launches)(int on);
-static _Atomic uint32_t launches_on = 1; /* protocol step 8 */
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cv = PTHREAD_COND_INITIALIZER;
 static int enabled, forked_child;
@@ -168,7 +167,6 @@ static struct conn *try_connect(void)
 	c->gen = ++conns;
 	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
 	atomic_store(&c->slot->observe_every, observe_every);
-	atomic_store(&c->slot->launches_on, atomic_load(&launches_on));
 	connecting = c;
 	if (mmk_names_each(send_existing, publish)) {
 		connecting = NULL;
@@ -226,14 +224,15 @@ static void after_fork_child(void)
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns);
 static int server_alive(struct conn *c);
 
-/* apply turns the launch callbacks on or off and tells the server (if c)
- * what they are now. */
-static void apply(struct conn *c, int on)
+/* apply turns the launch callbacks on or off for the server's quiet word
+ * (bit 0: off; without a connection, on) and echoes the word in quiet_ack
+ * once applied: a word asking for them on only once they are on. */
+static void apply(struct conn *c, uint32_t word)
 {
-	uint32_t now_on = (uint32_t)set_launches(on);
-	atomic_store_explicit(&launches_on, now_on, memory_order_relaxed);
-	if (c && atomic_load_explicit(&c->slot->launches_on, memory_order_relaxed) != now_on)
-		atomic_store_explicit(&c->slot->launches_on, now_on, memory_order_release);
+	int on = !(word & 1);
+	int now_on = set_launches(on);
+	if (c && (!on || now_on) && atomic_load_explicit(&c->slot->quiet_ack, memory_order_relaxed) != word)
+		atomic_store_explicit(&c->slot->quiet_ack, word, memory_order_release);
 }
 
 /* watcher follows the server's quiet word (protocol step 8). Without a
@@ -244,7 +243,7 @@ static void *watcher(void *arg)
 	for (;;) {
 		struct conn *c = atomic_load(&live);
 		if (!c || forked_child) {
-			apply(NULL, 1);
+			apply(NULL, 0);
 			pthread_mutex_lock(&watch_mu);
 			if (!atomic_load(&live)) {
 				struct timespec ts;
@@ -256,7 +255,7 @@ static void *watcher(void *arg)
 			continue;
 		}
 		uint32_t q = atomic_load_explicit(&c->slot->quiet, memory_order_acquire);
-		apply(c, !q);
+		apply(c, q);
 		futex_wait(&c->slot->quiet, q, 200ull * 1000 * 1000);
 		if (atomic_load(&live) == c && !server_alive(c))
 			drop(c);

@@ -214,6 +214,11 @@ static int apply_callbacks(void)
 	return bad;
 }
 
+/* A fork while the watcher thread holds cb_mu must not leave it locked in
+ * the child. */
+static void cb_lock(void) { pthread_mutex_lock(&cb_mu); }
+static void cb_unlock(void) { pthread_mutex_unlock(&cb_mu); }
+
 /* set_launches is the client's switch (protocol step 8). */
 static int set_launches(int on)
 {
@@ -257,6 +262,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	enable_cb = enable;
 	apply_callbacks();
 	pthread_mutex_unlock(&cb_mu);
+	pthread_atfork(cb_lock, cb_unlock, cb_unlock);
 	mmk_profile_init(h);
 	static const struct mmk_client_hooks client_hooks = {mmk_observe_init, set_launches};
 	mmk_client_init(&client_hooks);

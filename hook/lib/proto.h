@@ -46,17 +46,20 @@
  *    its first entry; 0 means it records no events (no CUDA event calls
  *    found, or MMK_OBSERVE_EVERY=0), and the server then goes by
  *    predicted durations.
- * 8. (Version 4.) Quiet tasks. The server sets quiet to 1 while its policy
- *    needs none of the task's launches (fifo; fikit and mmk for a task
- *    alone), and to 0 again when it does; it wakes futex waiters on
- *    quiet after each change. A thread of the hook waits on that word
- *    and turns the launch callbacks off while it is 1 (synchronisations
- *    are still reported) and on when it is 0, then stores in launches_on
- *    whether they are on. A quiet task's launches cost only CUPTI's
- *    subscription; the server knows nothing of them. While a task it
- *    turned loud has not yet said launches_on 1, the server holds every
- *    held task's launches (for at most 2 ms), so that no policy decides
- *    on a task it cannot see.
+ * 8. (Version 4.) Quiet tasks. The server sets bit 0 of quiet while its
+ *    policy needs none of the task's launches (fifo; fikit and mmk for a
+ *    task alone that goes at once), clears it when it does, and counts
+ *    each change in the bits above; it wakes futex waiters on quiet
+ *    after each change. A thread of the hook waits on that word and
+ *    turns the launch callbacks off while bit 0 is set (synchronisations
+ *    are still reported) and on when it is clear, then echoes the word
+ *    it applied in quiet_ack (a word asking for the callbacks on is
+ *    echoed only once they are on). A quiet task's launches cost only
+ *    CUPTI's subscription; the server knows nothing of them. Until a
+ *    task it turned loud has echoed that word, the server releases no
+ *    held launch (for at most 2 ms), so that no policy decides while a
+ *    task's new launches go unseen; what the task launched while quiet
+ *    stays unknown to it.
  * The server ends a task when its socket closes.
  */
 #ifndef MMK_PROTO_H
@@ -121,7 +124,7 @@ struct mmk_slot {
 	_Atomic uint64_t head;
 	_Atomic uint64_t fail_open; /* launches let go unscheduled */
 	_Atomic uint32_t observe_every; /* version 3: step 7 */
-	_Atomic uint32_t launches_on;   /* version 4: step 8 */
+	_Atomic uint32_t quiet_ack;     /* version 4: step 8 */
 	char pad2[40];
 	/* Written by the server: entries before tail were read. */
 	_Atomic uint64_t tail;

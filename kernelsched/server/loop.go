@@ -33,7 +33,7 @@ func (s *Server) loop(ctx context.Context) {
 		s.completeDue(now)
 		// While a task turned loud cannot yet be seen, nothing held is
 		// released: no policy decides on a task whose launches it misses.
-		deaf := s.anyHeld && s.deaf(now)
+		deaf := s.deaf(now) && s.anyHeld
 		var released []kernelsched.Launch
 		wake := kernelsched.Never
 		if !deaf {
@@ -183,12 +183,13 @@ func (s *Server) refree() bool {
 	return changed
 }
 
-// LoudGrace is how long the loop holds back held launches for a task it
-// turned loud (protocol step 8) before it goes on without the hook's word:
-// the hook's watcher thread wakes on the quiet word and turns the launch
-// callbacks on within microseconds; a hook that stays silent must not
-// stall the held tasks for longer than a fraction of its grant bound.
-const LoudGrace = 2 * time.Millisecond
+// DefaultLoudGrace is Config.LoudGrace when unset: how long the loop
+// holds back held launches for a task it turned loud (protocol step 8)
+// before it goes on without the hook's echo. The hook's watcher thread
+// wakes on the quiet word and turns the launch callbacks on within
+// microseconds; a hook that stays silent must not stall the held tasks
+// for longer than a fraction of their grant bound.
+const DefaultLoudGrace = 2 * time.Millisecond
 
 // requiet sets each task's quiet flag from the policy (protocol step 8)
 // and reports whether any changed. A task turned loud is awaited (deaf)
@@ -206,34 +207,33 @@ func (s *Server) requiet(now time.Duration) bool {
 		}
 		changed = true
 		t.quiet = quiet
-		t.slot.setQuiet(quiet)
+		word := t.slot.setQuiet(quiet)
 		t.loudAt = 0
 		if quiet {
 			s.nquiet.Add(1)
 			continue
 		}
 		s.nquiet.Add(-1)
-		if !t.slot.launchesOn() {
-			t.loudAt = now
-		}
+		t.loudAt, t.loudWord = now, word
 	}
 	return changed
 }
 
-// deaf reports whether some task turned loud has not yet said that its
-// launch callbacks are on, for less than LoudGrace.
+// deaf reports whether some task turned loud has not yet echoed the word
+// that turned it (its launch callbacks are not yet on), for less than
+// Config.LoudGrace.
 func (s *Server) deaf(now time.Duration) bool {
 	waiting := false
 	for _, t := range s.tasks {
 		switch {
 		case t.loudAt == 0:
-		case t.slot.launchesOn():
+		case t.slot.quietAck() == t.loudWord:
 			t.loudAt = 0
-		case now-t.loudAt >= LoudGrace:
+		case now-t.loudAt >= s.cfg.LoudGrace:
 			t.loudAt = 0
 			s.loudLate.Add(1)
 			s.cfg.Log.Warn("kernel scheduler: a task turned loud did not turn its launch callbacks on in time; deciding without them",
-				"task", t.hello.Name, "pid", t.hello.PID, "grace", LoudGrace)
+				"task", t.hello.Name, "pid", t.hello.PID, "grace", s.cfg.LoudGrace)
 		default:
 			waiting = true
 		}

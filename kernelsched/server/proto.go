@@ -25,7 +25,7 @@ const (
 	offHead           = 64
 	offFailOpen       = 72
 	offObserveEvery   = 80
-	offLaunchesOn     = 84
+	offQuietAck       = 84
 	offTail           = 128
 	offRing           = 192
 	entrySize         = 56

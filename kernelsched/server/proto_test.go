@@ -22,7 +22,7 @@ int main(void) {
 P(sizeof(struct mmk_hello)); P(sizeof(struct mmk_welcome)); P(sizeof(struct mmk_name_msg));
 P(offsetof(struct mmk_slot, granted)); P(offsetof(struct mmk_slot, free)); P(offsetof(struct mmk_slot, server_sleeping));
 P(offsetof(struct mmk_slot, head)); P(offsetof(struct mmk_slot, fail_open)); P(offsetof(struct mmk_slot, observe_every));
-P(offsetof(struct mmk_slot, quiet)); P(offsetof(struct mmk_slot, launches_on)); P(offsetof(struct mmk_slot, tail));
+P(offsetof(struct mmk_slot, quiet)); P(offsetof(struct mmk_slot, quiet_ack)); P(offsetof(struct mmk_slot, tail));
 P(offsetof(struct mmk_slot, ring)); P(sizeof(struct mmk_entry)); P(sizeof(struct mmk_slot));
 P(offsetof(struct mmk_entry, ready)); P(offsetof(struct mmk_entry, name_id)); P(offsetof(struct mmk_entry, seq));
 P(offsetof(struct mmk_entry, t_ns)); P(offsetof(struct mmk_entry, grid)); P(offsetof(struct mmk_entry, block));
@@ -53,7 +53,7 @@ return 0; }
 		"offsetof(struct mmk_slot, granted)": offGranted, "offsetof(struct mmk_slot, free)": offFree,
 		"offsetof(struct mmk_slot, server_sleeping)": offServerSleeping, "offsetof(struct mmk_slot, head)": offHead,
 		"offsetof(struct mmk_slot, fail_open)": offFailOpen, "offsetof(struct mmk_slot, observe_every)": offObserveEvery,
-		"offsetof(struct mmk_slot, quiet)": offQuiet, "offsetof(struct mmk_slot, launches_on)": offLaunchesOn,
+		"offsetof(struct mmk_slot, quiet)": offQuiet, "offsetof(struct mmk_slot, quiet_ack)": offQuietAck,
 		"offsetof(struct mmk_slot, tail)": offTail,
 		"offsetof(struct mmk_slot, ring)": offRing, "sizeof(struct mmk_entry)": entrySize, "sizeof(struct mmk_slot)": slotBytes,
 		"offsetof(struct mmk_entry, ready)": entReady, "offsetof(struct mmk_entry, name_id)": entNameID,

@@ -48,7 +48,11 @@ type Config struct {
 	// task is quiet and its launches cost only CUPTI's subscription). It
 	// is for measuring the hook's cost while it reports.
 	Loud bool
-	Log  *slog.Logger
+	// LoudGrace is how long the loop holds back held launches for a task
+	// it turned loud before it goes on without the hook's echo (default
+	// DefaultLoudGrace).
+	LoudGrace time.Duration
+	Log       *slog.Logger
 }
 
 // Counters are a server's running totals.
@@ -141,15 +145,16 @@ type task struct {
 	names map[uint32]string // under Server.mu
 	ready chan bool         // the loop registered the task (false: refused)
 	// Loop-owned.
-	local   map[uint32]string
-	ringSeq []uint64 // ring seqs of launches held in the core, in order
-	free    bool
-	flagged bool          // free was written to the slot once
-	quiet   bool          // the slot says the policy needs none of its launches
-	loudAt  time.Duration // turned loud then, its hook has not yet said so; 0: none
-	done    []done        // released kernels, predicted ends, in order
-	lastEnd time.Duration
-	syncing int // synchronisations the task is inside
+	local    map[uint32]string
+	ringSeq  []uint64 // ring seqs of launches held in the core, in order
+	free     bool
+	flagged  bool          // free was written to the slot once
+	quiet    bool          // the slot says the policy needs none of its launches
+	loudAt   time.Duration // turned loud then, its hook has not yet echoed loudWord; 0: none
+	loudWord uint32
+	done     []done // released kernels, predicted ends, in order
+	lastEnd  time.Duration
+	syncing  int // synchronisations the task is inside
 }
 
 // done is a released kernel: its core seq, its ring seq, its predicted
@@ -168,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Spin == 0 {
 		cfg.Spin = 50 * time.Microsecond
+	}
+	if cfg.LoudGrace <= 0 {
+		cfg.LoudGrace = DefaultLoudGrace
 	}
 	if cfg.ObserveGrace == 0 {
 		cfg.ObserveGrace = 20 * time.Millisecond

@@ -67,20 +67,22 @@ func (s *slot) setSleeping(on bool) {
 }
 
 // setQuiet tells the hook whether the policy needs the task's launches
-// (protocol step 8) and wakes its watcher thread.
-func (s *slot) setQuiet(quiet bool) {
-	v := uint32(0)
-	if quiet {
-		v = 1
-	}
+// (protocol step 8): it writes the next quiet word (bit 0 quiet, a count
+// of changes above), wakes the hook's watcher thread, and returns the
+// word, which the hook echoes once it has applied it.
+func (s *slot) setQuiet(quiet bool) uint32 {
 	p := s.u32(offQuiet)
+	v := (atomic.LoadUint32(p)>>1 + 1) << 1
+	if quiet {
+		v |= 1
+	}
 	atomic.StoreUint32(p, v)
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, math.MaxInt32, 0, 0, 0)
+	return v
 }
 
-// launchesOn is what the hook said of its launch callbacks (protocol
-// step 8): on, every launch is reported.
-func (s *slot) launchesOn() bool { return atomic.LoadUint32(s.u32(offLaunchesOn)) != 0 }
+// quietAck is the last quiet word the hook applied (protocol step 8).
+func (s *slot) quietAck() uint32 { return atomic.LoadUint32(s.u32(offQuietAck)) }
 
 // grant lets launches up to seq go and wakes the waiting hook threads.
 func (s *slot) grant(seq uint64) {
