@@ -69,10 +69,10 @@ type MPSConfig struct {
 	// Control is nvidia-cuda-mps-control; "" looks it up on PATH.
 	Control string `mapstructure:"control"`
 	// PriorityShares lets offline jobs (MPS client priority 1) share an
-	// instance with online ones at shares summing above 100 %: online
-	// jobs 100 %, offline jobs their demand, only memory limiting who
-	// shares (partitioner.Options.PriorityShares). Off: shares sum to at
-	// most 100 % and jobs wait for share.
+	// instance with online ones at shares summing above 100 %: every job
+	// at 100 %, only memory limiting who shares
+	// (partitioner.Options.PriorityShares). Off: shares sum to at most
+	// 100 % and jobs wait for share.
 	PriorityShares bool `mapstructure:"priority_shares"`
 }
 

@@ -57,10 +57,10 @@ func TestMPSClientPriority(t *testing.T) {
 }
 
 // TestPriorityShares: under MPS with priority shares, an online job and
-// two offline ones share the GPU at once, shares summing above 100 %
-// (online 100, offline their demand), and neither an arrival nor a
-// completion restarts anyone: the job that would be re-shared to 50 %
-// and back without them (TestRestartOnReshare) keeps its one start.
+// two offline ones share the GPU at once, each at 100 %, and neither an
+// arrival nor a completion restarts anyone: the job that would be
+// re-shared to 50 % and back without them (TestRestartOnReshare) keeps
+// its one start.
 func TestPriorityShares(t *testing.T) {
 	ctl, err := mpstest.WriteControl(t.TempDir())
 	if err != nil {
@@ -79,7 +79,7 @@ func TestPriorityShares(t *testing.T) {
 	online := sh("online", script, "")
 	online.Kind = jobs.Online
 	on := h.submit(online)
-	want := map[string]int{full.ID: 100, half.ID: 50, on.ID: 100}
+	want := map[string]int{full.ID: 100, half.ID: 100, on.ID: 100}
 	for id, pct := range want {
 		if j := h.state(id, jobs.Running); j.Placement.MPSPercent != pct {
 			t.Errorf("job %s at %d %%, want %d", j.Spec.Name, j.Placement.MPSPercent, pct)

@@ -266,9 +266,9 @@ func TestDecideErrors(t *testing.T) {
 }
 
 // TestPriorityShares: where MPS client priority protects online jobs,
-// shares may sum above 100 %: online jobs get 100 %, offline jobs their
-// demand, only memory makes a job wait, and neither an arrival nor a
-// completion changes a running job's share (no restart).
+// shares may sum above 100 %: every new job gets 100 %, only memory makes
+// a job wait, and neither an arrival nor a completion changes a running
+// job's share (no restart), even one placed at another share.
 func TestPriorityShares(t *testing.T) {
 	m := a100(t)
 	// On the whole A100 (98 SMs): "fast" reaches speed 1 at 20 % (demand
@@ -305,9 +305,12 @@ func TestPriorityShares(t *testing.T) {
 		t.Errorf("shares sum to %d %%, want above 100", sum)
 	}
 	// One offline job ends: no running job restarts, and c takes the
-	// freed memory, at its demand.
+	// freed memory.
 	var running []Placed
 	for _, p := range plan.GPUs[0].Jobs {
+		if p.Job.ID == "b" {
+			p.Percent = 40 // placed so by an earlier rule: kept
+		}
 		if p.Job.ID != "a" {
 			running = append(running, p)
 		}
@@ -320,7 +323,7 @@ func TestPriorityShares(t *testing.T) {
 		t.Errorf("changes %+v, want c started and no restart", next.Changes)
 	}
 	for _, p := range next.GPUs[0].Jobs {
-		if w := map[string]int{"on": 100, "b": 100, "big": 100, "c": 20}[p.Job.ID]; p.Percent != w {
+		if w := map[string]int{"on": 100, "b": 40, "big": 100, "c": 100}[p.Job.ID]; p.Percent != w {
 			t.Errorf("after a ended: %s at %d %%, want %d", p.Job.ID, p.Percent, w)
 		}
 	}

@@ -113,25 +113,14 @@ func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed
 }
 
 // priorityShares is MPSConfig under Options.PriorityShares: a running job
-// keeps its percentage; a new online job gets 100 %, a new offline job
-// its demand. Every job gets a share.
+// keeps its percentage, a new one gets 100 %. Every job gets a share.
 func (d *decider) priorityShares(l Layout, i int, jobs []Job, cur []Placed) ([]Placed, bool, error) {
-	sms, gpuSMs := l.Instances[i].Profile.SMs, l.Model.SMs
 	out := make([]Placed, len(jobs))
 	for k, j := range jobs {
 		out[k] = Placed{Job: j, Instance: i, Percent: maxPercent}
 		if c := slices.IndexFunc(cur, func(p Placed) bool { return p.Job.ID == j.ID }); c >= 0 {
 			out[k].Percent = cur[c].Percent
-			continue
 		}
-		if j.Online {
-			continue
-		}
-		c, err := d.est.curve(j, sms, gpuSMs)
-		if err != nil {
-			return nil, false, err
-		}
-		out[k].Percent = c.demand
 	}
 	if err := d.fillSpeeds(l, i, out); err != nil {
 		return nil, false, err
