@@ -12,10 +12,9 @@ import (
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 )
 
-// TestMPSClientPriority: under MPS every job gets its client priority,
-// online 0 and offline 1 (below normal) unless its spec says otherwise,
-// next to the daemon's pipe directory.
-func TestMPSClientPriority(t *testing.T) {
+// fakeMPS is an MPS manager on the fake control daemon (mpstest).
+func fakeMPS(t *testing.T) *mps.Manager {
+	t.Helper()
 	ctl, err := mpstest.WriteControl(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +23,14 @@ func TestMPSClientPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// TestMPSClientPriority: under MPS every job gets its client priority,
+// online 0 and offline 1 (below normal) unless its spec says otherwise,
+// next to the daemon's pipe directory.
+func TestMPSClientPriority(t *testing.T) {
+	m := fakeMPS(t)
 	h := newHarnessWith(t, []fakegpu.GPUSpec{{Model: "H200-141GB"}}, false, curveEstimator{}, nil, func(c *Config) { c.MPS = m })
 	one := 1
 	zero := 0
@@ -62,14 +69,7 @@ func TestMPSClientPriority(t *testing.T) {
 // re-shared to 50 % and back without them (TestRestartOnReshare) keeps
 // its one start.
 func TestPriorityShares(t *testing.T) {
-	ctl, err := mpstest.WriteControl(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := mps.NewManager(mps.Options{Root: filepath.Join(t.TempDir(), "mps"), Control: ctl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := fakeMPS(t)
 	h := newHarnessWith(t, h200, false, curveEstimator{"half_train": 50}, nil, func(c *Config) { c.MPS, c.PriorityShares = m, true })
 	out := filepath.Join(t.TempDir(), "starts")
 	full := h.submit(sh("full", `echo "$MMK_RESTART_COUNT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >> `+out+`; trap 'exit 0' TERM; sleep 30 & wait`, "lin"))

@@ -122,9 +122,10 @@ def verdict(per, online):
 
 
 def timeline(rows, rnd, path):
-    """An SVG of one round: per phase and job a bar from its process's
-    start to its end (hatched before: waiting and start-up since the
-    phase began), offline blue, online orange, mmk's restarts marked."""
+    """An SVG of one round: per phase and job a bar from the start of its
+    work (after its warm-up) to its end, grey before (waiting for a place,
+    process and CUDA start-up since the phase began), offline blue,
+    online orange, with mmk's placement and restarts."""
     mine = [r for r in rows if r["round"] == rnd and r["phase"] in PHASES]
     if not mine:
         return False
@@ -137,11 +138,11 @@ def timeline(rows, rnd, path):
         rep = r["report"]
         if "t_end" in rep:
             span = max(span, rep["t_end"] - r["t0"])
-    w, left, rowh, gap = 900, 260, 16, 14
-    scale = (w - left - 20) / span
-    h = 30 + len(PHASES) * (len(names) * rowh + gap) + 30
+    w, left, rowh, gap = 1000, 220, 16, 14
+    scale = (w - left - 170) / span
+    h = 30 + len(PHASES) * (len(names) * rowh + rowh + gap) + 20
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
-           f'<text x="10" y="16" font-size="13">mmkd-e2e round {rnd}: each job from its phase\'s start (s)</text>']
+           f'<text x="10" y="16" font-size="13">mmkd-e2e round {rnd}: seconds since each phase began; grey: waiting and start-up</text>']
     y = 30
     for p in PHASES:
         svg.append(f'<text x="10" y="{y + 11}" font-weight="bold">{LABEL[p]}</text>')
@@ -151,7 +152,7 @@ def timeline(rows, rnd, path):
             svg.append(f'<text x="20" y="{y + 11}">{n}</text>')
             if r and "t_end" in r["report"]:
                 rep = r["report"]
-                s0 = max(0.0, rep.get("t_launch", r["t0"]) - r["t0"])
+                s0 = max(0.0, rep.get("t_start", r["t0"]) - r["t0"])
                 s1 = rep["t_end"] - r["t0"]
                 color = "#e8833a" if r["kind"] == "online" else "#3a78c2"
                 svg.append(f'<rect x="{left}" y="{y + 3}" width="{s0 * scale:.1f}" height="{rowh - 6}" fill="#ccc"/>')

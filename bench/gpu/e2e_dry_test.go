@@ -1,0 +1,92 @@
+// Package gpu holds the scripts run on the GPU machine (bench/gpu/*.sh,
+// *.py); this test runs mmkd-e2e.sh's dry run in CI: every phase and
+// round, mmkd with the fake backend, jobs that sleep instead of using a
+// GPU, and the report with its timelines.
+package gpu
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestE2EDryRun: DRY=1 bench/gpu/mmkd-e2e.sh OUT fake runs two rounds of
+// the four phases and reports them; every job of every phase and round
+// finishes, and the report names the strongest simple alternative and
+// the goal's verdicts. Needs python3 and curl (MMK_E2E_DRY_TEST=required,
+// as in CI, fails instead of skipping without them).
+func TestE2EDryRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for about a minute")
+	}
+	for _, tool := range []string{"python3", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("MMK_E2E_DRY_TEST") == "required" {
+				t.Fatalf("%s not found: %v", tool, err)
+			}
+			t.Skipf("%s not found", tool)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/mmkd", "./cmd/mmkctl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(root, "bench/gpu/mmkd-e2e.sh"), out, "fake")
+	cmd.Env = append(os.Environ(), "DRY=1", "MMK_BIN="+bin, "ROUNDS=2", "SERVE_S=2", "ALONE_S=1", "PORT=7397",
+		"R50_ITERS=60", "VGG_ITERS=30", "BERT_ITERS=40", "DENSE_ITERS=30", "PHASE_MAX=60")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mmkd-e2e.sh: %v\n%s", err, b)
+	}
+	f, err := os.Open(filepath.Join(out, "e2e.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			Round  int             `json:"round"`
+			Phase  string          `json:"phase"`
+			Name   string          `json:"name"`
+			Report json.RawMessage `json:"report"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("e2e.jsonl line %q: %v", sc.Text(), err)
+		}
+		if strings.Contains(string(r.Report), "unfinished") {
+			t.Errorf("round %d %s: %s unfinished", r.Round, r.Phase, r.Name)
+		}
+		seen[r.Phase]++
+	}
+	for _, p := range []string{"alone", "baseline", "mps-prio", "mmk"} {
+		if seen[p] != 12 {
+			t.Errorf("phase %s: %d job lines, want 6 jobs x 2 rounds", p, seen[p])
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 round(s)", "Strongest simple alternative: **MPS, offline prio 1 (by hand)**", "- STP: mmk", "timeline-r1.svg"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, svg := range []string{"timeline-r0.svg", "timeline-r1.svg"} {
+		if b, err := os.ReadFile(filepath.Join(out, svg)); err != nil || !strings.HasPrefix(string(b), "<svg") {
+			t.Errorf("%s: %v", svg, err)
+		}
+	}
+}
