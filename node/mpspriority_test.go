@@ -91,7 +91,9 @@ func TestPriorityShares(t *testing.T) {
 	if _, err := h.n.Cancel(full.ID, "test over"); err != nil {
 		t.Fatal(err)
 	}
-	j := h.state(full.ID, jobs.Cancelled)
+	// Its supervisor writes the exit record before the temporary
+	// directories go.
+	j := h.until(full.ID, "cancelled and ended", func(j jobs.Job) bool { return j.State == jobs.Cancelled && j.ExitCode != nil })
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
