@@ -214,14 +214,7 @@ func (*fikit) Quiet(s *Scheduler, t *Task) bool { return s.alone(t) }
 func (*mmk) Quiet(s *Scheduler, t *Task) bool { return s.alone(t) }
 
 // alone reports whether t is the only registered task.
-func (s *Scheduler) alone(t *Task) bool {
-	for _, o := range s.tasks {
-		if o != t && !o.removed {
-			return false
-		}
-	}
-	return true
-}
+func (s *Scheduler) alone(t *Task) bool { return !t.removed && s.live == 1 }
 
 // statser is implemented by policies with counters or state of their own.
 type statser interface {

@@ -26,8 +26,9 @@ type Scheduler struct {
 	used    usage         // demand of all released, unfinished kernels
 	predEnd time.Duration // predicted end of all released work, run one after another
 	lastNow time.Duration
-	// topPriority is the highest priority registered (NumPriorities: none).
-	topPriority int
+	// topPriority is the highest priority registered (NumPriorities: none);
+	// live the number of tasks registered and not removed.
+	topPriority, live int
 }
 
 // usage is the resources released kernels hold.
@@ -346,12 +347,14 @@ func (s *Scheduler) Fits(t *Task, l *Launch) bool {
 // that t must keep its released kernels within Config.Inflight.
 func (s *Scheduler) Preemptible(t *Task) bool { return s.topPriority < t.Spec.Priority }
 
-// updateTop recomputes the highest registered priority.
+// updateTop recomputes the highest registered priority and the number of
+// registered tasks.
 func (s *Scheduler) updateTop() {
-	s.topPriority = NumPriorities
+	s.topPriority, s.live = NumPriorities, 0
 	for _, t := range s.tasks {
 		if !t.removed {
 			s.topPriority = min(s.topPriority, t.Spec.Priority)
+			s.live++
 		}
 	}
 }

@@ -263,17 +263,6 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
-static void start_watcher(void)
-{
-	pthread_t t;
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &a, watcher, NULL) != 0)
-		mmk_log(1, "no watcher thread: the launch callbacks stay on whatever the server needs");
-	pthread_attr_destroy(&a);
-}
-
 void mmk_client_init(const struct mmk_client_hooks *h)
 {
 	const char *p = getenv("MMK_SCHED_SOCKET");
@@ -306,7 +295,7 @@ void mmk_client_init(const struct mmk_client_hooks *h)
 	mmk_names_notify(name_created);
 	enabled = 1;
 	maybe_reconnect();
-	start_watcher();
+	mmk_thread(watcher, "watcher thread: the launch callbacks stay on whatever the server needs");
 }
 
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)

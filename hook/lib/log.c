@@ -1,8 +1,9 @@
 /*
  * log.c: the bottom of the hook, which every other unit may use: logging
- * to stderr and the counters of launches, by launch API, that the hook's
- * stats report.
+ * to stderr, the counters of launches, by launch API, that the hook's
+ * stats report, and the hook's own threads.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,4 +79,17 @@ int mmk_stats_json(char *buf, int len)
 	if (n < len)
 		n += snprintf(buf + n, (size_t)(len - n), "}}");
 	return n < len ? n : len - 1;
+}
+
+int mmk_thread(void *(*fn)(void *), const char *what)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int r = pthread_create(&t, &a, fn, NULL) == 0 ? 0 : -1;
+	pthread_attr_destroy(&a);
+	if (r < 0)
+		mmk_log(1, "no %s", what);
+	return r;
 }

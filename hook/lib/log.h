@@ -59,4 +59,8 @@ uint64_t mmk_hook_launches(void);
 void mmk_log_init(void);
 void mmk_log(int always, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* mmk_thread starts fn on a detached thread of the hook's own; it returns
+ * 0, or -1 (logged, naming what) when the thread could not be made. */
+int mmk_thread(void *(*fn)(void *), const char *what);
+
 #endif

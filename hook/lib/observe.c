@@ -123,16 +123,8 @@ static void *observer(void *arg)
 void mmk_observe_launch(void *ctx, const void *stream, int ptsz, uint64_t gen, uint64_t seq)
 {
 	pthread_mutex_lock(&mu);
-	if (!started) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		started = pthread_create(&t, &a, observer, NULL) == 0 ? 1 : -1;
-		pthread_attr_destroy(&a);
-		if (started < 0)
-			mmk_log(1, "no observer thread: completions are predicted, not observed");
-	}
+	if (!started)
+		started = mmk_thread(observer, "observer thread: completions are predicted, not observed") == 0 ? 1 : -1;
 	struct waiting *w = &ring[head % POOL];
 	mmk_CUresult r = MMK_CUDA_SUCCESS;
 	if (started < 0 || head - tail == POOL || (!w->ev && (r = ev_create(&w->ev, MMK_CU_EVENT_DISABLE_TIMING)) != MMK_CUDA_SUCCESS) ||

@@ -193,7 +193,7 @@ const DefaultLoudGrace = 2 * time.Millisecond
 
 // requiet sets each task's quiet flag from the policy (protocol step 8)
 // and reports whether any changed. A task turned loud is awaited (deaf)
-// until its hook says its launch callbacks are on.
+// until its hook echoes the quiet word that turned it.
 func (s *Server) requiet(now time.Duration) bool {
 	changed := false
 	for _, t := range s.tasks {

@@ -77,7 +77,7 @@ func (s *slot) setQuiet(quiet bool) uint32 {
 		v |= 1
 	}
 	atomic.StoreUint32(p, v)
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, math.MaxInt32, 0, 0, 0)
+	wakeAll(p)
 	return v
 }
 
@@ -88,6 +88,11 @@ func (s *slot) quietAck() uint32 { return atomic.LoadUint32(s.u32(offQuietAck)) 
 func (s *slot) grant(seq uint64) {
 	p := s.u32(offGranted)
 	atomic.StoreUint32(p, uint32(seq))
+	wakeAll(p)
+}
+
+// wakeAll wakes every hook thread waiting on the futex word p.
+func wakeAll(p *uint32) {
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(p)), futexWake, math.MaxInt32, 0, 0, 0)
 }
 
