@@ -174,3 +174,15 @@ func (id procIdent) signalGroup(sig unix.Signal) (bool, error) {
 	}
 	return true, nil
 }
+
+// ProcessGroup returns the process group of a live process. The shim
+// starts every job in a session of its own, so a process of a job (the
+// job's process or one it started) is in the group whose id is the job's
+// PID.
+func ProcessGroup(pid int) (int, error) {
+	st, err := readStat(pid)
+	if err != nil {
+		return 0, fmt.Errorf("process group of %d: %w", pid, err)
+	}
+	return st.PGID, nil
+}

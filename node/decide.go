@@ -46,13 +46,32 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 	}
 	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil}
 	t0 := time.Now()
-	plan, err := partitioner.Decide(req, n.est, opt)
+	costs := map[string]string{}
+	plan, gate, err := partitioner.DecideGated(req, n.est, opt, n.gateCosts(n.cfg.Now(), costs))
 	n.decideTook = time.Since(t0)
 	n.decisions++
 	if err != nil {
 		n.cfg.Log.Error("placement: decide", "err", err, "cause", cause)
 		n.publishView(gpus)
 		return retryAfter
+	}
+	if gate != nil {
+		// The log, the reconfiguration record and the restarted jobs'
+		// reason say whether the restarts were worth their cost.
+		verdict := "kept every running job"
+		if gate.Restart {
+			verdict = "restarts"
+		}
+		var parts []string
+		for _, id := range gate.Restarts {
+			if d, ok := costs[id]; ok {
+				parts = append(parts, d)
+			}
+		}
+		n.cfg.Log.Info("placement: restart gate", "verdict", verdict, "weighed", gate.String(), "jobs", strings.Join(parts, "; "), "cause", cause)
+		if gate.Restart {
+			cause += "; restart gate: " + gate.String()
+		}
 	}
 	again := time.Duration(0)
 	for _, ch := range plan.Changes {

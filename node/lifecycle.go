@@ -101,6 +101,7 @@ func (n *Node) restart(id, reason string) {
 		n.cfg.Log.Error("placement: restart job", "job", id, "err", err)
 		return
 	}
+	n.stopping(id)
 	n.stop(id)
 }
 
@@ -125,6 +126,7 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 	if !ok {
 		return
 	}
+	n.stopped(e.id, j.Type())
 	if _, profiling := n.phases[e.id]; profiling {
 		n.collectProfiles() // the hook writes its trace at exit
 	}

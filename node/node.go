@@ -109,6 +109,9 @@ type Node struct {
 	phases      map[string]*trace.ProfilePhase // profiling phases by job id
 	watching    map[string]context.CancelFunc
 	decisions   int
+	// restarts is what the restart gate weighs: measured stops and
+	// start-ups.
+	restarts *restartBook
 	// maxMemoryMiB is the largest job memory any instance (or, when MIG is
 	// managed, any GPU) can hold, read at start.
 	maxMemoryMiB int64
@@ -169,6 +172,8 @@ const profileCollectEvery = 500 * time.Millisecond
 // waits until none came for arrivalQuiet, at most arrivalMax after the
 // first, so that jobs submitted together are placed together rather than
 // one by one, each arrival re-sharing (and restarting) the ones before.
+// Under priority shares with MIG left as it is no arrival moves a running
+// job, so arrivals are placed at once.
 const (
 	arrivalQuiet = 250 * time.Millisecond
 	arrivalMax   = 2 * time.Second
@@ -177,7 +182,7 @@ const (
 // batching returns how long the decision should wait for more arrivals
 // (0: decide now).
 func (n *Node) batching() time.Duration {
-	if len(n.causes) == 0 || n.firstArrival.IsZero() {
+	if len(n.causes) == 0 || n.firstArrival.IsZero() || n.arrivalsMoveNothing() {
 		return 0
 	}
 	for _, c := range n.causes {
@@ -188,6 +193,13 @@ func (n *Node) batching() time.Duration {
 	now := time.Now()
 	wait := min(n.lastArrival.Add(arrivalQuiet).Sub(now), n.firstArrival.Add(arrivalMax).Sub(now))
 	return max(wait, 0)
+}
+
+// arrivalsMoveNothing reports whether no arrival can restart a running
+// job: priority shares keep every running job's share, and a layout
+// mmkd does not manage stays.
+func (n *Node) arrivalsMoveNothing() bool {
+	return n.cfg.PriorityShares && n.cfg.MPS != nil && !n.cfg.ManageMIG
 }
 
 // minDecisionGap is the least time between two runs of the placement
@@ -220,7 +232,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
-		stopRetry: map[string]bool{}, envFailures: map[string]int{},
+		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
 	}
 	all, err := cfg.Store.All()
 	if err != nil {

@@ -286,11 +286,17 @@ func TestCancel(t *testing.T) {
 // checkpoint contract) and started again at its new share with its
 // restart count raised, and each change is recorded with its cause.
 func TestRestartOnReshare(t *testing.T) {
-	h := newHarness(t, h200, false, curveEstimator{"half_train": 50})
+	// The clock is an hour ahead of the jobs' starts: each has run an
+	// hour, so that the restart gate finds a restart worth its cost.
+	h := newHarnessWith(t, h200, false, curveEstimator{"half_train": 50}, nil, func(c *Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	})
 	out := filepath.Join(t.TempDir(), "restarts")
 	// The full job records each start's restart count and share, and
-	// exits 0 on SIGTERM (its checkpoint) or after a while.
-	full := h.submit(sh("full", `echo "$MMK_RESTART_COUNT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >> `+out+`; trap 'exit 0' TERM; sleep 30 & wait`, "lin"))
+	// exits 0 on SIGTERM (its checkpoint) or after a while. Its checkpoint
+	// is older than its start: it saves on SIGTERM, so a restart loses
+	// no work.
+	full := h.submit(sh("full", `touch -d @1 "$MMK_CHECKPOINT_DIR/ckpt"; echo "$MMK_RESTART_COUNT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" >> `+out+`; trap 'exit 0' TERM; sleep 30 & wait`, "lin"))
 	h.until(full.ID, "running at 100 %", func(j jobs.Job) bool {
 		return j.State == jobs.Running && j.Placement != nil && j.Placement.MPSPercent == 100
 	})
@@ -317,7 +323,7 @@ func TestRestartOnReshare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) == 0 || !slices.Contains(rs[0].Restarted, full.ID) || !strings.Contains(rs[0].Cause, "completion of job "+half.ID) {
+	if len(rs) == 0 || !slices.Contains(rs[0].Restarted, full.ID) || !strings.Contains(rs[0].Cause, "completion of job "+half.ID) || !strings.Contains(rs[0].Cause, "restart gate: gain 0.500") {
 		t.Errorf("reconfigurations %+v", rs)
 	}
 }

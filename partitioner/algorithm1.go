@@ -104,6 +104,10 @@ type Options struct {
 	// others (densenet201 at 20 %: 6.8 it/s against 7.5 at 100 %,
 	// docs/results/mmkd-e2e-h100.md).
 	PriorityShares bool
+	// KeepRunning keeps every running job in its instance at its
+	// percentage and the layouts as they are: the plan restarts nothing
+	// and places pending jobs in what is left (DecideGated's alternative).
+	KeepRunning bool
 }
 
 // DefaultMinGain is Options.MinGain when unset.
@@ -138,6 +142,9 @@ type Plan struct {
 func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 	if opt.MinGain == 0 {
 		opt.MinGain = DefaultMinGain
+	}
+	if opt.KeepRunning {
+		opt.FixedMIG = true
 	}
 	d := &decider{est: NewCache(est), opt: opt}
 	gpus := make([]GPUPlan, len(req.GPUs))
@@ -301,6 +308,9 @@ func (d *decider) reshare(g *GPUPlan, i int) error {
 		return err
 	}
 	replaceInstance(g, i, now)
+	if d.opt.KeepRunning {
+		return nil
+	}
 	next, ok, err := d.mpsConfig(g.Layout, i, jobs, now)
 	if err != nil || !ok {
 		return err

@@ -31,7 +31,8 @@ func Demand(speedAt func(percent int) float64) int {
 }
 
 // mpsConfig is MMK's MPSConfig for instance i of layout l holding jobs.
-// Running online jobs keep their percentages (when FixOnlinePercent);
+// Running online jobs keep their percentages (when FixOnlinePercent; every
+// running job under KeepRunning);
 // the others are sorted by speed per SM share at their demand, online
 // first, and each gets its demand while the instance's share lasts; what
 // is left goes, a step at a time, to the offline job (or, unless online
@@ -50,7 +51,7 @@ func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed
 			return nil, false, err
 		}
 		w := want{job: j, curve: c}
-		if d.opt.FixOnlinePercent && j.Online {
+		if d.opt.KeepRunning || (d.opt.FixOnlinePercent && j.Online) {
 			if k := slices.IndexFunc(cur, func(p Placed) bool { return p.Job.ID == j.ID }); k >= 0 {
 				w.fixed, w.percent = true, cur[k].Percent
 				remaining -= w.percent
@@ -133,7 +134,7 @@ type want struct {
 	job     Job
 	curve   *curve
 	percent int
-	fixed   bool // a running online job's share, kept
+	fixed   bool // a running job's share, kept (FixOnlinePercent, KeepRunning)
 }
 
 // speeds returns placed with each job's estimated speed next to the others.

@@ -15,7 +15,7 @@ import (
 )
 
 // TestE2EDryRun: DRY=1 bench/gpu/mmkd-e2e.sh OUT fake runs two rounds of
-// the four phases and reports them; every job of every phase and round
+// the five phases (mmk-nohook too) and reports them; every job of every phase and round
 // finishes, and the report names the strongest simple alternative and
 // the goal's verdicts. Needs python3 and curl (MMK_E2E_DRY_TEST=required,
 // as in CI, fails instead of skipping without them).
@@ -44,7 +44,8 @@ func TestE2EDryRun(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(root, "bench/gpu/mmkd-e2e.sh"), out, "fake")
 	cmd.Env = append(os.Environ(), "DRY=1", "MMK_BIN="+bin, "ROUNDS=2", "SERVE_S=2", "ALONE_S=1", "PORT=7397",
-		"R50_ITERS=60", "VGG_ITERS=30", "BERT_ITERS=40", "DENSE_ITERS=30", "PHASE_MAX=60")
+		"R50_ITERS=60", "VGG_ITERS=30", "BERT_ITERS=40", "DENSE_ITERS=30", "PHASE_MAX=60",
+		"PHASES=alone baseline mps-prio mmk mmk-nohook")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mmkd-e2e.sh: %v\n%s", err, b)
 	}
@@ -70,7 +71,7 @@ func TestE2EDryRun(t *testing.T) {
 		}
 		seen[r.Phase]++
 	}
-	for _, p := range []string{"alone", "baseline", "mps-prio", "mmk"} {
+	for _, p := range []string{"alone", "baseline", "mps-prio", "mmk", "mmk-nohook"} {
 		if seen[p] != 12 {
 			t.Errorf("phase %s: %d job lines, want 6 jobs x 2 rounds", p, seen[p])
 		}
@@ -79,7 +80,7 @@ func TestE2EDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 round(s)", "Strongest simple alternative: **MPS, offline prio 1 (by hand)**", "- STP: mmk", "timeline-r1.svg"} {
+	for _, want := range []string{"2 round(s)", "Strongest simple alternative: **MPS, offline prio 1 (by hand)**", "- STP: mmk", "timeline-r1.svg", "kernel scheduling off (no hook)", "last launch s"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

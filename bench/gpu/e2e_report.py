@@ -3,7 +3,9 @@ and p99 against alone (same round), the offline jobs' JCT (from the
 phase's start to the job's end, so that waiting for a place counts), the
 offline makespan, mean JCT and STP (the sum over offline jobs of alone
 time / JCT, alone time being the job's own start to end by itself), and
-mmk's restarts; medians over rounds with min-max. The strongest simple
+mmk's restarts, and when the last job's process began (seconds after the
+phase's start: submission, placement, start); medians over rounds with
+min-max. The strongest simple
 alternative is the by-hand phase (MPS, offline at client priority 1).
 Writes a timeline SVG per round next to the report (OUTDIR/timeline-rN.svg).
 
@@ -14,8 +16,9 @@ import os
 import statistics
 import sys
 
-PHASES = ["baseline", "mps-prio", "mmk"]
-LABEL = {"alone": "alone", "baseline": "baseline (no mmk)", "mps-prio": "MPS, offline prio 1 (by hand)", "mmk": "mmk"}
+PHASES = ["baseline", "mps-prio", "mmk", "mmk-nohook"]
+LABEL = {"alone": "alone", "baseline": "baseline (no mmk)", "mps-prio": "MPS, offline prio 1 (by hand)", "mmk": "mmk",
+         "mmk-nohook": "mmk, kernel scheduling off (no hook)"}
 GOAL = "online p50 <= 1.10x and p99 <= 1.25x of alone; offline makespan and mean JCT <= baseline; STP >= by hand"
 
 
@@ -29,11 +32,13 @@ def metrics(rows, rnd, phase):
     mine = [r for r in rows if r["round"] == rnd and r["phase"] == phase]
     if not mine:
         return None
-    m = {"online": {}, "jct": {}, "restarts": 0, "unfinished": 0}
+    m = {"online": {}, "jct": {}, "restarts": 0, "unfinished": 0, "launch": []}
     ends = []
     stp = 0.0
     for r in mine:
         rep = r["report"]
+        if rep.get("t_launch"):
+            m["launch"].append(rep["t_launch"] - r["t0"])
         if rep.get("unfinished"):
             m["unfinished"] += 1
             continue
@@ -53,6 +58,7 @@ def metrics(rows, rnd, phase):
         m["makespan"] = max(ends) - mine[0]["t0"]
         m["mean_jct"] = statistics.fmean(m["jct"].values())
     m["stp"] = stp
+    m["launch"] = max(m["launch"]) if m["launch"] else None
     return m
 
 
@@ -81,7 +87,7 @@ def table(rows):
     head = ["phase"]
     for n in online:
         head += [f"{n} p50 / alone", f"{n} p99 / alone"]
-    head += ["offline makespan s", "mean JCT s", "STP", "restarts", "unfinished"]
+    head += ["offline makespan s", "mean JCT s", "STP", "last launch s", "restarts", "unfinished"]
     lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for p in PHASES:
         ms = per[p]
@@ -92,7 +98,8 @@ def table(rows):
             row.append(cell([ratio(m, n, 2) for m in ms], "%.2fx"))
             row.append(cell([ratio(m, n, 3) for m in ms], "%.2fx"))
         row += [cell([m.get("makespan") for m in ms], "%.1f"), cell([m.get("mean_jct") for m in ms], "%.1f"),
-                cell([m["stp"] for m in ms], "%.2f"), cell([m["restarts"] for m in ms], "%d"), cell([m["unfinished"] for m in ms], "%d")]
+                cell([m["stp"] for m in ms], "%.2f"), cell([m["launch"] for m in ms], "%.2f"),
+                cell([m["restarts"] for m in ms], "%d"), cell([m["unfinished"] for m in ms], "%d")]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines += verdict(per, online)

@@ -16,8 +16,13 @@
 #             CUDA_MPS_CLIENT_PRIORITY=1 (below the online ones): what a
 #             savvy user does by hand, the strongest simple alternative;
 #   mmk       mmkd with the backend given (nvml: MPS and the hook when
-#             found), the six submitted over its REST API (mmkctl) at once,
-#             with workload hints of their profiled types.
+#             found), the six submitted over its REST API (mmkctl) at once
+#             (six mmkctl calls in parallel, as the by-hand phase starts
+#             its six processes), with workload hints of their profiled
+#             types;
+#   mmk-nohook (only when named in PHASES) mmk with kernel scheduling off
+#             (MMK_KERNELSCHED_ENABLED=false: no hook, no CUPTI in the
+#             jobs): what the hook costs end to end.
 # ROUNDS rounds (default 2), numbered from ROUND0 (default 0; to split the
 # rounds over several calls into one OUTDIR). A phase ends when every job
 # has, or after PHASE_MAX seconds (what is left is stopped and reported
@@ -150,23 +155,31 @@ alone() {
 	done
 }
 
-# with_mmk ROUND: the six through a fresh mmkd.
+# with_mmk ROUND [PHASE]: the six through a fresh mmkd (PHASE mmk, or
+# mmk-nohook: kernel scheduling off).
 with_mmk() {
-	local r=$1 t0 name kind hint args id left data=$tmp/r$r
+	local r=$1 phase=${2:-mmk} t0 name kind hint args id left data=$tmp/r$r-$phase
 	local cupti=${MMK_CUPTI_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13}
 	[ -e "$cupti" ] && export MMK_KERNELSCHED_CUPTI=$cupti
-	"$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-mmkd.log" &
+	local ks=auto
+	[ "$phase" = mmk-nohook ] && ks=false
+	MMK_KERNELSCHED_ENABLED=$ks "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
 	for _ in $(seq 300); do curl -fs "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 	local mk=("$bin/mmkctl" --addr "$addr")
 	declare -A ids
+	local subs=()
 	t0=$(date +%s.%N)
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		# shellcheck disable=SC2086 # args: the job's arguments, split
-		id=$("${mk[@]}" submit -o json --name "$name" "--$kind" --workload "$hint" --memory 8GiB -- "${job[@]}" ${args//SECONDS_/$SERVE_S} "${dry[@]}" |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-		ids[$name]=$id
+		"${mk[@]}" submit -o json --name "$name" "--$kind" --workload "$hint" --memory 8GiB -- "${job[@]}" ${args//SECONDS_/$SERVE_S} "${dry[@]}" >"$tmp/submit-$name.json" &
+		subs+=($!)
+	done
+	for p in "${subs[@]}"; do wait "$p"; done
+	for spec in "${JOBS[@]}"; do
+		read -r name kind hint args <<<"$spec"
+		ids[$name]=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$tmp/submit-$name.json")
 	done
 	local deadline=$(($(date +%s) + PHASE_MAX))
 	while :; do
@@ -180,16 +193,16 @@ with_mmk() {
 		fi
 		sleep 0.5
 	done
-	"${mk[@]}" plan -o json >"$out/r$r-plan.json" 2>&1 || true
-	curl -fs "http://$addr/api/v1/reconfigs" >"$out/r$r-reconfigs.json" || true
-	curl -fs "http://$addr/api/v1/kernelsched" >"$out/r$r-kernelsched.json" || true
+	"${mk[@]}" plan -o json >"$out/r$r-$phase-plan.json" 2>&1 || true
+	curl -fs "http://$addr/api/v1/reconfigs" >"$out/r$r-$phase-reconfigs.json" || true
+	curl -fs "http://$addr/api/v1/kernelsched" >"$out/r$r-$phase-kernelsched.json" || true
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		id=${ids[$name]}
-		"${mk[@]}" job -o json "$id" >"$out/r$r-mmk-$name.job.json" 2>/dev/null || echo '{}' >"$out/r$r-mmk-$name.job.json"
-		"${mk[@]}" logs "$id" >"$out/r$r-mmk-$name.out" 2>/dev/null || true
-		record "$r" mmk "$name" "$kind" "$t0" "$out/r$r-mmk-$name.out" \
-			"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out/r$r-mmk-$name.job.json" 2>/dev/null || echo '{}')"
+		"${mk[@]}" job -o json "$id" >"$out/r$r-$phase-$name.job.json" 2>/dev/null || echo '{}' >"$out/r$r-$phase-$name.job.json"
+		"${mk[@]}" logs "$id" >"$out/r$r-$phase-$name.out" 2>/dev/null || true
+		record "$r" "$phase" "$name" "$kind" "$t0" "$out/r$r-$phase-$name.out" \
+			"$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$out/r$r-$phase-$name.job.json" 2>/dev/null || echo '{}')"
 	done
 	kill "$mmkd_pid" 2>/dev/null && wait "$mmkd_pid" 2>/dev/null || true
 	mmkd_pid=
@@ -206,7 +219,7 @@ for ((k = 0; k < ROUNDS; k++)); do
 		case $phase in
 		alone) alone "$r" ;;
 		baseline | mps-prio) together "$r" "$phase" ;;
-		mmk) with_mmk "$r" ;;
+		mmk | mmk-nohook) with_mmk "$r" "$phase" ;;
 		*) echo "unknown phase $phase" >&2; exit 2 ;;
 		esac
 	done

@@ -52,6 +52,11 @@ type Config struct {
 	// it turned loud before it goes on without the hook's echo (default
 	// DefaultLoudGrace).
 	LoudGrace time.Duration
+	// OnConnect, if set, is called with the process id of each task that
+	// connects (the kernel's word for the peer, SO_PEERCRED, where it can
+	// be read; the hook's own otherwise), once its welcome is sent: mmkd
+	// times a job's start-up to its first CUDA call by it.
+	OnConnect func(pid int)
 	Log       *slog.Logger
 }
 
@@ -358,6 +363,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	s.cfg.Log.Info("kernel scheduler: task connected", "name", h.Name, "pid", h.PID, "priority", h.Priority, "online", h.Online, "key", h.TaskKey)
+	if s.cfg.OnConnect != nil {
+		s.cfg.OnConnect(peerPID(c, h.PID))
+	}
 	hdr := make([]byte, nameMsgSize)
 	for ctx.Err() == nil {
 		if _, err := io.ReadFull(c, hdr); err != nil {
