@@ -7,8 +7,9 @@
 # Six jobs (bench/gpu/e2e_job.py): two online inference request loops
 # (resnet50 and mobilenet_v2, batch 1, 2 ms think time, SERVE_S seconds)
 # and four finite offline trainers (resnet50, vgg19, bert, densenet201).
-# Each round runs these phases, in an order rotated from round to round
-# so that drifts of the machine fall on every phase:
+# Each round runs these phases, in an order rotated from round to round,
+# and reversed on odd rounds, so that drifts of the machine fall on every
+# phase and no phase always follows the same one:
 #   alone     each job by itself, one after another (online ones for
 #             ALONE_S seconds): the references of every ratio;
 #   baseline  all six started at once, no mmk: the GPU's time-sharing;
@@ -214,7 +215,9 @@ for ((k = 0; k < ROUNDS; k++)); do
 	r=$((ROUND0 + k))
 	n=${#phases[@]}
 	for ((i = 0; i < n; i++)); do
-		phase=${phases[$(((i + r) % n))]}
+		at=$(((i + r) % n))
+		[ $((r % 2)) = 1 ] && at=$(((n - 1 - i + r) % n))
+		phase=${phases[$at]}
 		echo "round $r $phase: $(date +%T)"
 		case $phase in
 		alone) alone "$r" ;;
