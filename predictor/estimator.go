@@ -16,9 +16,22 @@ import (
 // p·s/S % of the whole GPU it was profiled on. This ignores that a slice
 // also has a fraction of the memory bandwidth and L2 (MIG isolates them,
 // MPS does not), a documented approximation until slices are profiled.
+//
+// OfflinePriority is the MPS client priority offline jobs run at (mmkd's
+// priority shares: 1, below the online jobs' 0); models trained on
+// samples with client priorities (the extended features) see it.
 type Estimator struct {
-	Model    *Model
-	Profiles map[string]Profile
+	Model           *Model
+	Profiles        map[string]Profile
+	OfflinePriority int
+}
+
+// priority is the client priority a job runs at.
+func (e Estimator) priority(j partitioner.Job) int {
+	if j.Online {
+		return 0
+	}
+	return e.OfflinePriority
 }
 
 var _ partitioner.Estimator = Estimator{}
@@ -44,17 +57,26 @@ func (e Estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []parti
 	if lo := prof.lowest(); pct < lo {
 		pct, scale = lo, float64(pct)/float64(lo)
 	}
-	in := Input{Job: j.Type, MPSPercent: pct, SMs: prof.SMs, CoRunners: len(co), JobUtil: ju}
+	in := Input{Job: j.Type, MPSPercent: pct, SMs: prof.SMs, CoRunners: len(co), JobUtil: ju, MPSPriority: e.priority(j)}
 	for _, c := range co {
 		cp, ok := e.Profiles[c.Job.Type]
 		if !ok {
 			return 0, fmt.Errorf("predictor: no profile for co-runner type %q", c.Job.Type)
 		}
-		u, err := cp.nearest(WholeGPUPercent(c.Percent, sms, gpuSMs))
+		cpct := WholeGPUPercent(c.Percent, sms, gpuSMs)
+		u, err := cp.nearest(cpct)
 		if err != nil {
 			return 0, err
 		}
 		in.CoUtil = in.CoUtil.Add(u)
+		in.CoMPSPct += cpct
+		in.CoJobs = append(in.CoJobs, c.Job.Type)
+		switch p := e.priority(c.Job); {
+		case p < in.MPSPriority:
+			in.CoAboveSM += u.SM
+		case p > in.MPSPriority:
+			in.CoBelowSM += u.SM
+		}
 	}
 	pred, err := e.Model.Predict(in)
 	if err != nil {

@@ -39,3 +39,11 @@ func TestEstimator(t *testing.T) {
 		t.Errorf("unknown type: error %v", err)
 	}
 }
+
+func partitionerJob(typ string, online bool) partitioner.Job {
+	return partitioner.Job{ID: typ, Type: typ, Online: online}
+}
+
+func shares(j partitioner.Job, pct int) []partitioner.Share {
+	return []partitioner.Share{{Job: j, Percent: pct}}
+}

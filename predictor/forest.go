@@ -16,6 +16,10 @@ type ForestConfig struct {
 	Seed uint64
 	// Parallel is how many trees grow at once (0: GOMAXPROCS).
 	Parallel int
+	// CoIdentity adds a feature per job type counting the co-runners of
+	// that type (Schema.CoIdentity); a feature option, kept with the
+	// hyper-parameters so that a model records how it was trained.
+	CoIdentity bool `json:",omitempty"`
 }
 
 // DefaultForest is 100 trees of unlimited depth, each split drawing a

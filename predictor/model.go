@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
 )
@@ -24,6 +25,11 @@ const (
 	KindForest = "random-forest"
 	KindTree   = "tree"
 	KindLinear = "linear"
+	// KindBoost is gradient boosting (DefaultBoost, seeded like the
+	// forest).
+	KindBoost = "gradient-boosting"
+	// KindPerType is one random forest per job type.
+	KindPerType = "per-type-forest"
 )
 
 // regressor predicts a log target from a feature row.
@@ -33,13 +39,15 @@ type regressor interface {
 
 // Model is a trained predictor with its feature schema.
 type Model struct {
-	Format  string  `json:"format"`
-	Version int     `json:"version"`
-	Kind    string  `json:"kind"`
-	Schema  Schema  `json:"schema"`
-	Forest  *Forest `json:"forest,omitempty"`
-	Tree    *Tree   `json:"tree,omitempty"`
-	Linear  *Linear `json:"linear,omitempty"`
+	Format  string   `json:"format"`
+	Version int      `json:"version"`
+	Kind    string   `json:"kind"`
+	Schema  Schema   `json:"schema"`
+	Forest  *Forest  `json:"forest,omitempty"`
+	Tree    *Tree    `json:"tree,omitempty"`
+	Linear  *Linear  `json:"linear,omitempty"`
+	Boost   *Boost   `json:"boost,omitempty"`
+	PerType *PerType `json:"per_type,omitempty"`
 	// Trained says what the model learned from.
 	Trained TrainInfo `json:"trained"`
 }
@@ -58,6 +66,10 @@ func (m *Model) reg() regressor {
 		return m.Forest
 	case KindTree:
 		return m.Tree
+	case KindBoost:
+		return m.Boost
+	case KindPerType:
+		return m.PerType
 	}
 	return m.Linear
 }
@@ -68,6 +80,7 @@ func Train(kind string, samples []Sample, cfg ForestConfig) (*Model, error) {
 		return nil, errors.New("train: no samples")
 	}
 	schema := SchemaOf(samples)
+	schema.CoIdentity = cfg.CoIdentity
 	schema.Base = Bases(samples)
 	for _, j := range schema.Jobs {
 		if _, ok := schema.Base[j]; !ok {
@@ -91,8 +104,12 @@ func Train(kind string, samples []Sample, cfg ForestConfig) (*Model, error) {
 		m.Forest, m.Tree = nil, &t
 	case KindLinear:
 		m.Linear, err = FitLinear(x, y)
+	case KindBoost:
+		m.Boost, err = GrowBoost(x, y, DefaultBoost(cfg.Seed))
+	case KindPerType:
+		m.PerType, err = GrowPerType(x, y, len(schema.Jobs), cfg)
 	default:
-		return nil, fmt.Errorf("train: model kind %q is not one of %s, %s, %s", kind, KindForest, KindTree, KindLinear)
+		return nil, fmt.Errorf("train: model kind %q is not one of %s", kind, strings.Join(kinds, ", "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
@@ -107,7 +124,7 @@ func (m *Model) Predict(in Input) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return math.Exp(m.reg().Predict(v) + m.Schema.Base[in.Job]), nil
+	return math.Exp(m.Schema.sign(in.Job)*m.reg().Predict(v) + m.Schema.Base[in.Job]), nil
 }
 
 // Save writes the model as JSON, atomically.
@@ -151,10 +168,13 @@ func ReadModel(r io.Reader) (*Model, error) {
 		return nil, fmt.Errorf("version: %d is not supported (this build reads %d)", m.Version, ModelVersion)
 	case len(m.Schema.Jobs) == 0 || !slices.IsSorted(m.Schema.Jobs) || len(slices.Compact(slices.Clone(m.Schema.Jobs))) != len(m.Schema.Jobs):
 		return nil, errors.New("schema.jobs: empty, not sorted or with a job twice")
-	case (m.Forest != nil) != (m.Kind == KindForest) || (m.Tree != nil) != (m.Kind == KindTree) || (m.Linear != nil) != (m.Kind == KindLinear):
+	case !knownKind(m.Kind):
+		return nil, fmt.Errorf("kind: %q is not one of %s", m.Kind, strings.Join(kinds, ", "))
+	case (m.Forest != nil) != (m.Kind == KindForest) || (m.Tree != nil) != (m.Kind == KindTree) || (m.Linear != nil) != (m.Kind == KindLinear) ||
+		(m.Boost != nil) != (m.Kind == KindBoost) || (m.PerType != nil) != (m.Kind == KindPerType):
 		return nil, fmt.Errorf("kind %q: the file must hold that model and no other", m.Kind)
 	}
-	want := NewSchema(m.Schema.Jobs)
+	want := NewSchema(m.Schema.Jobs, m.Schema.extended())
 	if err := m.Schema.Check(want); err != nil {
 		return nil, err
 	}
@@ -182,11 +202,22 @@ func ReadModel(r io.Reader) (*Model, error) {
 			return nil, fmt.Errorf("tree: %w", err)
 		}
 	case KindLinear:
-		if m.Linear == nil || len(m.Linear.Coef) != nf+1 {
+		if len(m.Linear.Coef) != nf+1 {
 			return nil, fmt.Errorf("linear: want %d coefficients", nf+1)
 		}
-	default:
-		return nil, fmt.Errorf("kind: %q is not one of %s, %s, %s", m.Kind, KindForest, KindTree, KindLinear)
+	case KindBoost:
+		if len(m.Boost.Trees) == 0 || math.IsNaN(m.Boost.Init) || math.IsInf(m.Boost.Init, 0) || !(m.Boost.LearnRate > 0 && m.Boost.LearnRate <= 1) {
+			return nil, errors.New("boost: no trees, or init or learning rate out of range")
+		}
+		for i := range m.Boost.Trees {
+			if err := m.Boost.Trees[i].validate(nf); err != nil {
+				return nil, fmt.Errorf("boost.trees[%d]: %w", i, err)
+			}
+		}
+	case KindPerType:
+		if err := m.PerType.validate(len(m.Schema.Jobs), nf); err != nil {
+			return nil, fmt.Errorf("per_type: %w", err)
+		}
 	}
 	return &m, nil
 }

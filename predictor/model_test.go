@@ -100,7 +100,7 @@ func TestModelSaveLoadAndSchema(t *testing.T) {
 		{`"version":1`, `"version":7`, "version: 7"},
 		{`"numeric":["mps_pct"`, `"numeric":["mps"`, "schema: features"},
 		{`"f":0,`, `"f":999,`, "feature 999"},
-		{`"kind":"random-forest"`, `"kind":"svm"`, `kind "svm"`},
+		{`"kind":"random-forest"`, `"kind":"svm"`, `kind: "svm" is not one of`},
 		{`"kind":"random-forest"`, `"kind":"tree"`, "must hold that model and no other"},
 	} {
 		doc := strings.Replace(string(data), tt.from, tt.to, 1)

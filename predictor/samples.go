@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,6 +61,28 @@ type Sample struct {
 	IterMs          float64
 	// RunUtil is what the GPU showed during this run (not a feature).
 	RunUtil Util
+
+	// Extended is true for a sample read from a file with the extended
+	// columns (ExtColumns; every file mmk writes now): then the next
+	// fields were measured, else they are derived from the run's key
+	// (priority 0 for every member, as CUDA gives without
+	// CUDA_MPS_CLIENT_PRIORITY) and Rep and IterCV are zero.
+	Extended bool
+	// Rep numbers the repetitions of the same run (0, 1, ...).
+	Rep int
+	// MPSPriority is the job's CUDA_MPS_CLIENT_PRIORITY: 0 normal, 1
+	// below normal.
+	MPSPriority int
+	// CoMPSPct is the sum of the co-runners' MPS percentages.
+	CoMPSPct int
+	// CoAboveSM and CoBelowSM are the SM utilisations alone (at their
+	// percentages) summed over the co-runners at a higher client priority
+	// than the job's (they go first) and at a lower one (the job goes
+	// first).
+	CoAboveSM, CoBelowSM float64
+	// IterCV is the spread of the iteration times within the measured
+	// window: their standard deviation over their mean (0: unknown).
+	IterCV float64
 }
 
 // Target is what the predictor learns: latency in ms for online jobs,
@@ -81,6 +104,13 @@ var Columns = []string{
 	"run_sm_util", "run_sm_occ", "run_dram_bw", "run_gpu_util", "run_mem_util",
 }
 
+// ExtColumns follow Columns in files with repetitions and MPS client
+// priorities (every file mmk writes now; files with Columns alone are
+// read too): the repetition, the job's client priority, the co-runners'
+// summed MPS percentages, their SM utilisations above and below the
+// job's priority, and the iteration times' spread in the window.
+var ExtColumns = []string{"rep", "mps_prio", "co_mps_pct", "co_above_sm_util", "co_below_sm_util", "iter_cv"}
+
 // Header is the dataset's provenance, written as "# key=value" lines.
 type Header map[string]string
 
@@ -91,7 +121,7 @@ func WriteHeader(w io.Writer, h Header, keys []string) error {
 	for _, k := range keys {
 		fmt.Fprintf(bw, "# %s=%s\n", k, h[k])
 	}
-	fmt.Fprintln(bw, strings.Join(Columns, ","))
+	fmt.Fprintln(bw, strings.Join(Columns, ",")+","+strings.Join(ExtColumns, ","))
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write samples header: %w", err)
 	}
@@ -111,7 +141,7 @@ func (s Sample) Record() []string {
 	for _, v := range s.RunUtil.values() {
 		out = append(out, f(v))
 	}
-	return out
+	return append(out, strconv.Itoa(s.Rep), strconv.Itoa(s.MPSPriority), strconv.Itoa(s.CoMPSPct), f(s.CoAboveSM), f(s.CoBelowSM), f(s.IterCV))
 }
 
 // ReadSamples reads a samples file: "#" lines are the header, then the
@@ -136,17 +166,22 @@ func ReadSamples(r io.Reader) (Header, []Sample, error) {
 		}
 	}
 	cr := csv.NewReader(br)
-	cr.FieldsPerRecord = len(Columns)
+	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
 		return nil, nil, fmt.Errorf("samples line %d: column header: %w", line+1, err)
 	}
-	for i, c := range Columns {
-		if head[i] != c {
-			return nil, nil, fmt.Errorf("samples line %d column %d: header %q, want %q", line+1, i+1, head[i], c)
+	all := append(slices.Clone(Columns), ExtColumns...)
+	if len(head) != len(Columns) && len(head) != len(all) {
+		return nil, nil, fmt.Errorf("samples line %d: %d columns in the header, want %d (or %d without the extended columns)", line+1, len(head), len(all), len(Columns))
+	}
+	for i, c := range head {
+		if c != all[i] {
+			return nil, nil, fmt.Errorf("samples line %d column %d: header %q, want %q", line+1, i+1, c, all[i])
 		}
 	}
+	cr.FieldsPerRecord = len(head)
 	var out []Sample
 	for {
 		rec, err := cr.Read()
@@ -169,10 +204,17 @@ func ReadSamples(r io.Reader) (Header, []Sample, error) {
 	return h, out, nil
 }
 
-// parseSample parses one record; errors start with "column N (name): ".
+// parseSample parses one record, with the extended columns or without;
+// errors start with "column N (name): ".
 func parseSample(rec []string) (Sample, error) {
 	bad := func(i int, why string) error {
-		return fmt.Errorf("column %d (%s): %q %s", i+1, Columns[i], rec[i], why)
+		name := ""
+		if i < len(Columns) {
+			name = Columns[i]
+		} else {
+			name = ExtColumns[i-len(Columns)]
+		}
+		return fmt.Errorf("column %d (%s): %q %s", i+1, name, rec[i], why)
 	}
 	num := func(i int, lo, hi float64) (float64, error) {
 		v, err := strconv.ParseFloat(rec[i], 64)
@@ -241,7 +283,50 @@ func parseSample(rec []string) (Sample, error) {
 		}
 	}
 	s.RunUtil = Util{vals[0], vals[1], vals[2], vals[3], vals[4]}
+	if len(rec) == len(Columns) {
+		return s, deriveExtended(&s)
+	}
+	s.Extended = true
+	e := len(Columns)
+	if s.Rep, err = integer(e, 0, 1<<20); err != nil {
+		return s, err
+	}
+	if s.MPSPriority, err = integer(e+1, 0, 1); err != nil {
+		return s, err
+	}
+	if s.CoMPSPct, err = integer(e+2, 0, 100*64); err != nil {
+		return s, err
+	}
+	if s.CoAboveSM, err = num(e+3, 0, 100*65); err != nil {
+		return s, err
+	}
+	if s.CoBelowSM, err = num(e+4, 0, 100*65); err != nil {
+		return s, err
+	}
+	if s.IterCV, err = num(e+5, 0, 1e3); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// deriveExtended fills a sample of a file without the extended columns
+// from its run's key: every member ran at client priority 0.
+func deriveExtended(s *Sample) error {
+	run, err := ParseRunKey(s.Run)
+	if err != nil {
+		return fmt.Errorf("column 1 (run): %w", err)
+	}
+	co, err := run.Without(s.Job, s.MPSPercent, s.MPSPriority)
+	if err != nil {
+		return fmt.Errorf("column 1 (run): %w", err)
+	}
+	if len(co) != s.CoRunners {
+		return fmt.Errorf("column 7 (co_runners): %d, but run %s has %d other members", s.CoRunners, s.Run, len(co))
+	}
+	for _, m := range co {
+		s.CoMPSPct += m.Percent
+	}
+	return nil
 }
 
 // KindOf is a job type's kind from its name: *_infer jobs are online,

@@ -9,7 +9,7 @@ import (
 
 func sample(run, job string, pct, co int, target float64) Sample {
 	s := Sample{Run: run, Job: job, Kind: KindOf(job), Batch: 32, MPSPercent: pct, SMs: 132, CoRunners: co,
-		JobUtil: Util{80, 40, 30, 99, 45}, CoUtil: Util{SM: float64(10 * co)}, RunUtil: Util{70, 35, 25, 98, 40}}
+		JobUtil: Util{80, 40, 30, 99, 45}, CoUtil: Util{SM: float64(10 * co)}, RunUtil: Util{70, 35, 25, 98, 40}, Extended: true}
 	if s.Kind == Online {
 		s.IterMs, s.ItemsPerS = target, 32000/target
 	} else {
@@ -118,5 +118,37 @@ func TestPlan(t *testing.T) {
 	}
 	if _, err := ParseRunKey("a@x+b@10"); err == nil || !strings.Contains(err.Error(), `part "a@x"`) {
 		t.Fatalf("ParseRunKey: %v", err)
+	}
+}
+
+// TestReadSamplesWithoutExtendedColumns: a file of the first format
+// (no repetitions, no priorities) reads with priority 0 everywhere, the
+// co-runners' shares from the run's key, and Extended false; a sample
+// whose co_runners disagree with its run is an error.
+func TestReadSamplesWithoutExtendedColumns(t *testing.T) {
+	s := sample("b_train@30+resnet50_infer@100+vgg19_train@40", "resnet50_infer", 100, 2, 5)
+	var b bytes.Buffer
+	b.WriteString(strings.Join(Columns, ",") + "\n")
+	b.WriteString(strings.Join(s.Record()[:len(Columns)], ",") + "\n")
+	_, got, err := ReadSamples(&b)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if g := got[0]; g.Extended || g.CoMPSPct != 70 || g.MPSPriority != 0 || g.Rep != 0 {
+		t.Errorf("sample %+v: want not extended, co-runners' shares 70", g)
+	}
+	bad := strings.Join(Columns, ",") + "\n" + strings.Replace(strings.Join(s.Record()[:len(Columns)], ","), ",100,132,2,", ",100,132,1,", 1) + "\n"
+	if _, _, err := ReadSamples(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "column 7 (co_runners): 1, but run") {
+		t.Errorf("co_runners against the run: %v", err)
+	}
+	ext := sample("a_infer@100+b_train@50/p1", "b_train", 50, 1, 200)
+	ext.Rep, ext.MPSPriority, ext.CoMPSPct, ext.CoAboveSM, ext.IterCV = 2, 1, 100, 80.5, 0.03
+	_, back, err := ReadSamples(bytes.NewReader(writeSamples(t, []Sample{ext})))
+	if err != nil || !reflect.DeepEqual(back, []Sample{ext}) {
+		t.Errorf("extended round trip: %+v, %v", back, err)
+	}
+	wrong := strings.Replace(string(writeSamples(t, []Sample{ext})), ",2,1,100,80.5,", ",2,3,100,80.5,", 1)
+	if _, _, err := ReadSamples(strings.NewReader(wrong)); err == nil || !strings.Contains(err.Error(), "column 26 (mps_prio)") {
+		t.Errorf("priority 3: %v", err)
 	}
 }

@@ -46,9 +46,15 @@ func (p ModelSTP) STP(job Profile, sms, percent int, co []CoRunner) (float64, er
 	return p.Model.Predict(Input{Job: job.Job, MPSPercent: percent, SMs: sms, CoRunners: len(co), JobUtil: ju, CoUtil: cu})
 }
 
-// Profiles collects every job type's alone utilisations from a dataset.
+// Profiles collects every job type's alone utilisations from a dataset
+// (the mean over repetitions of an alone run).
 func Profiles(samples []Sample) map[string]Profile {
 	out := map[string]Profile{}
+	type key struct {
+		job string
+		pct int
+	}
+	n := map[key]float64{}
 	for _, s := range samples {
 		if s.CoRunners != 0 {
 			continue
@@ -58,7 +64,14 @@ func Profiles(samples []Sample) map[string]Profile {
 			p = Profile{Job: s.Job, Alone: map[int]Util{}, SMs: s.SMs}
 			out[s.Job] = p
 		}
-		p.Alone[s.MPSPercent] = s.RunUtil
+		k := key{s.Job, s.MPSPercent}
+		n[k]++
+		// A running mean, exact for one repetition.
+		old, w := p.Alone[s.MPSPercent], 1/n[k]
+		p.Alone[s.MPSPercent] = Util{
+			SM: old.SM + (s.RunUtil.SM-old.SM)*w, Occupancy: old.Occupancy + (s.RunUtil.Occupancy-old.Occupancy)*w,
+			DRAM: old.DRAM + (s.RunUtil.DRAM-old.DRAM)*w, GPU: old.GPU + (s.RunUtil.GPU-old.GPU)*w, Mem: old.Mem + (s.RunUtil.Mem-old.Mem)*w,
+		}
 	}
 	return out
 }

@@ -9,7 +9,8 @@ After its warm-up it prints "warm" and waits for "measure"; it then
 measures until "stop" arrives, so that co-located jobs measure the same
 window. Without --wait-go it measures --seconds after its warm-up. At the
 end it prints one JSON line: {"job", "batch", "iters", "items_per_s",
-"iter_ms_p50", "first_iter_s", "peak_reserved_mib", "device_used_mib"}.
+"iter_ms_p50", "iter_cv", "first_iter_s", "peak_reserved_mib",
+"device_used_mib"}.
 """
 import argparse
 import json
@@ -153,12 +154,17 @@ def main():
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
+    mean = sum(times) / len(times)
+    iter_cv = (sum((t - mean) ** 2 for t in times) / len(times)) ** 0.5 / mean
     times.sort()
     free, whole = torch.cuda.mem_get_info()
     print(json.dumps({
         "job": args.job, "batch": batch, "iters": len(times),
         "items_per_s": round(len(times) * batch / total, 3),
         "iter_ms_p50": round(times[len(times) // 2] * 1e3, 3),
+        # The spread of the window's iterations: their standard deviation
+        # over their mean (the campaign keeps it as the sample's iter_cv).
+        "iter_cv": round(iter_cv, 5),
         # Start-up to the first finished iteration (imports, model build,
         # CUDA context, first step), and device memory in use at the end
         # (CUDA context included: exact when the job runs alone).

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,7 +105,9 @@ func newPredictorTrainCommand(a *app) *cobra.Command {
 				return err
 			}
 			schema := predictor.SchemaOf(samples)
-			m, err := predictor.Train(modelKind(kind), samples, cfg)
+			k, coid := modelKind(kind)
+			cfg.CoIdentity = coid
+			m, err := predictor.Train(k, samples, cfg)
 			if err != nil {
 				return err
 			}
@@ -118,22 +121,21 @@ func newPredictorTrainCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&data, "data", "", "samples CSV (required)")
 	cmd.Flags().StringVar(&out, "out", "", "model file to write (required)")
-	cmd.Flags().StringVar(&kind, "model", "rf", "rf (random forest), lr (linear regression) or tree")
+	cmd.Flags().StringVar(&kind, "model", "rf", "rf (random forest), rf+co, gbrt, gbrt+co, rf-per-type, lr (linear regression) or tree (see compare)")
 	ff.add(cmd)
 	cmd.MarkFlagRequired("data")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
 
-// modelKind maps the CLI's short model names to model kinds.
-func modelKind(name string) string {
-	switch name {
-	case "rf":
-		return predictor.KindForest
-	case "lr":
-		return predictor.KindLinear
+// modelKind maps the CLI's model names (predictor.ModelNames) to a model
+// kind and whether it takes co-runner identity features; other names go
+// through as kinds (Train names the ones it knows when they are wrong).
+func modelKind(name string) (string, bool) {
+	if m, ok := predictor.ModelNames[name]; ok {
+		return m.Kind, m.CoIdentity
 	}
-	return name
+	return name, false
 }
 
 func newPredictorEvalCommand(a *app) *cobra.Command {
@@ -182,60 +184,150 @@ func jobRows(per []predictor.JobErrors) [][]string {
 }
 
 func newPredictorCompareCommand(a *app) *cobra.Command {
-	var data string
+	var data, seeds, models, features string
 	var test float64
+	var typeOut, quiet bool
 	ff := &forestFlags{}
 	cmd := &cobra.Command{
 		Use:   "compare --data samples.csv",
-		Short: "Random forest vs linear regression vs one tree on a held-out split (MMK Table IV)",
-		Args:  cobra.NoArgs,
+		Short: "Compare models without leakage, against the data's noise floor",
+		Long: `Trains and tests each model on configuration-disjoint splits (a run's
+repetitions and members all train or all test; one split per seed) and, with
+--type-out, once per job type left out (every run with that type held out
+but its profile: a new job type's error). Beside them the noise floor: each
+repetition of a configuration predicted by the mean of its other repetitions
+(none when no configuration was measured twice). Models: rf (random forest),
+rf+co (with the co-runners' types as features), gbrt and gbrt+co (gradient
+boosting), rf-per-type (a forest per job type), lr (linear), tree (one CART
+tree). Progress goes to stderr.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(test > 0 && test < 1) {
 				return fmt.Errorf("flag --test: %v is not a fraction in (0, 1)", test)
+			}
+			var seedList []uint64
+			for _, v := range splitList(seeds) {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("flag --seeds: %q is not a seed (a whole number)", v)
+				}
+				seedList = append(seedList, n)
+			}
+			if len(seedList) == 0 {
+				return fmt.Errorf("flag --seeds: no seed")
 			}
 			_, samples, cfg, err := ff.samplesAndConfig(data)
 			if err != nil {
 				return err
 			}
-			train, held := predictor.Split(samples, test, ff.seed)
-			cmp, err := predictor.Compare(train, held, cfg)
+			switch features {
+			case "auto":
+			case "extended":
+				// Files without the extended columns hold what they
+				// would say: every member at priority 0, the shares
+				// from the runs' keys (ReadSamples derives them).
+				for i := range samples {
+					samples[i].Extended = true
+				}
+			default:
+				return fmt.Errorf("flag --features: %q is not auto or extended", features)
+			}
+			stderr := cmd.ErrOrStderr()
+			spec := predictor.ProtocolSpec{Models: splitList(models), Seeds: seedList, Test: test, Forest: cfg, TypeOut: typeOut}
+			if !quiet {
+				n, total := 0, len(spec.Models)*len(seedList)
+				if typeOut {
+					total += len(spec.Models) * len(predictor.SchemaOf(samples).Jobs)
+				}
+				spec.Progress = func(model, fold string) {
+					n++
+					fmt.Fprintf(stderr, "compare: [%d/%d] %s, %s\n", n, total, model, fold)
+				}
+			}
+			res, err := predictor.RunProtocol(samples, spec)
 			if err != nil {
 				return err
 			}
 			p := a.printer(cmd)
 			if p.json {
-				return p.JSON(map[string]any{"models": cmp, "train": len(train), "test": len(held)})
+				return p.JSON(res)
 			}
-			var rows [][]string
-			for _, c := range cmp {
-				row := []string{c.Model, fmt.Sprint(c.N), pct2(c.RelError), pct2(c.AbsError)}
-				for _, g := range c.PerCoRunner {
-					row = append(row, fmt.Sprintf("%s (%d)", pct2(g.RelError), g.N))
-				}
-				rows = append(rows, row)
-			}
-			fmt.Fprintf(p.w, "trained on %d samples, tested on %d held out (seed %d)\n", len(train), len(held), ff.seed)
-			header := []string{"MODEL", "N", "REL_ERROR", "ABS_ERROR"}
-			for _, g := range cmp[0].PerCoRunner {
-				header = append(header, fmt.Sprintf("REL_ERROR_%d_CO", g.CoRunners))
-			}
-			if err := p.Table("", header, rows); err != nil {
-				return err
-			}
-			for _, c := range cmp {
-				fmt.Fprintf(p.w, "\n%s per job type:\n", c.Model)
-				if err := p.Table("  ", errHeader, jobRows(c.PerJob)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return printProtocol(p, res, seedList, test)
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "samples CSV (required)")
-	cmd.Flags().Float64Var(&test, "test", 0.2, "fraction held out for testing")
+	cmd.Flags().Float64Var(&test, "test", 0.2, "fraction of the configurations held out per split")
+	cmd.Flags().StringVar(&seeds, "seeds", "1,2,3,4,5", "one configuration-disjoint split per seed")
+	cmd.Flags().StringVar(&models, "models", "rf,rf+co,gbrt,gbrt+co,rf-per-type,lr,tree", "models to compare")
+	cmd.Flags().BoolVar(&typeOut, "type-out", true, "also leave each job type out once")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.Flags().StringVar(&features, "features", "auto", "auto (the extended features where the file has their columns) or extended (derive them for an older file)")
 	ff.add(cmd)
+	cmd.Flags().Lookup("seed").Usage = "unused by compare (see --seeds)"
 	cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// printProtocol writes the protocol's result as tables.
+func printProtocol(p printer, res *predictor.ProtocolResult, seeds []uint64, test float64) error {
+	f := res.Floor
+	fmt.Fprintf(p.w, "%d samples, %d configurations; %d configuration-disjoint splits (seeds %v, %.0f %% of the configurations held out)\n", res.Samples, res.Configs, len(seeds), seeds, 100*test)
+	if f.Samples == 0 {
+		fmt.Fprintln(p.w, "noise floor: none (no configuration was measured twice)")
+	} else {
+		fmt.Fprintf(p.w, "noise floor: %s (a repetition against the mean of the others; %d samples of %d configurations, up to %d repetitions", pct2(f.RelError), f.Samples, f.Configs, f.Reps)
+		for _, c := range f.PerCoRunner {
+			fmt.Fprintf(p.w, "; %d co-runners %s", c.CoRunners, pct2(c.RelError))
+		}
+		if f.WithinWindow > 0 {
+			fmt.Fprintf(p.w, "; iterations within a window spread %s", pct2(f.WithinWindow))
+		}
+		fmt.Fprintln(p.w, ")")
+	}
+	header := []string{"MODEL", "CONFIG_SPLIT", "MIN-MAX"}
+	if len(res.Models) > 0 {
+		for _, c := range res.Models[0].PerCoRunner {
+			header = append(header, fmt.Sprintf("%d_CO", c.CoRunners))
+		}
+	}
+	header = append(header, "LEAVE_TYPE_OUT")
+	if f.Samples > 0 {
+		header = append(header, "SPLIT/FLOOR")
+	}
+	var rows [][]string
+	for _, m := range res.Models {
+		row := []string{m.Model, pct2(m.ConfigsMean), pct2(m.ConfigsMin) + "-" + pct2(m.ConfigsMax)}
+		for _, c := range m.PerCoRunner {
+			row = append(row, fmt.Sprintf("%s (%d)", pct2(c.RelError), c.N))
+		}
+		lto := "-"
+		if len(m.TypeOut) > 0 {
+			lto = pct2(m.TypeOutMean)
+		}
+		row = append(row, lto)
+		if f.Samples > 0 {
+			row = append(row, fmt.Sprintf("%.2fx", m.ConfigsMean/f.RelError))
+		}
+		rows = append(rows, row)
+	}
+	if err := p.Table("", header, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(p.w, "\nbest on configuration-disjoint splits: %s\n", res.Best)
+	for _, m := range res.Models {
+		if m.Model != res.Best || len(m.TypeOut) == 0 {
+			continue
+		}
+		fmt.Fprintf(p.w, "\n%s, each job type left out (trained without its runs but its profile):\n", m.Model)
+		var typeRows [][]string
+		for _, j := range m.TypeOut {
+			typeRows = append(typeRows, []string{j.Job, string(j.Kind), fmt.Sprint(j.N), pct2(j.RelError), pct2(j.AbsError)})
+		}
+		if err := p.Table("  ", errHeader[:5], typeRows); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newPredictorPredictCommand(a *app) *cobra.Command {

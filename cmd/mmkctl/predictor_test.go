@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,8 +26,8 @@ func writeDataset(t *testing.T) string {
 			for pct := 10; pct <= 100; pct += 10 {
 				speed := math.Min(1, float64(pct)/60) / (1 + float64(co)/2)
 				run := predictor.Run{{Job: job, Percent: pct}}.Key()
-				if co > 0 {
-					run += "+other_train@50"
+				for k := range co {
+					run += fmt.Sprintf("+other%d_train@50", k)
 				}
 				s := predictor.Sample{Run: run, Job: job, Kind: predictor.KindOf(job), Batch: 8, MPSPercent: pct, SMs: 132, CoRunners: co,
 					JobUtil: predictor.Util{SM: 80}, CoUtil: predictor.Util{SM: 40 * float64(co)}, RunUtil: predictor.Util{SM: 80 * speed},
@@ -52,19 +53,18 @@ func TestPredictorCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "bert_train") || !strings.Contains(out, "all") {
 		t.Fatalf("eval: %v\n%s", err, out)
 	}
-	out, err = mmkctl(t, "predictor", "compare", "--data", data, "-o", "json", "--trees", "20")
+	out, err = mmkctl(t, "predictor", "compare", "--data", data, "-o", "json", "--trees", "20", "--seeds", "1,2", "--models", "rf,lr,gbrt", "-q")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmp struct {
-		Models []struct {
-			Model    string  `json:"model"`
-			AbsError float64 `json:"abs_error"`
-			RelError float64 `json:"rel_error"`
-		} `json:"models"`
-	}
-	if err := json.Unmarshal([]byte(out), &cmp); err != nil || len(cmp.Models) != 3 || cmp.Models[0].Model != "rf" {
+	var cmp predictor.ProtocolResult
+	if err := json.Unmarshal([]byte(out), &cmp); err != nil || len(cmp.Models) != 3 || cmp.Models[0].Model != "rf" || len(cmp.Models[0].Configs) != 2 ||
+		len(cmp.Models[0].TypeOut) != 2 || cmp.Floor.Samples != 0 || cmp.Best == "" {
 		t.Fatalf("compare JSON %v: %s", err, out)
+	}
+	out, err = mmkctl(t, "predictor", "compare", "--data", data, "--trees", "10", "--seeds", "3", "--models", "rf,tree", "-q")
+	if err != nil || !strings.Contains(out, "noise floor: none") || !strings.Contains(out, "best on configuration-disjoint splits") {
+		t.Fatalf("compare: %v\n%s", err, out)
 	}
 	out, err = mmkctl(t, "predictor", "predict", "--model", model, "--data", data, "--job", "bert_train", "--mps", "50", "--co", "resnet50_infer@50")
 	if err != nil || !strings.Contains(out, "items/s (throughput)") {
@@ -86,6 +86,8 @@ func TestPredictorErrors(t *testing.T) {
 		{[]string{"predictor", "eval", "--model", "nope.json", "--data", data}, "flag --model"},
 		{[]string{"predictor", "compare", "--data", data, "--test", "1.5"}, "flag --test"},
 		{[]string{"predictor", "train", "--data", data, "--out", "x.json", "--model", "svm"}, `model kind "svm"`},
+		{[]string{"predictor", "compare", "--data", data, "--seeds", "1,x"}, `flag --seeds: "x"`},
+		{[]string{"predictor", "compare", "--data", data, "--models", "rf,svm", "-q"}, `model "svm" is not one of`},
 	}
 	for _, tt := range tests {
 		if _, err := mmkctl(t, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {

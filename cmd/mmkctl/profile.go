@@ -29,8 +29,9 @@ var TableIIIJobs = []string{
 // profileFlags are the flags of `mmkctl profile`.
 type profileFlags struct {
 	out, python, script, mpsDir, jobs, percents string
+	priorities, placements                      string
 	seed                                        uint64
-	pairs, triples, gpu                         int
+	pairs, triples, gpu, reps                   int
 	warmup, measure, timeLimit                  time.Duration
 	dryRun                                      bool
 }
@@ -42,9 +43,15 @@ func newProfileCommand(a *app) *cobra.Command {
 		Short: "Run a profiling campaign on a real GPU under MPS (resumable)",
 		Long: `Runs every job alone at each MPS percentage and in co-located groups of 2
 and 3 under MPS, and appends one sample per job and run to a CSV (columns in
-docs/predictor.md). It starts and quits its own MPS control daemon, shows
-progress on stderr and, run again with the same flags, resumes: runs already
-in the file are skipped. --time-limit stops starting new runs after a while.`,
+docs/predictor.md). Each run is measured --reps times, the repetitions
+interleaved (every run once, then again in another order), so that the
+data's noise floor can be measured. With --priorities mixed, half the drawn
+groups run at the MPS client priorities mmkd gives (offline jobs at 1);
+--placements adds the groups Algorithm 1 placed in simulation (a file of run
+keys, one per line: mmkctl sim jobs --placements-out). It starts and quits its
+own MPS control daemon, shows progress on stderr and, run again with the same
+flags, resumes: runs already in the file are skipped. --time-limit stops
+starting new runs after a while.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runProfile(a, cmd, f) },
 	}
@@ -56,6 +63,9 @@ in the file are skipped. --time-limit stops starting new runs after a while.`,
 	fl.StringVar(&f.percents, "percents", "10,20,30,40,50,60,70,80,90,100", "MPS percentages of the alone runs")
 	fl.IntVar(&f.pairs, "pairs", 90, "co-located runs of 2 jobs")
 	fl.IntVar(&f.triples, "triples", 100, "co-located runs of 3 jobs")
+	fl.IntVar(&f.reps, "reps", 3, "repetitions of each run, interleaved")
+	fl.StringVar(&f.priorities, "priorities", string(predictor.PrioritiesMixed), "client priorities of the drawn groups: none (all 0) or mixed (half as mmkd places them)")
+	fl.StringVar(&f.placements, "placements", "", "file of run keys to measure first (one per line; # comments)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the co-located groups")
 	fl.IntVar(&f.gpu, "gpu", 0, "GPU index")
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "warm-up of each workload")
@@ -83,21 +93,33 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 	if f.pairs < 0 || f.triples < 0 {
 		return fmt.Errorf("flags --pairs and --triples: %d and %d must not be negative", f.pairs, f.triples)
 	}
+	if f.reps < 1 {
+		return fmt.Errorf("flag --reps: %d must be at least 1", f.reps)
+	}
+	var placements []predictor.Run
+	if f.placements != "" {
+		var err error
+		if placements, err = readRunKeys(f.placements); err != nil {
+			return fmt.Errorf("flag --placements: %w", err)
+		}
+	}
 	if f.warmup <= 0 || f.measure <= 0 {
 		return fmt.Errorf("flags --warmup and --measure: %v and %v must be positive", f.warmup, f.measure)
 	}
-	runs, err := predictor.Plan(predictor.PlanSpec{Jobs: jobs, AlonePercents: percents, Pairs: f.pairs, Triples: f.triples, Seed: f.seed})
+	runs, err := predictor.Plan(predictor.PlanSpec{Jobs: jobs, AlonePercents: percents, Pairs: f.pairs, Triples: f.triples, Seed: f.seed,
+		Priorities: predictor.Priorities(f.priorities), Placements: placements})
 	if err != nil {
 		return err
 	}
+	steps := predictor.Steps(runs, f.reps, f.seed)
 	stderr := cmd.ErrOrStderr()
 	if f.dryRun {
 		samples := 0
-		for _, r := range runs {
-			samples += len(r)
-			fmt.Fprintln(cmd.OutOrStdout(), r.Key())
+		for _, st := range steps {
+			samples += len(st.Run)
+			fmt.Fprintln(cmd.OutOrStdout(), st.ID())
 		}
-		fmt.Fprintf(stderr, "%d runs, %d samples\n", len(runs), samples)
+		fmt.Fprintf(stderr, "%d configurations, %d runs with repetitions, %d samples\n", len(runs), len(steps), samples)
 		return nil
 	}
 	backend, err := a.openBackend(cmd)
@@ -139,11 +161,14 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 		}
 	}()
 	cfg := profiling.Config{
-		Python: f.python, Script: f.script, Warmup: f.warmup, Measure: f.measure, Runs: runs, Out: f.out,
+		Python: f.python, Script: f.script, Warmup: f.warmup, Measure: f.measure, Steps: steps, Out: f.out,
 		Header: predictor.Header{"gpu": g.Name, "driver": meter.DriverVersion(), "date": time.Now().UTC().Format("2006-01-02"),
 			"instance_sms": strconv.Itoa(g.SMs), "mig": "disabled (whole GPU)", "command": "mmkctl " + strings.Join(os.Args[1:], " ")},
 		HeaderKeys: []string{"gpu", "driver", "date", "instance_sms", "mig", "command"},
-		ClientEnv:  d.ClientEnv, SMs: g.SMs, Meter: meter, Log: stderr,
+		ClientEnv: func(m predictor.Member) []string {
+			return append(d.ClientEnv(m.Percent), mps.PriorityEnv+"="+strconv.Itoa(m.Priority))
+		},
+		SMs: g.SMs, Meter: meter, Log: stderr,
 	}
 	if f.timeLimit > 0 {
 		cfg.Deadline = time.Now().Add(f.timeLimit)
@@ -161,4 +186,26 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// readRunKeys reads run keys, one per line; blank lines and lines
+// starting with # are skipped. A bad key names its line.
+func readRunKeys(path string) ([]predictor.Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var runs []predictor.Run
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r, err := predictor.ParseRunKey(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
 }

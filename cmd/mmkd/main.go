@@ -164,6 +164,9 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
+	if mpsm != nil && cfg.MPS.PriorityShares {
+		pred.OfflinePriority = 1 // as node gives offline jobs under priority shares
+	}
 	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
 	if err != nil {
 		return nil, nil, err

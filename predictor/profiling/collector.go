@@ -38,13 +38,16 @@ type Config struct {
 	Python, Script string
 	// Warmup and Measure are each workload's warm-up and measured time.
 	Warmup, Measure time.Duration
-	Runs            []predictor.Run
+	// Steps are the runs and their repetitions, in the order to measure
+	// them (predictor.Steps).
+	Steps []predictor.Step
 	// Out is the CSV file; Header its provenance (new files only).
 	Out        string
 	Header     predictor.Header
 	HeaderKeys []string
-	// ClientEnv is the environment a workload at an MPS percentage needs.
-	ClientEnv func(percent int) []string
+	// ClientEnv is the environment a workload at an MPS percentage and
+	// client priority needs.
+	ClientEnv func(m predictor.Member) []string
 	// SMs is the instance's SMs, recorded in each sample.
 	SMs   int
 	Meter Meter
@@ -68,6 +71,9 @@ type result struct {
 	Iters     int     `json:"iters"`
 	ItemsPerS float64 `json:"items_per_s"`
 	IterMsP50 float64 `json:"iter_ms_p50"`
+	// IterCV is the iteration times' standard deviation over their mean
+	// (0 from a workload that does not report it).
+	IterCV float64 `json:"iter_cv"`
 }
 
 // Collect runs the campaign's runs that Out does not hold yet.
@@ -89,15 +95,15 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 	defer f.Close()
 
 	var res Result
-	var remaining []predictor.Run
-	for _, r := range cfg.Runs {
-		if done[r.Key()] {
+	var remaining []predictor.Step
+	for _, st := range cfg.Steps {
+		if done[st.ID()] {
 			res.AlreadyDone++
 		} else {
-			remaining = append(remaining, r)
+			remaining = append(remaining, st)
 		}
 	}
-	fmt.Fprintf(cfg.Log, "profile: %d runs, %d already in %s, %d to do\n", len(cfg.Runs), res.AlreadyDone, cfg.Out, len(remaining))
+	fmt.Fprintf(cfg.Log, "profile: %d runs, %d already in %s, %d to do\n", len(cfg.Steps), res.AlreadyDone, cfg.Out, len(remaining))
 	start := time.Now()
 	var next *group
 	defer func() {
@@ -105,14 +111,14 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 			next.kill()
 		}
 	}()
-	for i, run := range remaining {
+	for i, step := range remaining {
 		if ctx.Err() != nil || (!cfg.Deadline.IsZero() && time.Now().After(cfg.Deadline)) {
 			res.Left = len(remaining) - i
 			break
 		}
 		cur := next
 		if cur == nil {
-			cur = prepare(ctx, cfg, run)
+			cur = prepare(ctx, cfg, step)
 		}
 		next = nil
 		if i+1 < len(remaining) {
@@ -121,7 +127,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		samples, err := execute(ctx, cfg, cur, utils)
 		if err != nil {
 			res.Failed++
-			fmt.Fprintf(cfg.Log, "profile: run %s failed: %v\n", run.Key(), err)
+			fmt.Fprintf(cfg.Log, "profile: run %s failed: %v\n", step.ID(), err)
 			continue
 		}
 		// One write per run: a crash leaves whole runs, or a torn last
@@ -139,7 +145,7 @@ func Collect(ctx context.Context, cfg Config) (Result, error) {
 		res.Done++
 		el := time.Since(start)
 		eta := time.Duration(float64(el) / float64(i+1) * float64(len(remaining)-i-1))
-		fmt.Fprintf(cfg.Log, "profile: [%d/%d] %s %s (elapsed %s, about %s left)\n", i+1, len(remaining), run.Key(), describe(samples), el.Round(time.Second), eta.Round(time.Second))
+		fmt.Fprintf(cfg.Log, "profile: [%d/%d] %s %s (elapsed %s, about %s left)\n", i+1, len(remaining), step.ID(), describe(samples), el.Round(time.Second), eta.Round(time.Second))
 	}
 	return res, ctx.Err()
 }
@@ -153,7 +159,9 @@ func describe(ss []predictor.Sample) string {
 }
 
 // readDone creates Out with its header if it does not exist, else reads
-// the runs it holds and the utilisations of its alone runs.
+// the steps it holds (predictor.Step.ID) and the utilisations of its
+// alone runs (their first repetition: the one the features of later
+// runs were taken from).
 func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 	done, utils := map[string]bool{}, map[string]predictor.Util{}
 	f, err := os.Open(cfg.Out)
@@ -180,6 +188,9 @@ func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("profile: resume from %s: %w", cfg.Out, err)
 	}
+	if len(samples) > 0 && !samples[0].Extended {
+		return nil, nil, fmt.Errorf("profile: resume from %s: it has no repetition and priority columns (%s; written before them): start a new file", cfg.Out, strings.Join(predictor.ExtColumns, ", "))
+	}
 	if len(keep) != len(data) {
 		// A crash tore the last line or left a run half written: drop it,
 		// the run is measured again.
@@ -189,8 +200,12 @@ func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 		}
 	}
 	for _, s := range samples {
-		done[s.Run] = true
-		if s.CoRunners == 0 {
+		run, err := predictor.ParseRunKey(s.Run)
+		if err != nil {
+			return nil, nil, fmt.Errorf("profile: resume from %s: %w", cfg.Out, err)
+		}
+		done[predictor.Step{Run: run, Rep: s.Rep}.ID()] = true
+		if s.CoRunners == 0 && s.Rep == 0 {
 			utils[s.Run] = s.RunUtil
 		}
 	}
@@ -208,44 +223,57 @@ func completeRuns(data []byte) ([]predictor.Sample, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	count := map[string]int{}
-	for _, s := range samples {
-		count[s.Run]++
+	type step struct {
+		run string
+		rep int
 	}
-	var partial []string
-	for run, n := range count {
-		members, err := predictor.ParseRunKey(run)
+	count := map[step]int{}
+	for _, s := range samples {
+		count[step{s.Run, s.Rep}]++
+	}
+	var partial []step
+	for st, n := range count {
+		members, err := predictor.ParseRunKey(st.run)
 		if err != nil {
 			return nil, nil, err
 		}
 		if n != len(members) {
-			partial = append(partial, run)
+			partial = append(partial, st)
 		}
 	}
 	if len(partial) == 0 {
 		return samples, data, nil
 	}
+	// Rows are dropped by their run and repetition: the data lines,
+	// after the comment lines and the column line, are the samples in
+	// order.
 	var kept []predictor.Sample
-	lines := strings.SplitAfter(string(data), "\n")
 	var out strings.Builder
-	for _, l := range lines {
-		run, _, _ := strings.Cut(l, ",")
-		if !strings.HasPrefix(l, "#") && slices.Contains(partial, run) {
+	k, header := 0, true
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if l == "" {
 			continue
 		}
-		out.WriteString(l)
-	}
-	for _, s := range samples {
-		if !slices.Contains(partial, s.Run) {
+		if strings.HasPrefix(l, "#") || header {
+			header = header && strings.HasPrefix(l, "#")
+			out.WriteString(l)
+			continue
+		}
+		if k >= len(samples) {
+			return nil, nil, fmt.Errorf("%d data lines for %d samples", k+1, len(samples))
+		}
+		if s := samples[k]; !slices.Contains(partial, step{s.Run, s.Rep}) {
+			out.WriteString(l)
 			kept = append(kept, s)
 		}
+		k++
 	}
 	return kept, []byte(out.String()), nil
 }
 
 // group is the processes of one run, being prepared.
 type group struct {
-	run   predictor.Run
+	step  predictor.Step
 	procs []*proc
 	ready chan error
 }
@@ -261,10 +289,10 @@ type proc struct {
 
 // prepare starts a run's processes and waits, in the background, for
 // each to say it is ready.
-func prepare(ctx context.Context, cfg Config, run predictor.Run) *group {
-	g := &group{run: run, ready: make(chan error, 1)}
+func prepare(ctx context.Context, cfg Config, step predictor.Step) *group {
+	g := &group{step: step, ready: make(chan error, 1)}
 	go func() {
-		for _, m := range run {
+		for _, m := range step.Run {
 			p, err := startProc(ctx, cfg, m)
 			if err != nil {
 				g.ready <- err
@@ -286,7 +314,7 @@ func prepare(ctx context.Context, cfg Config, run predictor.Run) *group {
 func startProc(ctx context.Context, cfg Config, m predictor.Member) (*proc, error) {
 	cmd := exec.CommandContext(ctx, cfg.Python, cfg.Script, "--job", m.Job, "--wait-go",
 		"--warmup", fmt.Sprint(cfg.Warmup.Seconds()), "--seconds", fmt.Sprint(cfg.Measure.Seconds()))
-	cmd.Env = append(os.Environ(), cfg.ClientEnv(m.Percent)...)
+	cmd.Env = append(os.Environ(), cfg.ClientEnv(m)...)
 	// Its own process group, killed whole: a helper process of the
 	// workload must not keep the run (or its output pipes) alive.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -415,7 +443,7 @@ func execute(ctx context.Context, cfg Config, g *group, utils map[string]predict
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return samples(cfg, g.run, results, runUtil, utils)
+	return samples(cfg, g.step, results, runUtil, utils)
 }
 
 // send writes a control line to every process of a group.
@@ -429,39 +457,52 @@ func send(g *group, line string) error {
 }
 
 // samples turns a run's results into one sample per job. An alone run's
-// GPU utilisation becomes that job's features at that percentage.
-func samples(cfg Config, run predictor.Run, results []result, runUtil predictor.Util, utils map[string]predictor.Util) ([]predictor.Sample, error) {
+// GPU utilisation (its first repetition) becomes that job's features at
+// that percentage.
+func samples(cfg Config, step predictor.Step, results []result, runUtil predictor.Util, utils map[string]predictor.Util) ([]predictor.Sample, error) {
+	run := step.Run
 	key := run.Key()
 	for i, m := range run {
-		if r := results[i]; r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 {
+		if r := results[i]; r.ItemsPerS <= 0 || r.IterMsP50 <= 0 || r.Batch < 1 || r.IterCV < 0 {
 			return nil, fmt.Errorf("%s@%d: bad result %+v", m.Job, m.Percent, r)
 		}
 	}
-	if len(run) == 1 {
-		utils[key] = runUtil // a valid alone run gives the job's features
+	// alone is the key of a member's alone run: alone runs are at
+	// priority 0 (alone, priority changes nothing).
+	alone := func(m predictor.Member) string { return predictor.Run{{Job: m.Job, Percent: m.Percent}}.Key() }
+	if len(run) == 1 && step.Rep == 0 {
+		utils[alone(run[0])] = runUtil // a valid alone run gives the job's features
 	}
 	var out []predictor.Sample
 	for i, m := range run {
 		r := results[i]
-		jobUtil, ok := utils[predictor.Run{{Job: m.Job, Percent: 100}}.Key()]
+		jobUtil, ok := utils[alone(predictor.Member{Job: m.Job, Percent: 100})]
 		if !ok {
 			return nil, fmt.Errorf("%s: no alone run at 100 %% yet (its features)", m.Job)
 		}
-		var co predictor.Util
+		s := predictor.Sample{
+			Run: key, Job: m.Job, Kind: predictor.KindOf(m.Job), Batch: r.Batch, MPSPercent: m.Percent, SMs: cfg.SMs,
+			CoRunners: len(run) - 1, JobUtil: jobUtil, ItemsPerS: r.ItemsPerS, IterMs: r.IterMsP50, RunUtil: runUtil,
+			Extended: true, Rep: step.Rep, MPSPriority: m.Priority, IterCV: r.IterCV,
+		}
 		for j, c := range run {
 			if j == i {
 				continue
 			}
-			u, ok := utils[predictor.Run{c}.Key()]
+			u, ok := utils[alone(c)]
 			if !ok {
 				return nil, fmt.Errorf("%s: no alone run at %d %% (co-runner features)", c.Job, c.Percent)
 			}
-			co = co.Add(u)
+			s.CoUtil = s.CoUtil.Add(u)
+			s.CoMPSPct += c.Percent
+			switch {
+			case c.Priority < m.Priority:
+				s.CoAboveSM += u.SM
+			case c.Priority > m.Priority:
+				s.CoBelowSM += u.SM
+			}
 		}
-		out = append(out, predictor.Sample{
-			Run: key, Job: m.Job, Kind: predictor.KindOf(m.Job), Batch: r.Batch, MPSPercent: m.Percent, SMs: cfg.SMs,
-			CoRunners: len(run) - 1, JobUtil: jobUtil, CoUtil: co, ItemsPerS: r.ItemsPerS, IterMs: r.IterMsP50, RunUtil: runUtil,
-		})
+		out = append(out, s)
 	}
 	return out, nil
 }
