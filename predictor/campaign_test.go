@@ -115,3 +115,26 @@ func TestPlanPrioritiesAndPlacements(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseRunKey: a key that parses is valid and prints back to a key
+// that parses to the same run.
+func FuzzParseRunKey(f *testing.F) {
+	for _, k := range []string{"a_infer@50", "a_infer@100+b_train@40/p1", "x@0", "b@40/p", "+", "a@1/p1/p1"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		r, err := ParseRunKey(key)
+		if err != nil {
+			return
+		}
+		for _, m := range r {
+			if m.Job == "" || m.Percent < 1 || m.Percent > 100 || m.Priority < 0 || m.Priority > 1 {
+				t.Fatalf("%q parsed to a bad member %+v", key, m)
+			}
+		}
+		back, err := ParseRunKey(r.Key())
+		if err != nil || back.Key() != r.Key() {
+			t.Fatalf("%q -> %q does not parse back: %v", key, r.Key(), err)
+		}
+	})
+}

@@ -63,13 +63,18 @@ func FuzzReadSamples(f *testing.F) {
 	f.Add(writeSamples(f, []Sample{sample("r@100", "resnet50_infer", 100, 0, 5)}))
 	f.Add([]byte("# x=y\n" + strings.Join(Columns, ",") + "\n"))
 	f.Add([]byte("garbage"))
+	old := sample("a_infer@100+b_train@50", "a_infer", 100, 1, 5)
+	f.Add([]byte(strings.Join(Columns, ",") + "\n" + strings.Join(old.Record()[:len(Columns)], ",") + "\n"))
+	ext := sample("a_infer@100+b_train@50/p1", "b_train", 50, 1, 200)
+	ext.Rep, ext.MPSPriority, ext.CoMPSPct, ext.IterCV = 1, 1, 100, 0.02
+	f.Add(writeSamples(f, []Sample{ext}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, ss, err := ReadSamples(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
 		for _, s := range ss {
-			if s.Target() <= 0 || s.MPSPercent < 1 || s.MPSPercent > 100 || s.Job == "" {
+			if s.Target() <= 0 || s.MPSPercent < 1 || s.MPSPercent > 100 || s.Job == "" || s.MPSPriority < 0 || s.MPSPriority > 1 || s.Rep < 0 {
 				t.Fatalf("accepted an invalid sample %+v", s)
 			}
 		}
