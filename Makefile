@@ -56,6 +56,7 @@ lint:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLayout -fuzztime $(FUZZTIME) ./partitioner
+	$(GO) test -run '^$$' -fuzz FuzzParseParted -fuzztime $(FUZZTIME) ./partitioner
 	$(GO) test -run '^$$' -fuzz FuzzReadProfiles -fuzztime $(FUZZTIME) ./kernelsched
 	$(GO) test -run '^$$' -fuzz FuzzReadKernelTrace -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./sim

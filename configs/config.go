@@ -59,6 +59,12 @@ type MIGConfig struct {
 	// GPUs whose MIG mode an operator enabled. Off by default: mmk then
 	// places jobs in the instances that exist and never changes them.
 	Manage bool `mapstructure:"manage"`
+	// PartedFile is a mig-parted configuration file (version: v1,
+	// mig-configs) and PartedConfig the configuration of it that mmkd
+	// sets up at start on the GPUs it matches (with Manage; without, it
+	// reports the GPUs that differ). "" for none.
+	PartedFile   string `mapstructure:"parted_file"`
+	PartedConfig string `mapstructure:"parted_config"`
 }
 
 // MPSConfig configures the MPS daemons, one per instance.
@@ -165,6 +171,9 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := c.MIG.validParted(); err != nil {
+		return err
 	}
 	for i, g := range c.GPU.Fake.GPUs {
 		key := fmt.Sprintf("gpu.fake.gpus[%d]", i)

@@ -47,7 +47,7 @@ func TestCommands(t *testing.T) {
 		{"missing model", []string{"mig", "layouts"}, nil, "flag --gpu is required"},
 		{"bad profile", []string{"mig", "layouts", "--gpu", "H100-80GB", "--profiles", "3g.40gb,5g.50gb"}, nil, `flag --profiles: no profile "5g.50gb"`},
 		{"bad layout", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", "3g.40gb@1", "--to", ""}, nil, "flag --from: layout \"3g.40gb@1\": part 1"},
-		{"missing target", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", ""}, nil, "flag --to is required"},
+		{"missing target", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", ""}, nil, "flag --to or --to-file is required"},
 		{"bad backend", []string{"gpus", "--backend", "tpu"}, nil, `config key gpu.backend: "tpu" is not one of auto, nvml, fake`},
 		{"table and GPU both", []string{"mig", "profiles", "--gpu", "H100-80GB", "--index", "1"}, nil, "give one of them"},
 		{"missing GPU", []string{"mig", "profiles", "--backend", "fake", "--index", "9"}, nil, "GPU 9: get handle: NVML_ERROR_INVALID_ARGUMENT"},

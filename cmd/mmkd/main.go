@@ -76,6 +76,9 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 		return err
 	}
 	defer backend.Close()
+	if err := applyParted(cfg, backend, log); err != nil {
+		return err
+	}
 	if err := logInventory(log, backend); err != nil {
 		return err
 	}
