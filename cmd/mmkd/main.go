@@ -174,7 +174,9 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
 		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
-		StopGrace: cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
+		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
+		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
+		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
 	})
 	if err != nil {
 		store.Close()
@@ -186,6 +188,15 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 			log.Error("close the job store", "err", err)
 		}
 	}, nil
+}
+
+// usageEvery is node.Config.UsageEvery of jobs.usage_interval: 0 is
+// never.
+func usageEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {

@@ -48,6 +48,7 @@ type Fake struct {
 	seed   uint64
 	gpus   []*gpu
 	serial uint64 // counts MIG devices ever made, for unique UUIDs
+	clock  uint64 // the timestamp (µs) of the last utilisation sample
 }
 
 var _ nvml.Interface = (*Fake)(nil)
@@ -68,6 +69,8 @@ type process struct {
 	pid    uint32
 	memMiB int64
 	ci     *computeInstance // nil: on the whole GPU (MIG disabled)
+	// sample is its last utilisation sample (SetProcessUtilization).
+	sample nvml.ProcessUtilizationSample
 }
 
 // New returns a fake holding the described GPUs, indexed in order, with

@@ -21,6 +21,9 @@ type Backend struct {
 
 	mu     sync.Mutex
 	models map[int]*partitioner.Model // geometry read from each GPU, by index
+	// lastSample is the timestamp of the newest utilisation sample read
+	// of each GPU, by index (ProcessUsage).
+	lastSample map[int]uint64
 }
 
 var _ partitioner.Backend = (*Backend)(nil)
@@ -32,7 +35,7 @@ func New(lib nvml.Interface, name string) (*Backend, error) {
 	if err := check(lib.Init(), "initialise NVML"); err != nil {
 		return nil, err
 	}
-	return &Backend{lib: lib, name: name, models: map[int]*partitioner.Model{}}, nil
+	return &Backend{lib: lib, name: name, models: map[int]*partitioner.Model{}, lastSample: map[int]uint64{}}, nil
 }
 
 // Options selects and configures a backend for Open.
