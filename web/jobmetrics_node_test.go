@@ -1,0 +1,158 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
+)
+
+// TestMain lets the test binary be the job supervisor of the real node
+// TestJobMetricsOnFakeGPUs runs.
+func TestMain(m *testing.M) {
+	if os.Getenv("MMK_WEB_TEST_SHIM") == "1" {
+		os.Exit(jobs.ShimMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// flatEstimator gives every job the instance's share of the GPU.
+type flatEstimator struct{}
+
+func (flatEstimator) Speed(_ partitioner.Job, sms, gpuSMs, _ int, _ []partitioner.Share) (float64, error) {
+	return float64(sms) / float64(gpuSMs), nil
+}
+
+// TestJobMetricsOnFakeGPUs: /metrics of the real node on fake GPUs that
+// report per-process use: two running jobs (one in a MIG instance, one on
+// a GPU without MIG) whose processes the fake lists with memory and
+// utilisation export what NVML reported, under the golden list's names
+// and labels.
+func TestJobMetricsOnFakeGPUs(t *testing.T) {
+	gpus := []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "7g.80gb@0"}, {Model: "H200-141GB"}}
+	f, err := fakegpu.New(1, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := nvmlbackend.New(f, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_WEB_TEST_SHIM=1"}, StopGrace: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := node.New(node.Config{Backend: b, Store: store, Runner: runner, Estimator: flatEstimator{},
+		UsageEvery: 10 * time.Millisecond, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	srv := &testServer{Server: New(Options{Backend: b, Node: n})}
+	gate := filepath.Join(dir, "go")
+	var running []jobs.Job
+	defer func() {
+		_ = os.WriteFile(gate, nil, 0o600)
+		for _, j := range running {
+			waitJob(t, n, j.ID, func(j jobs.Job) bool { return j.State.Terminal() && j.ExitCode != nil })
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, name := range []string{"a", "b"} {
+		j, _, err := n.Submit(ctx, jobs.Spec{Name: name, Command: []string{"sh", "-c", "while [ ! -e " + gate + " ]; do sleep 0.01; done"}, Kind: jobs.Offline, MemoryMiB: 60000}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, waitJob(t, n, j.ID, func(j jobs.Job) bool { return j.State == jobs.Running }))
+	}
+	for i, j := range running {
+		mig := ""
+		if j.Placement.Profile != "" {
+			mig = j.Placement.Device
+		}
+		if err := f.AttachProcess(j.Placement.GPU, mig, uint32(j.PID), int64(1000*(i+1))); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.SetProcessUtilization(uint32(j.PID), 40, 20); err != nil {
+			t.Fatal(err)
+		}
+		defer f.DetachProcess(uint32(j.PID))
+	}
+	// fbLine is a job's mmk_job_fb_used line at mem MiB, "" while there is none.
+	fbLine := func(body string, j jobs.Job, mem string) string {
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "mmk_job_fb_used{") && strings.Contains(l, `job_id="`+j.ID+`"`) && strings.HasSuffix(l, " "+mem) {
+				return l
+			}
+		}
+		return ""
+	}
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		body = srv.do(t, "GET", "/metrics", "").body
+		if fbLine(body, running[0], "1000") != "" && fbLine(body, running[1], "2000") != "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, j := range running {
+		l := fbLine(body, j, []string{"1000", "2000"}[i])
+		switch {
+		case l == "":
+			t.Errorf("no mmk_job_fb_used line of job %s at its processes' memory:\n%s", j.ID, body)
+		case j.Placement.Profile != "" && !strings.Contains(l, `GPU_I_PROFILE="7g.80gb"`):
+			t.Errorf("the MIG job's line %s lacks its profile", l)
+		}
+	}
+	if c := strings.Count(body, "mmk_job_sm_util{"); c != 1 || !strings.Contains(body, `GPU_I_PROFILE="",UUID=`) || !strings.Contains(body, `"} 40`) {
+		t.Errorf("%d mmk_job_sm_util lines, want the one job off MIG at 40:\n%s", c, body)
+	}
+	got := ScrapedJobMetrics(t, body)
+	want := JobMetricsGolden(t, "testdata/job-metrics.golden")
+	want = slices.DeleteFunc(want, func(s string) bool { return strings.HasPrefix(s, "mmk_job_fb_limit{") }) // no MPS here: no limit
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("per-job metrics differ from testdata/job-metrics.golden:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+func waitJob(t *testing.T, n *node.Node, id string, ok func(jobs.Job) bool) jobs.Job {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := n.Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %s (%s)", id, j.State, j.Reason)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
