@@ -15,9 +15,9 @@
 // instance is a MIG device with its own UUID, memory and SMs. Processes are
 // attached to a GPU or MIG device with AttachProcess, as CUDA clients would;
 // SetProcessMemory and SetProcessUtilization change what NVML reports of
-// them (memory per process, and utilisation samples, which NVML gives only
-// without MIG: ERROR_NOT_SUPPORTED with it, ERROR_NOT_FOUND when no process
-// ran since the caller's last sample).
+// them (memory per process, and utilisation samples of busy processes,
+// which NVML gives only without MIG: ERROR_NOT_SUPPORTED with it,
+// ERROR_NOT_FOUND when no process was busy since the caller's last sample).
 //
 // Its rules are written independently of partitioner's layout checks, so
 // that tests of the planner against the fake check one against the other.

@@ -22,10 +22,11 @@ func (f *Fake) SetProcessMemory(pid uint32, memMiB int64) error {
 	return nil
 }
 
-// SetProcessUtilization records a utilisation sample of a process: the
-// percent of the last sample period its kernels ran on the SMs (sm) and
-// read or wrote memory (mem), as the driver samples it. Each sample gets
-// a later timestamp than the one before.
+// SetProcessUtilization sets how busy a process is from now on: the
+// percent of each sample period its kernels run on the SMs (sm) and read
+// or write memory (mem). The driver samples a busy process continuously,
+// so every read of utilisation finds a new sample of it until it is set
+// idle (0, 0).
 func (f *Fake) SetProcessUtilization(pid uint32, sm, mem uint32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -36,8 +37,7 @@ func (f *Fake) SetProcessUtilization(pid uint32, sm, mem uint32) error {
 	if sm > 100 || mem > 100 {
 		return fmt.Errorf("process %d: utilisation %d %% SM, %d %% memory: want 0 to 100", pid, sm, mem)
 	}
-	f.clock += 1000
-	p.sample = nvml.ProcessUtilizationSample{Pid: pid, TimeStamp: f.clock, SmUtil: sm, MemUtil: mem}
+	p.smUtil, p.memUtil = sm, mem
 	return nil
 }
 
@@ -54,8 +54,9 @@ func (f *Fake) process(pid uint32) *process {
 }
 
 // GetProcessUtilization returns, as nvmlDeviceGetProcessUtilization
-// does, one sample per process of the GPU whose latest sample is newer
-// than lastSeen and not all zero; ERROR_NOT_FOUND when there is none, and
+// does, a sample of each busy process of the GPU newer than lastSeen
+// (time moves on a millisecond at each call, and a busy process is
+// sampled at each); ERROR_NOT_FOUND when there is none, and
 // ERROR_NOT_SUPPORTED on a GPU with MIG enabled (NVML gives no
 // per-process utilisation there).
 func (d *device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
@@ -67,11 +68,12 @@ func (d *device) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizati
 	if d.gpu.migCurrent {
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
+	f := d.gpu.fake
+	f.clock += 1000
 	var out []nvml.ProcessUtilizationSample
 	for _, p := range d.gpu.processes {
-		s := p.sample
-		if s.TimeStamp > lastSeen && (s.SmUtil > 0 || s.MemUtil > 0) {
-			out = append(out, s)
+		if f.clock > lastSeen && (p.smUtil > 0 || p.memUtil > 0) {
+			out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: f.clock, SmUtil: p.smUtil, MemUtil: p.memUtil})
 		}
 	}
 	if len(out) == 0 {

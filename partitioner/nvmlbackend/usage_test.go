@@ -54,12 +54,13 @@ func TestUsage(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("usage\n%+v\nwant\n%+v", got, want)
 	}
-	// No sample since: every process idle.
+	// Still busy: sampled again.
 	got, err = b.Usage()
 	must(err)
-	if p := got[2].Processes[0]; p.SMUtil != 0 || !got[2].Util {
-		t.Errorf("second read without a new sample: %+v, want idle", got[2])
+	if p := got[2].Processes[0]; p.SMUtil != 70 || !got[2].Util {
+		t.Errorf("second read: %+v, want process 20 still at 70 %%", got[2])
 	}
+	must(f.SetProcessUtilization(20, 0, 0))
 	must(f.SetProcessUtilization(21, 5, 1))
 	must(f.SetProcessMemory(20, 4096))
 	got, err = b.Usage()
