@@ -75,6 +75,8 @@ type jobUsage struct {
 	started time.Time // the run the samples are of
 	last    JobUsage
 	live    bool // last is of the latest sample
+	// listed says NVML listed a process of the job in some sample.
+	listed  bool
 	history []UsageSample
 }
 
@@ -122,12 +124,13 @@ func (n *Node) JobUsage(id string) (JobUsageView, error) {
 }
 
 // usagePeak is the most memory NVML saw the job's processes hold in its
-// run that started at started; ok is false when no sample saw it.
+// run that started at started; ok is false when no sample listed a
+// process of it.
 func (n *Node) usagePeak(id string, started time.Time) (peak int64, ok bool) {
 	n.usageMu.Lock()
 	defer n.usageMu.Unlock()
 	u, found := n.usage[id]
-	if !found || !u.started.Equal(started) || len(u.history) == 0 {
+	if !found || !u.started.Equal(started) || !u.listed {
 		return 0, false
 	}
 	return u.last.PeakMemoryMiB, true
@@ -235,6 +238,7 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 		}
 		ju.PeakMemoryMiB = max(u.last.PeakMemoryMiB, ju.UsedMemoryMiB)
 		u.last, u.live = ju, true
+		u.listed = u.listed || ju.Processes > 0
 		u.history = append(u.history, UsageSample{At: now, UsedMemoryMiB: ju.UsedMemoryMiB, Util: ju.Util, SMUtil: ju.SMUtil, MemUtil: ju.MemUtil})
 		if len(u.history) > usageKeep {
 			u.history = slices.Delete(u.history, 0, len(u.history)-usageKeep)
