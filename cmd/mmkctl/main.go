@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/buildinfo"
 	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
@@ -36,6 +37,7 @@ func newRootCommand() *cobra.Command {
 		Short:         "Run jobs on mmk, inspect GPUs and plan MIG layouts",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Version(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if a.output != "table" && a.output != "json" && a.output != "wide" {
 				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json", a.output)

@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/internal/buildinfo"
 	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
@@ -52,6 +53,7 @@ func newCommand() *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Version(),
 	}
 	cmd.Flags().String("listen", "127.0.0.1:7070", "host:port of the HTTP API (server.listen)")
 	cmd.Flags().String("data-dir", "", "job store, job logs, MPS and scheduler state (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk)")
@@ -102,7 +104,7 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	nodeDone := make(chan error, 1)
 	go func() { nodeDone <- n.Run(nodeCtx) }()
-	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name())
+	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name(), "version", buildinfo.Version())
 	if ready != nil {
 		ready(ln.Addr())
 	}
