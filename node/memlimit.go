@@ -50,18 +50,6 @@ func (c MemLimitConfig) limitFor(j *jobs.Job) int64 {
 	return j.MemoryMiB + j.MemoryMiB*int64(c.MarginPct)/100 + c.MarginMiB
 }
 
-// describe says where a limit comes from: "2048 MiB + 10 % + 0 MiB".
-func (c MemLimitConfig) describe(j *jobs.Job) string {
-	s := fmt.Sprintf("memory %d MiB", j.MemoryMiB)
-	if c.MarginPct != 0 {
-		s += fmt.Sprintf(" + %d %%", c.MarginPct)
-	}
-	if c.MarginMiB != 0 {
-		s += fmt.Sprintf(" + %d MiB", c.MarginMiB)
-	}
-	return s
-}
-
 // oomPatterns are what CUDA and the frameworks on it print when an
 // allocation fails: PyTorch's caching allocator ("CUDA out of memory",
 // torch.OutOfMemoryError), the CUDA runtime and driver error names,
@@ -88,7 +76,8 @@ func (n *Node) memLimitReason(j *jobs.Job, exit string) string {
 	if pl == nil || pl.MemLimitMiB <= 0 {
 		return ""
 	}
-	limit := fmt.Sprintf("%s=%s (%d MiB: %s)", mps.MemLimitEnv, mps.MemLimitValue(pl.MemLimitMiB), pl.MemLimitMiB, n.cfg.MemLimit.describe(j))
+	limit := fmt.Sprintf("%s=%s (%d MiB: memory %d MiB + %d MiB margin)", mps.MemLimitEnv, mps.MemLimitValue(pl.MemLimitMiB),
+		pl.MemLimitMiB, j.MemoryMiB, pl.MemLimitMiB-j.MemoryMiB)
 	peak, seen := n.usagePeak(j.ID, j.StartedAt)
 	line, err := oomLine(n.cfg.Runner.LogPath(j.ID))
 	if err != nil {

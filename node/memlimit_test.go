@@ -16,11 +16,7 @@ import (
 // fakeBackend is a backend on a fake the test can attach processes to.
 func fakeBackend(t *testing.T, gpus []fakegpu.GPUSpec) (*fakegpu.Fake, *nvmlbackend.Backend) {
 	t.Helper()
-	f, err := fakegpu.New(1, gpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := nvmlbackend.New(f, "fake")
+	b, f, err := nvmlbackend.OpenFake(1, gpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +94,7 @@ func TestMemLimitFailure(t *testing.T) {
 	hj := h.state(h.submit(hog).ID, jobs.Failed)
 	oj := h.state(h.submit(other).ID, jobs.Failed)
 	uj := h.state(h.submit(unlimited).ID, jobs.Failed)
-	for _, want := range []string{"out of GPU memory under its limit CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 10 %)",
+	for _, want := range []string{"out of GPU memory under its limit CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 204 MiB margin)",
 		`its log: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 MiB.`, "; exit status 3"} {
 		if !strings.Contains(hj.Reason, want) {
 			t.Errorf("hog's reason %q lacks %q", hj.Reason, want)
@@ -129,7 +125,7 @@ func TestMemLimitNVMLEvidence(t *testing.T) {
 		used int64
 		want string
 	}{
-		{2252, "exit status 1 at its GPU memory limit CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 10 %): NVML saw 2252 MiB (no out-of-memory message in its log)"},
+		{2252, "exit status 1 at its GPU memory limit CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 204 MiB margin): NVML saw 2252 MiB (no out-of-memory message in its log)"},
 		{1500, "exit status 1"},
 	} {
 		script, gate := gated(t, "1")

@@ -1,67 +1,16 @@
 package web
 
 import (
-	"bufio"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/web/webtest"
 )
-
-// JobMetricsGolden reads testdata/job-metrics.golden: each per-job metric
-// with its labels in order.
-func JobMetricsGolden(t testing.TB, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// ScrapedJobMetrics parses a /metrics body into the golden file's form:
-// each mmk_job_* metric with the labels its series carry, sorted by name.
-func ScrapedJobMetrics(t testing.TB, body string) []string {
-	t.Helper()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("not the Prometheus text format: %v", err)
-	}
-	var out []string
-	for name, f := range families {
-		if !strings.HasPrefix(name, "mmk_job_") {
-			continue
-		}
-		if f.GetHelp() == "" {
-			t.Errorf("%s has no help", name)
-		}
-		var labels []string
-		for _, l := range f.GetMetric()[0].GetLabel() {
-			labels = append(labels, l.GetName())
-		}
-		slices.Sort(labels)
-		out = append(out, name+"{"+strings.Join(labels, ",")+"}")
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestJobMetrics: every running job's GPU use in /metrics, labelled as
 // DCGM exporter labels devices (MIG profile and instance id only on MIG
@@ -99,9 +48,14 @@ func TestJobMetrics(t *testing.T) {
 			t.Errorf("metrics have %s", absent)
 		}
 	}
-	got := ScrapedJobMetrics(t, r.body)
-	want := JobMetricsGolden(t, "testdata/job-metrics.golden")
-	slices.Sort(want)
+	got, err := webtest.JobMetrics(r.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := webtest.ReadGolden("testdata/job-metrics.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("per-job metrics differ from testdata/job-metrics.golden:\n%s", strings.Join(got, "\n"))
 	}

@@ -18,7 +18,7 @@
 # to after. Results go to OUTDIR: memlimit-e2e.jsonl (one line per job:
 # state, reason, exit code, what was wanted, ok; and the overlap),
 # jobs.json (the records), metrics.txt (the mmk_job_* lines of /metrics,
-# read every half second while the three run), jobs-wide.txt (mmkctl jobs
+# read every half second while the jobs run), jobs-wide.txt (mmkctl jobs
 # -o wide meanwhile), the jobs' logs, mmkd.log and summary.txt. The script
 # exits 1 when a check fails. MPS daemons are quit before it ends.
 #
@@ -44,6 +44,7 @@ PHASE_MAX=${PHASE_MAX:-300}
 addr=127.0.0.1:${PORT:-7078}
 tmp=$(mktemp -d /tmp/mmk-memlimit-e2e.XXXX)
 mmkd_pid=
+capture_pid=
 dry=()
 envs=(MMK_MPS_ENABLED=true "MMK_KERNELSCHED_ENABLED=${KS:-false}")
 if [ "${DRY:-0}" = 1 ]; then
@@ -57,6 +58,7 @@ else
 fi
 
 cleanup() {
+	[ -n "$capture_pid" ] && kill "$capture_pid" 2>/dev/null && wait "$capture_pid" 2>/dev/null || true
 	[ -n "$mmkd_pid" ] && kill "$mmkd_pid" 2>/dev/null && wait "$mmkd_pid" 2>/dev/null || true
 	# mmkd leaves MPS daemons running for jobs that outlive it: quit them.
 	for p in "$tmp"/data/mps/*/pipe; do
@@ -89,12 +91,22 @@ co=$(submit co-runner -- python3 "$here/e2e_job.py" train --job resnet50_train -
 for _ in $(seq 600); do [ "$(state "$co")" = running ] && break; sleep 0.5; done
 sleep "$CO_WARM_S"
 
+: >"$out/metrics.txt"
+: >"$out/jobs-wide.txt"
+# What /metrics and mmkctl jobs -o wide say every half second while the
+# jobs run, in the background so that a slow state check misses nothing.
+(
+	while [ ! -e "$tmp/stop-capture" ]; do
+		{ echo "# $(date +%s.%N)"; curl -fs "http://$addr/metrics" | grep '^mmk_job_' || true; } >>"$out/metrics.txt"
+		{ echo "# $(date +%s.%N)"; "${mk[@]}" jobs -o wide || true; } >>"$out/jobs-wide.txt"
+		sleep 0.5
+	done
+) &
+capture_pid=$!
 hog=$(submit memhog --memory "${LIMIT_GIB}GiB" -- python3 "$here/memhog.py" --gib "$HOG_GIB" --hold-s "$HOLD_S")
 fits=$(submit memhog-fits --memory "${FIT_GIB}GiB" -- python3 "$here/memhog.py" --gib "$HOG_GIB" --hold-s "$HOLD_S")
 other=$(submit other-failure --memory "${LIMIT_GIB}GiB" -- python3 -c 'import sys; print("failing for a reason of its own"); sys.exit(1)')
 
-: >"$out/metrics.txt"
-: >"$out/jobs-wide.txt"
 deadline=$(($(date +%s) + PHASE_MAX))
 while :; do
 	left=0
@@ -106,12 +118,11 @@ while :; do
 		sleep 3
 		break
 	fi
-	if ! terminal "$(state "$hog")" || ! terminal "$(state "$fits")"; then
-		{ echo "# $(date +%s.%N)"; curl -fs "http://$addr/metrics" | grep '^mmk_job_' || true; } >>"$out/metrics.txt"
-		{ echo "# $(date +%s.%N)"; "${mk[@]}" jobs -o wide || true; } >>"$out/jobs-wide.txt"
-	fi
 	sleep 0.5
 done
+touch "$tmp/stop-capture"
+wait "$capture_pid" || true
+capture_pid=
 
 : >"$out/memlimit-e2e.jsonl"
 echo "[" >"$out/jobs.json"

@@ -1,10 +1,7 @@
 package gpu
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,62 +18,22 @@ import (
 // another reason keeps its exit status. Needs python3 and curl
 // (MMK_E2E_DRY_TEST=required, as in CI, fails instead of skipping).
 func TestMemLimitDryRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for about half a minute")
-	}
-	for _, tool := range []string{"python3", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("MMK_E2E_DRY_TEST") == "required" {
-				t.Fatalf("%s not found: %v", tool, err)
-			}
-			t.Skipf("%s not found", tool)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/mmkd", "./cmd/mmkctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	ctl, err := mpstest.WriteControl(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	cmd := exec.Command("bash", filepath.Join(root, "bench/gpu/memlimit-e2e.sh"), out)
-	cmd.Env = append(os.Environ(), "DRY=1", "MMK_BIN="+bin, "MMK_MPS_CONTROL="+ctl, "PORT=7399",
-		"CO_ITERS=1500", "CO_WARM_S=1", "HOLD_S=4", "PHASE_MAX=90")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("memlimit-e2e.sh: %v\n%s", err, b)
-	}
-	f, err := os.Open(filepath.Join(out, "memlimit-e2e.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got := map[string]struct {
+	out := dryRun(t, "about half a minute", "memlimit-e2e.sh", nil, "MMK_MPS_CONTROL="+ctl,
+		"CO_ITERS=2500", "CO_WARM_S=1", "HOLD_S=6", "PHASE_MAX=120")
+	type result struct {
+		Case   string `json:"case"`
 		State  string `json:"state"`
 		Reason string `json:"reason"`
 		Limit  int64  `json:"mem_limit_mib"`
 		OK     bool   `json:"ok"`
-	}{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r struct {
-			Case string `json:"case"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("memlimit-e2e.jsonl line %q: %v", sc.Text(), err)
-		}
-		v := got[r.Case]
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatal(err)
-		}
-		got[r.Case] = v
+	}
+	got := map[string]result{}
+	for _, r := range jsonLines[result](t, filepath.Join(out, "memlimit-e2e.jsonl")) {
+		got[r.Case] = r
 	}
 	for _, c := range []string{"co-runner", "hog", "fits", "other", "overlap"} {
 		if !got[c].OK {
@@ -84,7 +41,7 @@ func TestMemLimitDryRun(t *testing.T) {
 		}
 	}
 	hog := got["hog"]
-	for _, want := range []string{"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 10 %)", "CUDA out of memory", "exit status 3"} {
+	for _, want := range []string{"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2252M (2252 MiB: memory 2048 MiB + 204 MiB margin)", "CUDA out of memory", "exit status 3"} {
 		if !strings.Contains(hog.Reason, want) {
 			t.Errorf("the hog's reason %q lacks %q", hog.Reason, want)
 		}

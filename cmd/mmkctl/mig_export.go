@@ -30,12 +30,11 @@ func newExportCommand(a *app) *cobra.Command {
 			"-o json writes the same document as JSON.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := a.openBackend(cmd)
-			if err != nil {
+			var data []byte
+			err := a.withInventory(cmd, func(b partitioner.Backend, gpus []partitioner.GPUState) (err error) {
+				data, err = exportParted(b, gpus, f.name)
 				return err
-			}
-			defer b.Close()
-			data, err := exportParted(b, f.name)
+			})
 			if err != nil {
 				return err
 			}
@@ -65,15 +64,11 @@ func newExportCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// exportParted reads every GPU's MIG mode and layout and writes them as
-// the mig-parted configuration name.
-func exportParted(b partitioner.Backend, name string) ([]byte, error) {
+// exportParted writes the GPUs' MIG modes and layouts as the mig-parted
+// configuration name.
+func exportParted(b partitioner.Backend, gpus []partitioner.GPUState, name string) ([]byte, error) {
 	if name == "" {
 		return nil, errors.New("flag --name: the configuration needs a name")
-	}
-	gpus, err := partitioner.ReadInventory(b)
-	if err != nil {
-		return nil, err
 	}
 	if len(gpus) == 0 {
 		return nil, errors.New("mig export: the node has no GPU")

@@ -64,15 +64,11 @@ func TestApplyParted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := fakegpu.New(1, []fakegpu.GPUSpec{
+			b, f, err := nvmlbackend.OpenFake(1, []fakegpu.GPUSpec{
 				{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+2g.20gb@4+1g.10gb@6"},
 				{Model: "H100-80GB", MIG: true, Layout: "3g.40gb@0+3g.40gb@4"},
 				{Model: "H200-141GB"},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := nvmlbackend.New(f, "fake")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,11 +84,23 @@ func Open(opts Options) (*Backend, error) {
 }
 
 func openFake(opts Options) (*Backend, error) {
-	f, err := fakegpu.New(opts.FakeSeed, opts.FakeGPUs)
+	b, _, err := OpenFake(opts.FakeSeed, opts.FakeGPUs)
+	return b, err
+}
+
+// OpenFake returns a backend named "fake" over a new fake NVML holding
+// gpus (UUIDs derived from seed), and the fake itself, to which callers
+// (tests, dry runs) attach processes as CUDA clients would.
+func OpenFake(seed uint64, gpus []fakegpu.GPUSpec) (*Backend, *fakegpu.Fake, error) {
+	f, err := fakegpu.New(seed, gpus)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return New(f, "fake")
+	b, err := New(f, "fake")
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, f, nil
 }
 
 // Name returns "nvml" or "fake".

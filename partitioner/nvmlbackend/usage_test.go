@@ -13,15 +13,7 @@ import (
 // process NVML left out: idle); with MIG, each MIG device with its GPU
 // instance and profile and no utilisation.
 func TestUsage(t *testing.T) {
-	f, err := fakegpu.New(3, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}, {Model: "H200-141GB"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(f, "fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, f := newFakeBackend(t, fakegpu.GPUSpec{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}, fakegpu.GPUSpec{Model: "H200-141GB"})
 	insts, err := b.Instances(0)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,11 @@
-package web
+package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,16 +18,9 @@ import (
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
+	"github.com/mmkgpu/mmk/web"
+	"github.com/mmkgpu/mmk/web/webtest"
 )
-
-// TestMain lets the test binary be the job supervisor of the real node
-// TestJobMetricsOnFakeGPUs runs.
-func TestMain(m *testing.M) {
-	if os.Getenv("MMK_WEB_TEST_SHIM") == "1" {
-		os.Exit(jobs.ShimMain(os.Args[1:]))
-	}
-	os.Exit(m.Run())
-}
 
 // flatEstimator gives every job the instance's share of the GPU.
 type flatEstimator struct{}
@@ -33,18 +29,13 @@ func (flatEstimator) Speed(_ partitioner.Job, sms, gpuSMs, _ int, _ []partitione
 	return float64(sms) / float64(gpuSMs), nil
 }
 
-// TestJobMetricsOnFakeGPUs: /metrics of the real node on fake GPUs that
+// TestJobMetricsOnFakeGPUs: mmkd's /metrics (the real node and API) on fake GPUs that
 // report per-process use: two running jobs (one in a MIG instance, one on
 // a GPU without MIG) whose processes the fake lists with memory and
 // utilisation export what NVML reported, under the golden list's names
 // and labels.
 func TestJobMetricsOnFakeGPUs(t *testing.T) {
-	gpus := []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "7g.80gb@0"}, {Model: "H200-141GB"}}
-	f, err := fakegpu.New(1, gpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := nvmlbackend.New(f, "fake")
+	b, f, err := nvmlbackend.OpenFake(1, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "7g.80gb@0"}, {Model: "H200-141GB"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +47,7 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 	}
 	defer store.Close()
 	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_WEB_TEST_SHIM=1"}, StopGrace: 5 * time.Second})
+		ShimArgs: []string{"shim"}, StopGrace: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +59,20 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	srv := &testServer{Server: New(Options{Backend: b, Node: n})}
+	srv := httptest.NewServer(web.New(web.Options{Backend: b, Node: n}).Handler())
+	defer srv.Close()
+	scrape := func() string {
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+		}
+		return string(body)
+	}
 	gate := filepath.Join(dir, "go")
 	var running []jobs.Job
 	defer func() {
@@ -112,7 +116,7 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 	}
 	var body string
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		body = srv.do(t, "GET", "/metrics", "").body
+		body = scrape()
 		if fbLine(body, running[0], "1000") != "" && fbLine(body, running[1], "2000") != "" || time.Now().After(deadline) {
 			break
 		}
@@ -130,12 +134,17 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 	if c := strings.Count(body, "mmk_job_sm_util{"); c != 1 || !strings.Contains(body, `GPU_I_PROFILE="",UUID=`) || !strings.Contains(body, `"} 40`) {
 		t.Errorf("%d mmk_job_sm_util lines, want the one job off MIG at 40:\n%s", c, body)
 	}
-	got := ScrapedJobMetrics(t, body)
-	want := JobMetricsGolden(t, "testdata/job-metrics.golden")
+	got, err := webtest.JobMetrics(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := webtest.ReadGolden("../../web/testdata/job-metrics.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
 	want = slices.DeleteFunc(want, func(s string) bool { return strings.HasPrefix(s, "mmk_job_fb_limit{") }) // no MPS here: no limit
-	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("per-job metrics differ from testdata/job-metrics.golden:\n%s", strings.Join(got, "\n"))
+		t.Errorf("per-job metrics differ from web/testdata/job-metrics.golden:\n%s", strings.Join(got, "\n"))
 	}
 }
 
