@@ -24,6 +24,7 @@ export async function followUsage(id, signal) {
     const ended = j && terminal(j.state);
     try {
       const v = await request('api/v1/jobs/' + encodeURIComponent(id) + '/usage', {signal});
+      if (signal.aborted) return; // another page took the chart
       draw(v, j);
     } catch (e) {
       if (e.name === 'AbortError') return;
