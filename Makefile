@@ -8,13 +8,22 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test bench lint fuzz screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
+# VERSION is what mmkd --version and mmkctl --version print and the .deb's
+# version (packaging/version.sh: the tag, else 0.0~gitDATE.HASH).
+VERSION ?= $(shell packaging/version.sh)
+LDFLAGS = -X github.com/mmkgpu/mmk/internal/buildinfo.version=$(VERSION)
+
 ## build: bin/mmkd, bin/mmkctl and the hook
 build: hook
-	$(GO) build -o bin/ ./cmd/mmkd ./cmd/mmkctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/mmkd ./cmd/mmkctl
+
+## deb: bin/mmk_VERSION_ARCH.deb (dpkg-deb): the binaries, the hook, mmkd.service, /etc/mmk/mmk.yaml, mmkctl's shell completion
+deb: build
+	packaging/build-deb.sh "$(VERSION)" bin
 
 ## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH)
 CC ?= cc
@@ -56,6 +65,7 @@ lint:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLayout -fuzztime $(FUZZTIME) ./partitioner
+	$(GO) test -run '^$$' -fuzz FuzzParseParted -fuzztime $(FUZZTIME) ./partitioner
 	$(GO) test -run '^$$' -fuzz FuzzReadProfiles -fuzztime $(FUZZTIME) ./kernelsched
 	$(GO) test -run '^$$' -fuzz FuzzReadKernelTrace -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzParseTaskSpec -fuzztime $(FUZZTIME) ./sim

@@ -51,6 +51,9 @@ type JobsConfig struct {
 	// Retention is how long a finished job (record, events, log,
 	// checkpoint) is kept; 0 keeps every job forever.
 	Retention time.Duration `mapstructure:"retention"`
+	// UsageInterval is how often the jobs' GPU use (memory, utilisation)
+	// is read through NVML; 0 never.
+	UsageInterval time.Duration `mapstructure:"usage_interval"`
 }
 
 // MIGConfig says whether mmkd may change MIG layouts.
@@ -59,6 +62,12 @@ type MIGConfig struct {
 	// GPUs whose MIG mode an operator enabled. Off by default: mmk then
 	// places jobs in the instances that exist and never changes them.
 	Manage bool `mapstructure:"manage"`
+	// PartedFile is a mig-parted configuration file (version: v1,
+	// mig-configs) and PartedConfig the configuration of it that mmkd
+	// sets up at start on the GPUs it matches (with Manage; without, it
+	// reports the GPUs that differ). "" for none.
+	PartedFile   string `mapstructure:"parted_file"`
+	PartedConfig string `mapstructure:"parted_config"`
 }
 
 // MPSConfig configures the MPS daemons, one per instance.
@@ -74,6 +83,14 @@ type MPSConfig struct {
 	// (partitioner.Options.PriorityShares). Off: shares sum to at most
 	// 100 % and jobs wait for share.
 	PriorityShares bool `mapstructure:"priority_shares"`
+	// MemoryLimit says which jobs' MPS clients get a device memory limit
+	// (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): spec (those whose spec gives
+	// their memory), all (the others at the default memory) or off. The
+	// limit is the job's memory plus MemoryLimitMarginPct percent plus
+	// MemoryLimitMarginMiB.
+	MemoryLimit          string `mapstructure:"memory_limit"`
+	MemoryLimitMarginPct int64  `mapstructure:"memory_limit_margin_pct"`
+	MemoryLimitMarginMiB int64  `mapstructure:"memory_limit_margin_mib"`
 }
 
 // KernelSchedConfig configures kernel scheduling: a kernelsched server
@@ -160,11 +177,18 @@ func (c *Config) Validate() error {
 		positive("server.max_body_bytes", c.Server.MaxBodyBytes),
 		positive("jobs.stop_grace", int64(c.Jobs.StopGrace)),
 		notNegative("jobs.retention", int64(c.Jobs.Retention)),
+		notNegative("jobs.usage_interval", int64(c.Jobs.UsageInterval)),
+		oneOf("mps.memory_limit", c.MPS.MemoryLimit, "spec", "all", "off"),
+		notNegative("mps.memory_limit_margin_pct", c.MPS.MemoryLimitMarginPct),
+		notNegative("mps.memory_limit_margin_mib", c.MPS.MemoryLimitMarginMiB),
 	}
 	for _, err := range checks {
 		if err != nil {
 			return err
 		}
+	}
+	if err := c.MIG.validParted(); err != nil {
+		return err
 	}
 	for i, g := range c.GPU.Fake.GPUs {
 		key := fmt.Sprintf("gpu.fake.gpus[%d]", i)

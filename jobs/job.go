@@ -95,6 +95,9 @@ type Placement struct {
 	// Speed is the predictor's estimate of its speed there (1: alone on
 	// the whole GPU).
 	Speed float64 `json:"speed"`
+	// MemLimitMiB is the GPU memory limit its MPS client was started
+	// with (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT); 0: none.
+	MemLimitMiB int64 `json:"memLimitMiB,omitempty"`
 }
 
 // Job is a submitted job and where it is in its life.
@@ -155,7 +158,7 @@ var (
 
 // reservedEnv are variables mmk sets for a job; a spec may not set them.
 var reservedEnv = []string{"CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
-	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_CLIENT_PRIORITY", "CUDA_INJECTION64_PATH"}
+	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_CLIENT_PRIORITY", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_INJECTION64_PATH"}
 
 // ReservedEnv reports a variable mmk sets for every job.
 func ReservedEnv(key string) bool {

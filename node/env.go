@@ -52,6 +52,9 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 			}
 		}
 		env = append(env, mps.PriorityEnv+"="+strconv.Itoa(j.Spec.MPSClientPriority()))
+		if pl.MemLimitMiB > 0 {
+			env = append(env, mps.MemLimitEnv+"="+mps.MemLimitValue(pl.MemLimitMiB))
+		}
 	}
 	if s := n.cfg.Sched; s != nil {
 		sock, err := n.ensureScheduler(pl.InstanceKey, g)

@@ -23,6 +23,11 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		n.cfg.Log.Error("placement: clear the job's earlier run", "job", id, "err", err)
 		return
 	}
+	if n.cfg.MPS != nil {
+		if j, ok := n.get(id); ok {
+			pl.MemLimitMiB = n.cfg.MemLimit.limitFor(&j)
+		}
+	}
 	j, err := n.move(id, jobs.Placed, "", func(j *jobs.Job) { j.Placement = &pl })
 	if err != nil {
 		n.cfg.Log.Error("placement: place job", "job", id, "err", err)
@@ -139,6 +144,11 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 		to, reason := jobs.Succeeded, ""
 		if ex.Error != "" || ex.Code != 0 {
 			to, reason = jobs.Failed, exitReason(ex)
+			if ex.Error == "" {
+				if why := n.memLimitReason(&j, reason); why != "" {
+					reason = why
+				}
+			}
 		}
 		_, err := n.move(e.id, to, reason, status)
 		n.causes = append(n.causes, "completion of job "+e.id)

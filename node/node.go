@@ -52,6 +52,12 @@ type Config struct {
 	Sched *SchedConfig
 	// DefaultMemoryMiB is the memory of a job that gave none.
 	DefaultMemoryMiB int64
+	// MemLimit says which jobs' MPS clients get a device memory limit
+	// (where MPS runs) and its margin above their memory.
+	MemLimit MemLimitConfig
+	// UsageEvery is how often the jobs' GPU use is read when the backend
+	// can read it (default a second; negative: never).
+	UsageEvery time.Duration
 	// StopGrace is how long a stopped job has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
 	// Retention is how long a finished job (its record, events, log and
@@ -115,6 +121,11 @@ type Node struct {
 	// maxMemoryMiB is the largest job memory any instance (or, when MIG is
 	// managed, any GPU) can hold, read at start.
 	maxMemoryMiB int64
+
+	// usage is each job's GPU use, sampled by runUsage; usageAt is when.
+	usageMu sync.Mutex
+	usage   map[string]*jobUsage
+	usageAt time.Time
 }
 
 // pruneEvery is how often finished jobs past their retention are removed.
@@ -228,11 +239,25 @@ func New(cfg Config) (*Node, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 10 * time.Second
 	}
+	if cfg.UsageEvery == 0 {
+		cfg.UsageEvery = time.Second
+	}
+	switch cfg.MemLimit.Mode {
+	case "":
+		cfg.MemLimit.Mode = MemLimitSpec
+	case MemLimitSpec, MemLimitAll, MemLimitOff:
+	default:
+		return nil, fmt.Errorf("node: memory limit mode %q is not one of %s, %s, %s", cfg.MemLimit.Mode, MemLimitSpec, MemLimitAll, MemLimitOff)
+	}
+	if cfg.MemLimit.MarginPct < 0 || cfg.MemLimit.MarginMiB < 0 {
+		return nil, fmt.Errorf("node: memory limit margin %d %% + %d MiB is negative", cfg.MemLimit.MarginPct, cfg.MemLimit.MarginMiB)
+	}
 	n := &Node{
 		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
+		usage: map[string]*jobUsage{},
 	}
 	all, err := cfg.Store.All()
 	if err != nil {
@@ -257,7 +282,14 @@ func New(cfg Config) (*Node, error) {
 // returns: they outlive mmkd, and the next Run adopts them.
 func (n *Node) Run(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var sampling sync.WaitGroup
+	defer func() {
+		cancel()
+		sampling.Wait()
+	}()
+	if r := n.usageReader(); r != nil && n.cfg.UsageEvery > 0 {
+		sampling.Go(func() { n.runUsage(loopCtx, r) })
+	}
 	n.recover(loopCtx)
 	n.serveAdopted(loopCtx)
 	n.prune()

@@ -158,6 +158,9 @@ func newMetricsHandler(n Node, log *slog.Logger) http.Handler {
 	if n != nil {
 		reg.MustRegister(newNodeCollector(n))
 	}
+	if u, ok := n.(UsageNode); ok {
+		reg.MustRegister(newJobCollector(u))
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{log},
 		ErrorHandling: promhttp.ContinueOnError,

@@ -123,6 +123,8 @@ func (s *Server) routes() {
 	jobs.GET("/jobs/:id/events", s.handle(s.jobEvents))
 	jobs.POST("/jobs/:id/cancel", s.handle(s.cancelJob))
 	jobs.GET("/jobs/:id/logs", s.jobLogs)
+	jobs.GET("/jobs/:id/usage", s.handle(s.jobUsage))
+	jobs.GET("/usage", s.handle(s.usage))
 	jobs.GET("/instances", s.handle(s.instances))
 	jobs.GET("/plan", s.handle(s.plan))
 	jobs.GET("/reconfigs", s.handle(s.reconfigs))

@@ -5,10 +5,8 @@
 package gpu
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,52 +18,16 @@ import (
 // the goal's verdicts. Needs python3 and curl (MMK_E2E_DRY_TEST=required,
 // as in CI, fails instead of skipping without them).
 func TestE2EDryRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for about a minute")
-	}
-	for _, tool := range []string{"python3", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("MMK_E2E_DRY_TEST") == "required" {
-				t.Fatalf("%s not found: %v", tool, err)
-			}
-			t.Skipf("%s not found", tool)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/mmkd", "./cmd/mmkctl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	out := t.TempDir()
-	cmd := exec.Command("bash", filepath.Join(root, "bench/gpu/mmkd-e2e.sh"), out, "fake")
-	cmd.Env = append(os.Environ(), "DRY=1", "MMK_BIN="+bin, "ROUNDS=2", "SERVE_S=2", "ALONE_S=1", "PORT=7397",
+	out := dryRun(t, "about a minute", "mmkd-e2e.sh", []string{"fake"}, "ROUNDS=2", "SERVE_S=2", "ALONE_S=1",
 		"R50_ITERS=60", "VGG_ITERS=30", "BERT_ITERS=40", "DENSE_ITERS=30", "PHASE_MAX=60",
 		"PHASES=alone baseline mps-prio mmk mmk-nohook")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mmkd-e2e.sh: %v\n%s", err, b)
-	}
-	f, err := os.Open(filepath.Join(out, "e2e.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	seen := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r struct {
-			Round  int             `json:"round"`
-			Phase  string          `json:"phase"`
-			Name   string          `json:"name"`
-			Report json.RawMessage `json:"report"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("e2e.jsonl line %q: %v", sc.Text(), err)
-		}
+	for _, r := range jsonLines[struct {
+		Round  int             `json:"round"`
+		Phase  string          `json:"phase"`
+		Name   string          `json:"name"`
+		Report json.RawMessage `json:"report"`
+	}](t, filepath.Join(out, "e2e.jsonl")) {
 		if strings.Contains(string(r.Report), "unfinished") {
 			t.Errorf("round %d %s: %s unfinished", r.Round, r.Phase, r.Name)
 		}

@@ -19,22 +19,30 @@ func newGPUsCommand(a *app) *cobra.Command {
 			"configuration otherwise (--backend nvml|fake chooses).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := a.openBackend(cmd)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			gpus, err := partitioner.ReadInventory(b)
-			if err != nil {
-				return err
-			}
-			p := a.printer(cmd)
-			if p.json {
-				return p.JSON(gpus)
-			}
-			return printGPUs(p, b.Name(), gpus)
+			return a.withInventory(cmd, func(b partitioner.Backend, gpus []partitioner.GPUState) error {
+				p := a.printer(cmd)
+				if p.json {
+					return p.JSON(gpus)
+				}
+				return printGPUs(p, b.Name(), gpus)
+			})
 		},
 	}
+}
+
+// withInventory opens the backend the configuration selects, reads its
+// GPUs with their instances and calls f while the backend is open.
+func (a *app) withInventory(cmd *cobra.Command, f func(partitioner.Backend, []partitioner.GPUState) error) error {
+	b, err := a.openBackend(cmd)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	gpus, err := partitioner.ReadInventory(b)
+	if err != nil {
+		return err
+	}
+	return f(b, gpus)
 }
 
 func printGPUs(p printer, backend string, gpus []partitioner.GPUState) error {

@@ -25,7 +25,12 @@ func newJobsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "jobs",
 		Short: "List mmkd's jobs, newest first",
-		Args:  cobra.NoArgs,
+		Long: "List mmkd's jobs, newest first. -o wide adds each running job's GPU use as NVML\n" +
+			"last reported it: the memory of its processes on its device with the most they\n" +
+			"held and its limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), and the percent of time\n" +
+			"its kernels ran (SM) and its memory was used (MEM), which NVML does not give on\n" +
+			"MIG instances (-).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := server.client()
 			if err != nil {
@@ -50,6 +55,13 @@ func newJobsCommand(a *app) *cobra.Command {
 			p := a.printer(cmd)
 			if p.json {
 				return p.JSON(list)
+			}
+			if p.wide {
+				usage, err := jobsUsage(cmd.Context(), c)
+				if err != nil {
+					return err
+				}
+				return printJobsWide(p, list, usage, time.Now())
 			}
 			return printJobs(p, list, time.Now())
 		},

@@ -3,7 +3,7 @@
 // model, and plans reconfigurations between layouts. Through mmkd's API
 // (--addr or MMK_ADDR, --token or MMK_TOKEN) it submits, lists, follows
 // and cancels jobs and shows the node's placement. Every command takes
-// -o table|json.
+// -o table|wide|json.
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/buildinfo"
 	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
@@ -36,15 +37,16 @@ func newRootCommand() *cobra.Command {
 		Short:         "Run jobs on mmk, inspect GPUs and plan MIG layouts",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Version(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if a.output != "table" && a.output != "json" {
-				return fmt.Errorf("flag -o/--output: %q is not one of table, json", a.output)
+			if a.output != "table" && a.output != "json" && a.output != "wide" {
+				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json", a.output)
 			}
 			return nil
 		},
 	}
 	a.flags = cli.AddConfigFlags(root.PersistentFlags(), nil)
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs) or json")
 	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
 	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a))
 	return root
@@ -62,5 +64,5 @@ func (a *app) openBackend(cmd *cobra.Command) (partitioner.Backend, error) {
 
 // printer writes the command's result in the chosen format.
 func (a *app) printer(cmd *cobra.Command) printer {
-	return printer{w: cmd.OutOrStdout(), json: a.output == "json"}
+	return printer{w: cmd.OutOrStdout(), json: a.output == "json", wide: a.output == "wide"}
 }

@@ -12,9 +12,9 @@ import (
 func newMIGCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mig",
-		Short: "MIG profiles, layouts and reconfiguration plans",
+		Short: "MIG profiles, layouts, reconfiguration plans and mig-parted configurations",
 	}
-	cmd.AddCommand(newProfilesCommand(a), newLayoutsCommand(a), newPlanCommand(a))
+	cmd.AddCommand(newProfilesCommand(a), newLayoutsCommand(a), newPlanCommand(a), newExportCommand(a))
 	return cmd
 }
 

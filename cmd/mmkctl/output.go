@@ -12,6 +12,8 @@ import (
 type printer struct {
 	w    io.Writer
 	json bool
+	// wide asks for the table's extra columns, where a command has them.
+	wide bool
 }
 
 // JSON writes v as indented JSON.

@@ -277,6 +277,9 @@ func TestDashboard(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#s-result a`)),
 			waitFor(`document.querySelector('#job-state').textContent === 'running'`),
 			waitFor(`document.querySelector('#job-details').textContent.includes('sleep')`),
+			// Its GPU use as the fake GPUs report it: sampled, no process of its own on them.
+			waitFor(`!document.querySelector('#job-usage').hidden && document.querySelector('#job-usage-now').textContent.includes('0 processes')`),
+			waitFor(`document.querySelector('#job-usage-chart').querySelector('polygon.mem') !== null`),
 			chromedp.Click(chromedp.ID("job-cancel")),
 			chromedp.WaitVisible(chromedp.ID("job-confirm-yes")),
 			chromedp.Click(chromedp.ID("job-confirm-yes")),

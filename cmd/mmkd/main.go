@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/internal/buildinfo"
 	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
@@ -52,6 +53,7 @@ func newCommand() *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Version(),
 	}
 	cmd.Flags().String("listen", "127.0.0.1:7070", "host:port of the HTTP API (server.listen)")
 	cmd.Flags().String("data-dir", "", "job store, job logs, MPS and scheduler state (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk)")
@@ -76,6 +78,9 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 		return err
 	}
 	defer backend.Close()
+	if err := applyParted(cfg, backend, log); err != nil {
+		return err
+	}
 	if err := logInventory(log, backend); err != nil {
 		return err
 	}
@@ -99,7 +104,7 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	nodeDone := make(chan error, 1)
 	go func() { nodeDone <- n.Run(nodeCtx) }()
-	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name())
+	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name(), "version", buildinfo.Version())
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -174,7 +179,9 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
 		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
-		StopGrace: cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
+		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
+		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
+		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
 	})
 	if err != nil {
 		store.Close()
@@ -186,6 +193,15 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 			log.Error("close the job store", "err", err)
 		}
 	}, nil
+}
+
+// usageEvery is node.Config.UsageEvery of jobs.usage_interval: 0 is
+// never.
+func usageEvery(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {

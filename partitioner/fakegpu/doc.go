@@ -13,7 +13,11 @@
 // instances, and no compute instance while processes run on it
 // (ERROR_IN_USE); no call before Init (ERROR_UNINITIALIZED). Each compute
 // instance is a MIG device with its own UUID, memory and SMs. Processes are
-// attached to a GPU or MIG device with AttachProcess, as CUDA clients would.
+// attached to a GPU or MIG device with AttachProcess, as CUDA clients would;
+// SetProcessMemory and SetProcessUtilization change what NVML reports of
+// them (memory per process, and utilisation samples of busy processes,
+// which NVML gives only without MIG: ERROR_NOT_SUPPORTED with it,
+// ERROR_NOT_FOUND when no process was busy since the caller's last sample).
 //
 // Its rules are written independently of partitioner's layout checks, so
 // that tests of the planner against the fake check one against the other.

@@ -48,6 +48,7 @@ type Fake struct {
 	seed   uint64
 	gpus   []*gpu
 	serial uint64 // counts MIG devices ever made, for unique UUIDs
+	clock  uint64 // the driver's clock (µs) of utilisation samples
 }
 
 var _ nvml.Interface = (*Fake)(nil)
@@ -68,6 +69,8 @@ type process struct {
 	pid    uint32
 	memMiB int64
 	ci     *computeInstance // nil: on the whole GPU (MIG disabled)
+	// smUtil and memUtil are how busy it is (SetProcessUtilization).
+	smUtil, memUtil uint32
 }
 
 // New returns a fake holding the described GPUs, indexed in order, with

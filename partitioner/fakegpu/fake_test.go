@@ -251,3 +251,50 @@ func TestUnimplementedMethodsNameThemselves(t *testing.T) {
 	}()
 	d.GetTemperature(nvml.TEMPERATURE_GPU)
 }
+
+// TestProcessUtilization: a sample of each busy process newer than the
+// caller's last, at every read while it stays busy; ERROR_NOT_FOUND
+// without any, ERROR_NOT_SUPPORTED with MIG; bad values and unknown
+// processes are refused.
+func TestProcessUtilization(t *testing.T) {
+	f, d := newFake(t, GPUSpec{Model: "H200-141GB"}, GPUSpec{Model: "H100-80GB", MIG: true, Layout: "7g.80gb"})
+	if _, ret := d.GetProcessUtilization(0); ret != nvml.ERROR_NOT_FOUND {
+		t.Errorf("no process: %v, want ERROR_NOT_FOUND", ret)
+	}
+	if err := f.AttachProcess(0, "", 7, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetProcessUtilization(7, 101, 0); err == nil {
+		t.Error("101 % was taken")
+	}
+	if err := f.SetProcessUtilization(8, 1, 0); err == nil {
+		t.Error("an unknown process was taken")
+	}
+	if err := f.SetProcessUtilization(7, 40, 10); err != nil {
+		t.Fatal(err)
+	}
+	s, ret := d.GetProcessUtilization(0)
+	if ret != nvml.SUCCESS || len(s) != 1 || s[0].Pid != 7 || s[0].SmUtil != 40 || s[0].MemUtil != 10 {
+		t.Fatalf("samples %+v %v", s, ret)
+	}
+	again, ret := d.GetProcessUtilization(s[0].TimeStamp)
+	if ret != nvml.SUCCESS || len(again) != 1 || again[0].TimeStamp <= s[0].TimeStamp || again[0].SmUtil != 40 {
+		t.Errorf("still busy: %+v %v, want a newer sample", again, ret)
+	}
+	if _, ret := d.GetProcessUtilization(again[0].TimeStamp + 1e9); ret != nvml.ERROR_NOT_FOUND {
+		t.Errorf("nothing newer than a later time: %v, want ERROR_NOT_FOUND", ret)
+	}
+	if err := f.SetProcessUtilization(7, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ret := d.GetProcessUtilization(0); ret != nvml.ERROR_NOT_FOUND {
+		t.Errorf("idle: %v, want ERROR_NOT_FOUND", ret)
+	}
+	mig, _ := f.DeviceGetHandleByIndex(1)
+	if _, ret := mig.GetProcessUtilization(0); ret != nvml.ERROR_NOT_SUPPORTED {
+		t.Errorf("MIG-enabled GPU: %v, want ERROR_NOT_SUPPORTED", ret)
+	}
+	if err := f.SetProcessMemory(7, -1); err == nil {
+		t.Error("negative memory was taken")
+	}
+}

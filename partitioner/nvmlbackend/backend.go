@@ -21,6 +21,9 @@ type Backend struct {
 
 	mu     sync.Mutex
 	models map[int]*partitioner.Model // geometry read from each GPU, by index
+	// lastSample is the timestamp of the newest utilisation sample read
+	// of each GPU, by index (ProcessUsage).
+	lastSample map[int]uint64
 }
 
 var _ partitioner.Backend = (*Backend)(nil)
@@ -32,7 +35,7 @@ func New(lib nvml.Interface, name string) (*Backend, error) {
 	if err := check(lib.Init(), "initialise NVML"); err != nil {
 		return nil, err
 	}
-	return &Backend{lib: lib, name: name, models: map[int]*partitioner.Model{}}, nil
+	return &Backend{lib: lib, name: name, models: map[int]*partitioner.Model{}, lastSample: map[int]uint64{}}, nil
 }
 
 // Options selects and configures a backend for Open.
@@ -81,11 +84,23 @@ func Open(opts Options) (*Backend, error) {
 }
 
 func openFake(opts Options) (*Backend, error) {
-	f, err := fakegpu.New(opts.FakeSeed, opts.FakeGPUs)
+	b, _, err := OpenFake(opts.FakeSeed, opts.FakeGPUs)
+	return b, err
+}
+
+// OpenFake returns a backend named "fake" over a new fake NVML holding
+// gpus (UUIDs derived from seed), and the fake itself, to which callers
+// (tests, dry runs) attach processes as CUDA clients would.
+func OpenFake(seed uint64, gpus []fakegpu.GPUSpec) (*Backend, *fakegpu.Fake, error) {
+	f, err := fakegpu.New(seed, gpus)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return New(f, "fake")
+	b, err := New(f, "fake")
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, f, nil
 }
 
 // Name returns "nvml" or "fake".

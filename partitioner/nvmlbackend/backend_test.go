@@ -15,11 +15,7 @@ import (
 
 func newFakeBackend(t testing.TB, specs ...fakegpu.GPUSpec) (*Backend, *fakegpu.Fake) {
 	t.Helper()
-	f, err := fakegpu.New(1, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(f, "fake")
+	b, f, err := OpenFake(1, specs)
 	if err != nil {
 		t.Fatal(err)
 	}

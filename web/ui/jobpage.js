@@ -1,10 +1,11 @@
-// A job's page (#/jobs/ID): its details, its events, its live log, and
-// a cancel button.
+// A job's page (#/jobs/ID): its details, its GPU use (jobusage.js), its
+// events, its live log, and a cancel button.
 
 import {h, $, setText, fmtMiB, fmtTime, stateClass, terminal, instanceLabel} from './dom.js';
 import {request, readText} from './api.js';
 import {state, on, putJobs} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
+import {followUsage} from './jobusage.js';
 
 // The log keeps at most LOG_KEEP characters on the page, dropping the
 // oldest; it starts from the last LOG_TAIL bytes.
@@ -30,6 +31,7 @@ export const jobPage = {
     if (j) draw(j);
     load(current);
     followLog(current);
+    followUsage(id, current.ctrl.signal);
   },
   hide() {
     if (current) current.ctrl.abort();
@@ -101,6 +103,7 @@ function draw(j) {
     ['Type', j.spec.type],
     ['Priority', j.priority],
     ['Memory', fmtMiB(j.memoryMiB)],
+    ['GPU memory limit', p && p.memLimitMiB ? fmtMiB(p.memLimitMiB) + ' (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)' : '—'],
     ['Command', h('ol', {class: 'argv', start: 0, title: 'the argv, one argument per line'}, j.spec.command.map((a) => h('li', null, h('code', {text: a}))))],
     ['Environment', j.spec.env ? h('code', {class: 'argv', text: Object.entries(j.spec.env).map(([k, v]) => k + '=' + v).join('\n')}) : '—'],
     ['Working directory', j.spec.workdir || 'its own directory'],

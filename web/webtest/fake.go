@@ -39,6 +39,8 @@ type FakeNode struct {
 	readyErr  error
 	fail      error
 	changed   chan struct{} // closed at the next change (Changed)
+	usage     node.UsageView
+	history   map[string][]node.UsageSample
 }
 
 // NewFakeNode returns an empty fake whose job logs live in logDir.

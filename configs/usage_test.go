@@ -1,0 +1,36 @@
+package configs
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestMemoryLimitAndUsageKeys: the memory limit's mode and margins and the
+// GPU use interval, their defaults and their checks.
+func TestMemoryLimitAndUsageKeys(t *testing.T) {
+	c, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MPS.MemoryLimit != "spec" || c.MPS.MemoryLimitMarginPct != 10 || c.MPS.MemoryLimitMarginMiB != 0 || c.Jobs.UsageInterval != time.Second {
+		t.Errorf("defaults: %+v %v", c.MPS, c.Jobs.UsageInterval)
+	}
+	for _, tc := range []struct {
+		env, key string
+	}{
+		{"MMK_MPS_MEMORY_LIMIT=some", "mps.memory_limit"},
+		{"MMK_MPS_MEMORY_LIMIT_MARGIN_PCT=-5", "mps.memory_limit_margin_pct"},
+		{"MMK_MPS_MEMORY_LIMIT_MARGIN_MIB=-1", "mps.memory_limit_margin_mib"},
+		{"MMK_JOBS_USAGE_INTERVAL=-1s", "jobs.usage_interval"},
+	} {
+		var fe *FieldError
+		if _, err := Load(Options{Environ: []string{tc.env}}); !errors.As(err, &fe) || fe.Key != tc.key {
+			t.Errorf("%s: %v, want an error on %s", tc.env, err, tc.key)
+		}
+	}
+	if c, err := Load(Options{Environ: []string{"MMK_MPS_MEMORY_LIMIT=all", "MMK_MPS_MEMORY_LIMIT_MARGIN_MIB=512", "MMK_JOBS_USAGE_INTERVAL=0"}}); err != nil ||
+		c.MPS.MemoryLimit != "all" || c.MPS.MemoryLimitMarginMiB != 512 || c.Jobs.UsageInterval != 0 {
+		t.Errorf("set: %+v %v", c, err)
+	}
+}
