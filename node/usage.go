@@ -36,7 +36,8 @@ type JobUsage struct {
 	UsedMemoryMiB int64 `json:"usedMemoryMiB"`
 	PeakMemoryMiB int64 `json:"peakMemoryMiB"`
 	LimitMiB      int64 `json:"limitMiB,omitempty"`
-	// Util says whether NVML gave utilisation (not with MIG): SMUtil and
+	// Util says whether NVML gave utilisation (not with MIG, not to MPS
+	// clients): SMUtil and
 	// MemUtil are the percent of the last interval the job's kernels ran
 	// and its memory was read or written.
 	Util    bool      `json:"util"`
@@ -226,8 +227,12 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 		if !ok {
 			continue // its device is gone
 		}
+		// Under MPS the driver runs every client's kernels in the MPS
+		// server: NVML lists the clients with their memory but gives them
+		// no utilisation (measured on an H100, docs/operations.md), so
+		// none is reported rather than a 0 that reads as idle.
 		ju := JobUsage{ID: j.id, Name: j.name, GPU: d.GPU, GPUUUID: d.GPUUUID, Device: d.Device, GPUInstance: d.GPUInstance,
-			Profile: d.Profile, LimitMiB: j.pl.MemLimitMiB, Util: d.Util, At: now}
+			Profile: d.Profile, LimitMiB: j.pl.MemLimitMiB, Util: d.Util && n.cfg.MPS == nil, At: now}
 		if s := sums[j.id]; s != nil {
 			ju.Processes, ju.UsedMemoryMiB, ju.SMUtil, ju.MemUtil = s.Processes, s.UsedMemoryMiB, s.SMUtil, s.MemUtil
 		}

@@ -14,21 +14,27 @@ import (
 
 // TestJobUsage: the processes of a running job's process group that NVML
 // lists on its device add up to the job's use (memory, utilisation where
-// NVML gives it, its peak, its MIG instance); a process of another group
-// does not count; a job that ended keeps its history, not its use.
+// NVML gives it: not on a MIG instance, not to an MPS client; its peak,
+// its MIG instance); a process of another group does not count; a job
+// that ended keeps its history, not its use.
 func TestJobUsage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		gpus []fakegpu.GPUSpec
+		mps  bool
 		util bool
 	}{
-		{"whole GPU", h200, true},
-		{"MIG instance", []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, false},
+		{"whole GPU", h200, false, true},
+		{"whole GPU under MPS", h200, true, false},
+		{"MIG instance", []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, b := fakeBackend(t, tc.gpus)
 			h := newHarnessWith(t, tc.gpus, false, curveEstimator{}, nil, func(c *Config) {
-				c.Backend, c.MPS, c.UsageEvery = b, fakeMPS(t), 10*time.Millisecond
+				c.Backend, c.UsageEvery = b, 10*time.Millisecond
+				if tc.mps {
+					c.MPS = fakeMPS(t)
+				}
 				c.MemLimit = MemLimitConfig{MarginPct: 10}
 			})
 			child := filepath.Join(t.TempDir(), "child")
@@ -68,8 +74,12 @@ func TestJobUsage(t *testing.T) {
 				}
 				return false
 			})
-			if u.UsedMemoryMiB != 1500 || u.PeakMemoryMiB != 1500 || u.LimitMiB != 4505 || u.Device != j.Placement.Device || u.GPU != j.Placement.GPU {
-				t.Errorf("use %+v: want 1500 MiB of the job's two processes on its device, limit 4505", u)
+			limit := int64(0) // without MPS nothing enforces a limit
+			if tc.mps {
+				limit = 4505
+			}
+			if u.UsedMemoryMiB != 1500 || u.PeakMemoryMiB != 1500 || u.LimitMiB != limit || u.Device != j.Placement.Device || u.GPU != j.Placement.GPU {
+				t.Errorf("use %+v: want 1500 MiB of the job's two processes on its device, limit %d", u, limit)
 			}
 			if u.Util != tc.util {
 				t.Errorf("utilisation given: %v, want %v", u.Util, tc.util)
@@ -77,10 +87,10 @@ func TestJobUsage(t *testing.T) {
 			if tc.util && (u.SMUtil != 50 || u.MemUtil != 15) {
 				t.Errorf("utilisation %d %% SM, %d %% memory, want 50 and 15", u.SMUtil, u.MemUtil)
 			}
-			if !tc.util && (u.GPUInstance < 0 || u.Profile != j.Placement.Profile) {
+			if tc.gpus[0].MIG && (u.GPUInstance < 0 || u.Profile != j.Placement.Profile) {
 				t.Errorf("MIG instance %d %q, want the placement's %q", u.GPUInstance, u.Profile, j.Placement.Profile)
 			}
-			if tc.util && u.GPUInstance != -1 {
+			if !tc.gpus[0].MIG && u.GPUInstance != -1 {
 				t.Errorf("GPU instance %d on a GPU without MIG", u.GPUInstance)
 			}
 			if err := f.SetProcessMemory(uint32(j.PID), 200); err != nil {

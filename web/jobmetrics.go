@@ -45,8 +45,8 @@ func newJobCollector(n UsageNode) *jobCollector {
 		fbUsed:    d("mmk_job_fb_used", "GPU memory the job's processes hold on its device, in MiB (as DCGM_FI_DEV_FB_USED counts a device's).", jobLabels...),
 		fbPeak:    d("mmk_job_fb_used_max", "The most GPU memory the job's processes held in this run, in MiB.", jobLabels...),
 		fbLimit:   d("mmk_job_fb_limit", "The job's GPU memory limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), in MiB; only jobs that have one.", jobLabels...),
-		smUtil:    d("mmk_job_sm_util", "Percent of the last interval the job's kernels ran (NVML process utilisation; not on MIG instances, where NVML gives none).", jobLabels...),
-		memUtil:   d("mmk_job_mem_util", "Percent of the last interval the job's processes read or wrote device memory (NVML process utilisation; not on MIG instances).", jobLabels...),
+		smUtil:    d("mmk_job_sm_util", "Percent of the last interval the job's kernels ran (NVML process utilisation; not on MIG instances or for MPS clients, where NVML gives none).", jobLabels...),
+		memUtil:   d("mmk_job_mem_util", "Percent of the last interval the job's processes read or wrote device memory (NVML process utilisation; not on MIG instances or for MPS clients).", jobLabels...),
 		procs:     d("mmk_job_gpu_processes", "The job's processes NVML lists on its device.", jobLabels...),
 		sampledAt: d("mmk_job_usage_sampled_timestamp_seconds", "When the jobs' GPU use was last read (Unix time)."),
 	}

@@ -47,7 +47,7 @@ function draw(v, j) {
   const limit = (u && u.limitMiB) || (j && j.placement && j.placement.memLimitMiB) || 0;
   if (u) {
     let text = fmtMiB(u.usedMemoryMiB) + (limit ? ' of its ' + fmtMiB(limit) + ' limit' : '') + ', at most ' + fmtMiB(u.peakMemoryMiB);
-    text += u.util ? ' · SM ' + u.smUtil + ' %, memory ' + u.memUtil + ' %' : ' · no utilisation on a MIG instance';
+    text += u.util ? ' · SM ' + u.smUtil + ' %, memory ' + u.memUtil + ' %' : ' · no utilisation (NVML gives none on a MIG instance or to an MPS client)';
     text += ' · ' + u.processes + (u.processes === 1 ? ' process' : ' processes');
     setText($('job-usage-now'), text);
   } else {
