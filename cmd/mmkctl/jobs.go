@@ -29,7 +29,7 @@ func newJobsCommand(a *app) *cobra.Command {
 			"last reported it: the memory of its processes on its device with the most they\n" +
 			"held and its limit (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), and the percent of time\n" +
 			"its kernels ran (SM) and its memory was used (MEM), which NVML does not give on\n" +
-			"MIG instances (-).",
+			"MIG instances or to MPS clients (-).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := server.client()
