@@ -53,3 +53,43 @@ func TestE2EDryRun(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EDryRunTwoGPUs: GPUS=2 runs the twelve jobs (four online, eight
+// offline); by hand, job i runs on GPU i mod 2 (its CUDA_VISIBLE_DEVICES),
+// alone on the first; mmkd places all twelve.
+func TestE2EDryRunTwoGPUs(t *testing.T) {
+	out := dryRun(t, "half a minute", "mmkd-e2e.sh", []string{"fake"}, "GPUS=2", "ROUNDS=1", "SERVE_S=2", "ALONE_S=1",
+		"R50_ITERS=40", "VGG_ITERS=20", "BERT_ITERS=20", "DENSE_ITERS=20", "R152_ITERS=20", "TRANS_ITERS=20", "D121_ITERS=20", "PHASE_MAX=60",
+		"PHASES=alone mps-prio mmk")
+	seen := map[string]int{}
+	gpus := map[string]map[string]int{}
+	for _, r := range jsonLines[struct {
+		Phase  string `json:"phase"`
+		Name   string `json:"name"`
+		Report struct {
+			GPU        string `json:"gpu"`
+			MMKJob     string `json:"mmk_job"`
+			Unfinished bool   `json:"unfinished"`
+		} `json:"report"`
+	}](t, filepath.Join(out, "e2e.jsonl")) {
+		if r.Report.Unfinished {
+			t.Errorf("%s: %s unfinished", r.Phase, r.Name)
+		}
+		seen[r.Phase]++
+		if gpus[r.Phase] == nil {
+			gpus[r.Phase] = map[string]int{}
+		}
+		gpus[r.Phase][r.Report.GPU]++
+	}
+	for _, p := range []string{"alone", "mps-prio", "mmk"} {
+		if seen[p] != 12 {
+			t.Errorf("phase %s: %d job lines, want 12", p, seen[p])
+		}
+	}
+	if g := gpus["mps-prio"]; g["GPU-dry-0"] != 6 || g["GPU-dry-1"] != 6 {
+		t.Errorf("by hand: jobs per GPU %v, want 6 and 6", g)
+	}
+	if g := gpus["alone"]; g["GPU-dry-0"] != 12 {
+		t.Errorf("alone: jobs per GPU %v, want all 12 on the first", g)
+	}
+}

@@ -108,7 +108,8 @@ def main():
         sync = torch.cuda.synchronize
     out = serve(args, step, sync) if args.mode == "serve" else train(args, step, sync)
     out.update({"job": args.job, "batch": batch, "t_launch": t_launch, "dry": args.dry,
-                "mmk_job": os.environ.get("MMK_JOB_ID", ""), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "")})
+                "mmk_job": os.environ.get("MMK_JOB_ID", ""), "mps_pct": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", ""),
+                "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
     print(json.dumps(out), flush=True)
 
 

@@ -24,6 +24,13 @@
 #   mmk-nohook (only when named in PHASES) mmk with kernel scheduling off
 #             (MMK_KERNELSCHED_ENABLED=false: no hook, no CUPTI in the
 #             jobs): what the hook costs end to end.
+# GPUS (default 1) is how many GPUs the run uses. With 2 or more the job
+# set is JOBSET=twelve (four online request loops, resnet50, mobilenet_v2,
+# resnet18 and densenet121, and eight trainers): by hand, job i runs on
+# GPU i mod GPUS (CUDA_VISIBLE_DEVICES=its UUID; under mps-prio one MPS
+# control daemon serves them all), alone on the first GPU; mmkd manages
+# every GPU it sees. JOBSET=six (the default with one GPU) is the six
+# above.
 # ROUNDS rounds (default 2), numbered from ROUND0 (default 0; to split the
 # rounds over several calls into one OUTDIR). A phase ends when every job
 # has, or after PHASE_MAX seconds (what is left is stopped and reported
@@ -54,16 +61,50 @@ tmp=$(mktemp -d /tmp/mmk-e2e.XXXX)
 mmkd_pid=
 mps_pipe=
 
+GPUS=${GPUS:-1}
+JOBSET=${JOBSET:-$([ "$GPUS" -ge 2 ] && echo twelve || echo six)}
+
 # name kind hint args...: the jobs, the same in every phase; SECONDS_ is
 # the online jobs' serving time (SERVE_S, or ALONE_S alone).
 JOBS=(
 	"r50-serve online resnet50:1:infer serve --job resnet50_infer --batch 1 --think-ms 2 --seconds SECONDS_"
 	"mobilenet-serve online mobilenet:1:infer serve --job mobilenet_infer --batch 1 --think-ms 2 --seconds SECONDS_"
+)
+[ "$JOBSET" = twelve ] && JOBS+=(
+	"r18-serve online resnet18:1:infer serve --job resnet18_infer --batch 1 --think-ms 2 --seconds SECONDS_"
+	"densenet121-serve online densenet121:1:infer serve --job densenet121_infer --batch 1 --think-ms 2 --seconds SECONDS_"
+)
+JOBS+=(
 	"resnet50-train offline resnet50:32:train train --job resnet50_train --iters ${R50_ITERS:-300}"
 	"vgg19-train offline vgg19:32:train train --job vgg19_train --iters ${VGG_ITERS:-150}"
 	"bert-train offline bert:8:train train --job bert_train --iters ${BERT_ITERS:-200}"
 	"densenet201-train offline densenet201:16:train train --job densenet201_train --iters ${DENSE_ITERS:-150}"
 )
+[ "$JOBSET" = twelve ] && JOBS+=(
+	"resnet152-train offline resnet152:16:train train --job resnet152_train --iters ${R152_ITERS:-150}"
+	"transformer-train offline transformer:32:train train --job transformer_train --iters ${TRANS_ITERS:-200}"
+	"densenet121-train offline densenet121:16:train train --job densenet121_train --iters ${D121_ITERS:-200}"
+	"resnet50b-train offline resnet50:32:train train --job resnet50_train --iters ${R50_ITERS:-300}"
+)
+case $JOBSET in six | twelve) ;; *) echo "JOBSET=$JOBSET: not six or twelve" >&2; exit 2 ;; esac
+
+# The GPUs by UUID (CUDA numbers GPUs fastest first, NVML by bus: a UUID
+# names the same GPU for both); none set with one GPU, as before.
+uuids=()
+if [ "$GPUS" -gt 1 ]; then
+	if [ "${DRY:-0}" = 1 ]; then
+		for ((g = 0; g < GPUS; g++)); do uuids+=("GPU-dry-$g"); done
+	else
+		mapfile -t uuids < <(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n "$GPUS")
+		[ "${#uuids[@]}" = "$GPUS" ] || { echo "GPUS=$GPUS, but nvidia-smi lists ${#uuids[@]}" >&2; exit 2; }
+	fi
+fi
+
+# on_gpu I: the environment that puts job I on its GPU by hand.
+on_gpu() {
+	[ "${#uuids[@]}" -gt 0 ] && echo "CUDA_VISIBLE_DEVICES=${uuids[$(($1 % GPUS))]}"
+	return 0
+}
 
 quit_mps() {
 	local p=$1
@@ -122,9 +163,12 @@ together() {
 		mps_env=(CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$tmp/hand-mps/log")
 	fi
 	t0=$(date +%s.%N)
+	local i=0
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		e=("${mps_env[@]}")
+		[ -n "$(on_gpu $i)" ] && e+=("$(on_gpu $i)")
+		i=$((i + 1))
 		if [ "$phase" = mps-prio ]; then
 			if [ "$kind" = offline ]; then e+=(CUDA_MPS_CLIENT_PRIORITY=1); else e+=(CUDA_MPS_CLIENT_PRIORITY=0); fi
 		fi
@@ -150,7 +194,7 @@ alone() {
 		read -r name kind hint args <<<"$spec"
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086 # args: the job's arguments, split
-		"${job[@]}" ${args//SECONDS_/$ALONE_S} "${dry[@]}" >"$out/r$r-alone-$name.out" 2>"$out/r$r-alone-$name.err" &
+		env $(on_gpu 0) "${job[@]}" ${args//SECONDS_/$ALONE_S} "${dry[@]}" >"$out/r$r-alone-$name.out" 2>"$out/r$r-alone-$name.err" &
 		wait_pids $(($(date +%s) + PHASE_MAX)) $!
 		record "$r" alone "$name" "$kind" "$t0" "$out/r$r-alone-$name.out"
 	done
