@@ -40,6 +40,9 @@ type launchRecord struct {
 	Dir     string   `json:"dir"`
 	// LogMaxBytes caps each log file; 0: no cap.
 	LogMaxBytes int64 `json:"logMaxBytes"`
+	// User, if set, is the user the job runs as (the shim's own user
+	// otherwise).
+	User *User `json:"user,omitempty"`
 }
 
 // procIdent names one process across pid reuse: its pid, its start time
@@ -56,6 +59,10 @@ type pidRecord struct {
 	Child     procIdent `json:"child"`
 	Shim      procIdent `json:"shim"`
 	StartedAt time.Time `json:"startedAt"`
+	// Cgroup is the job's cgroup directory ("" where cgroup v2 was not
+	// used): what is left of a job whose shim is gone is killed there
+	// too.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Exit is how a job's process ended, as its shim recorded it.

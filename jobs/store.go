@@ -137,7 +137,7 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 	created := false
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		created = false
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			if id := tx.Bucket(bucketIdem).Get([]byte(k)); id != nil {
 				created = false
 				if err := get(tx, string(id), &out); err != nil {
@@ -159,7 +159,7 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		if err := putEvent(tx, j.ID, Event{Time: j.CreatedAt, To: j.State, Reason: "submitted"}); err != nil {
 			return err
 		}
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			if err := tx.Bucket(bucketIdem).Put([]byte(k), []byte(j.ID)); err != nil {
 				return err
 			}
@@ -171,6 +171,16 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		return Job{}, false, fmt.Errorf("job store: create: %w", err)
 	}
 	return out, created, nil
+}
+
+// idemKey is the idempotency bucket's key of a job's idempotency key:
+// each owner has keys of its own, so that a key another user chose never
+// returns that user's job.
+func idemKey(j Job) string {
+	if j.IdempotencyKey == "" || j.Owner == nil {
+		return j.IdempotencyKey
+	}
+	return strconv.Itoa(j.Owner.UID) + "/" + j.IdempotencyKey
 }
 
 // SameSpec reports two specs that ask for the same job.
@@ -275,7 +285,7 @@ func (s *Store) Delete(id string) error {
 				return err
 			}
 		}
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			idem := tx.Bucket(bucketIdem)
 			if v := idem.Get([]byte(k)); v != nil && string(v) == id {
 				return idem.Delete([]byte(k))

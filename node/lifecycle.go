@@ -47,8 +47,14 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		return true
 	}
 	delete(n.envFailures, id)
-	// WorkDir "" is the job's own directory.
-	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: env, WorkDir: j.Spec.WorkDir})
+	user, err := runAs(&j)
+	if err != nil {
+		n.fail(id, fmt.Sprintf("run as %s: %v", j.Owner, err))
+		return false
+	}
+	// WorkDir "" is the job's own directory (its checkpoint directory
+	// for a job of another user).
+	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: user.Env(env, j.Spec.Env), WorkDir: j.Spec.WorkDir, User: user})
 	if err != nil {
 		n.fail(id, fmt.Sprintf("start: %v", err))
 		return false

@@ -52,6 +52,10 @@ type Config struct {
 	Sched *SchedConfig
 	// DefaultMemoryMiB is the memory of a job that gave none.
 	DefaultMemoryMiB int64
+	// AllowRoot lets jobs run as root (jobs.allow_root): a job submitted
+	// by root, or over TCP to an mmkd that runs as root, is refused
+	// without it.
+	AllowRoot bool
 	// StopGrace is how long a stopped job has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
 	// Retention is how long a finished job (its record, events, log and
@@ -75,7 +79,9 @@ type Node struct {
 	mu    sync.RWMutex
 	jobs  map[string]*jobs.Job
 	order []*jobs.Job // the jobs of the map, in creation (id) order
-	view  PlanView
+	// feed numbers the jobs' changes for live views (JobsSince).
+	feed *Feed
+	view PlanView
 	// arrivals are jobs submitted since the loop last looked.
 	arrivals []string
 	scheds   map[string]*sched
@@ -157,6 +163,7 @@ func (n *Node) prune() {
 	n.mu.Lock()
 	for id := range removed {
 		delete(n.jobs, id)
+		n.feed.Remove(id)
 	}
 	n.order = slices.DeleteFunc(n.order, func(j *jobs.Job) bool { return removed[j.ID] })
 	n.mu.Unlock()
@@ -229,7 +236,7 @@ func New(cfg Config) (*Node, error) {
 		cfg.StopGrace = 10 * time.Second
 	}
 	n := &Node{
-		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
+		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, feed: NewFeed(), scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
@@ -242,6 +249,7 @@ func New(cfg Config) (*Node, error) {
 		j := all[i]
 		n.jobs[j.ID] = &j
 		n.order = append(n.order, &j)
+		n.feed.Set(&j)
 	}
 	gpus, err := n.readGPUs()
 	if err != nil {
@@ -385,10 +393,12 @@ func (n *Node) setLocked(j jobs.Job) {
 	defer n.notify()
 	if p, ok := n.jobs[j.ID]; ok {
 		*p = j
+		n.feed.Set(p)
 		return
 	}
 	p := &j
 	n.jobs[j.ID] = p
+	n.feed.Set(p)
 	// Ids sort by creation time; concurrent submissions may land out of
 	// order.
 	i, _ := slices.BinarySearchFunc(n.order, j.ID, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })

@@ -76,7 +76,8 @@ func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc,
+	// The tests run as root; their jobs are root's.
+	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc, AllowRoot: true,
 		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log}
 	for _, o := range opts {
 		o(&cfg)
@@ -124,7 +125,7 @@ func (h *harness) list() []jobs.Job {
 
 func (h *harness) submit(spec jobs.Spec) jobs.Job {
 	h.t.Helper()
-	j, created, err := h.n.Submit(context.Background(), spec, "")
+	j, created, err := h.n.Submit(context.Background(), spec, "", nil)
 	if err != nil || !created {
 		h.t.Fatalf("submit: %v %v", created, err)
 	}
@@ -248,7 +249,7 @@ func TestShareAndQueue(t *testing.T) {
 	}
 	open(t, gate)
 	h.state(c.ID, jobs.Succeeded)
-	if _, _, err := h.n.Submit(context.Background(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline, MemoryMiB: 200000}, ""); !errors.As(err, new(*jobs.FieldError)) {
+	if _, _, err := h.n.Submit(context.Background(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline, MemoryMiB: 200000}, "", nil); !errors.As(err, new(*jobs.FieldError)) {
 		t.Errorf("a job bigger than every instance: %v, want a FieldError", err)
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -54,5 +55,52 @@ func TestNoTokenNoAuth(t *testing.T) {
 	ts := newTestServer(t)
 	if r := ts.do(t, "GET", "/api/v1/jobs", "", "Authorization", "Bearer whatever"); r.code != 200 {
 		t.Errorf("without a token = %d %s", r.code, r.body)
+	}
+}
+
+// TestDNSRebinding: a page of another site whose name was pointed at
+// 127.0.0.1 reaches the daemon as a same-origin page would; only its Host
+// tells it apart. Without a token too, a submission naming another host
+// is refused (421), one from a page of another origin (Origin,
+// Sec-Fetch-Site) too (403); the daemon's own names and addresses pass.
+func TestDNSRebinding(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.AllowedHosts = []string{"gpu-node-7.example.org"} })
+	job := `{"command":["id"]}`
+	tests := []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{"rebound name", []string{"Host", "attacker.test"}, 421},
+		{"rebound name with a port", []string{"Host", "attacker.test:7070"}, 421},
+		{"a subdomain of localhost's lookalike", []string{"Host", "localhost.attacker.test"}, 421},
+		{"page of another origin", []string{"Origin", "http://attacker.test"}, 403},
+		{"browser says cross-site", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"loopback address", []string{"Host", "127.0.0.1:7070"}, 201},
+		{"IPv6 loopback", []string{"Host", "[::1]:7070"}, 201},
+		{"localhost", []string{"Host", "localhost:7070"}, 201},
+		{"allowed name", []string{"Host", "GPU-node-7.example.org."}, 201},
+		{"same origin", []string{"Origin", "http://127.0.0.1:7070"}, 201},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := localRequest("POST", "/api/v1/jobs", strings.NewReader(job))
+			req.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(tt.header); i += 2 {
+				if tt.header[i] == "Host" {
+					req.Host = tt.header[i+1]
+				} else {
+					req.Header.Set(tt.header[i], tt.header[i+1])
+				}
+			}
+			rec := httptest.NewRecorder()
+			ts.Handler().ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d %s, want %d", rec.Code, rec.Body, tt.status)
+			}
+		})
+	}
+	if list, _ := ts.node.Jobs(nodeFilterAll); len(list) != 5 {
+		t.Errorf("%d jobs created, want the 5 allowed submissions", len(list))
 	}
 }

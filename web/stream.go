@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -72,13 +74,14 @@ type streamSched struct {
 	Schedulers []node.SchedView `json:"schedulers"`
 }
 
-// streamState is what one stream has sent: each job's UpdatedAt (so that
-// an update holds exactly the jobs that changed, including old ones the
-// snapshot left out), the last plan and schedulers sent, and the newest
-// reconfiguration.
+// streamState is what one stream has sent: the version of the jobs' feed
+// it has seen (node.JobFeed: an update holds exactly the jobs changed
+// since, old ones the snapshot left out included, at a cost that follows
+// the changes, not the number of jobs), the plan's version, the last
+// schedulers sent and the newest reconfiguration.
 type streamState struct {
-	seen        map[string]time.Time
-	plan        []byte
+	jobsVersion uint64
+	planVersion uint64
 	scheds      []byte
 	reconfigSeq int
 }
@@ -108,11 +111,17 @@ func (s *Server) stream(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	s.streams.Add(1)
+	if n := s.streams.Add(1); n > s.maxStreams {
+		s.streams.Add(-1)
+		c.Header("Retry-After", "5")
+		s.writeError(c, &apiError{Status: http.StatusServiceUnavailable,
+			Message: fmt.Sprintf("mmkd serves at most %d streams at once (server.max_streams); try again later", s.maxStreams)})
+		return
+	}
 	defer s.streams.Add(-1)
 	// Taken before the state is read, so that no change is missed.
 	changed := s.node.Changed()
-	st := &streamState{seen: map[string]time.Time{}}
+	st := &streamState{}
 	snap, err := st.snapshot(s.node, int(limit))
 	if err != nil {
 		s.writeError(c, err)
@@ -155,7 +164,7 @@ func (s *Server) stream(c *gin.Context) {
 			due.Reset(max(0, s.streamGap-time.Since(last)))
 		case <-due.C:
 			changed = s.node.Changed()
-			more, err := st.update(w, s.node)
+			more, err := st.update(w, s.node, &s.plans)
 			if err != nil {
 				s.streamFailed(c, err)
 				return
@@ -184,14 +193,20 @@ func (s *Server) streamFailed(c *gin.Context, err error) {
 	s.log.Error("stream", "err", err)
 }
 
-// snapshot reads the node's whole state for the first message and
-// records it as sent.
+// snapshot reads the node's state for the first message: the newest
+// limit jobs and the counts of all, and records what it sent.
 func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
 	plan := n.Plan()
 	normalizePlan(&plan)
-	all, err := n.Jobs(node.JobFilter{})
+	// The version first: a job that changes after it is sent again by
+	// the next update, at worst twice, never missed.
+	feed := n.JobsSince(0, 0)
+	sent, err := n.Jobs(node.JobFilter{Limit: max(limit, 1)})
 	if err != nil {
 		return streamSnapshot{}, nodeError("stream: list jobs", err)
+	}
+	if limit == 0 || sent == nil {
+		sent = []jobs.Job{}
 	}
 	reconfigs, err := n.Reconfigs(streamReconfigs)
 	if err != nil {
@@ -204,56 +219,56 @@ func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
 		st.reconfigSeq = reconfigs[0].Seq
 	}
 	scheds := schedulers(n)
-	st.plan, _ = json.Marshal(plan)
+	st.jobsVersion, st.planVersion = feed.Version, plan.Version
 	st.scheds, _ = json.Marshal(scheds)
-	counts := newJobCounts()
-	for _, j := range all {
-		counts.add(j)
-		st.seen[j.ID] = j.UpdatedAt
-	}
-	sent := all[:min(limit, len(all))]
-	if sent == nil {
-		sent = []jobs.Job{}
-	}
-	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: counts,
+	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts},
 		Reconfigs: reconfigs, Schedulers: scheds}, nil
 }
 
-// update sends what changed since the last message: the plan, the jobs,
-// the new reconfigurations. It reports whether more changed jobs are
-// left than one message holds.
-func (st *streamState) update(w *sseWriter, n Node) (more bool, err error) {
-	plan := n.Plan()
-	normalizePlan(&plan)
-	if b, err := json.Marshal(plan); err == nil && !bytes.Equal(b, st.plan) {
-		st.plan = b
+// update sends what changed since the last message: the plan (once per
+// version, encoded once for every stream by plans), the jobs changed
+// since the version seen, the new reconfigurations. It reports whether
+// more changed jobs are left than one message holds.
+func (st *streamState) update(w *sseWriter, n Node, plans *planCache) (more bool, err error) {
+	if b, v := plans.encoded(n); v != st.planVersion {
+		st.planVersion = v
 		w.eventJSON("plan", b)
 	}
-	all, err := n.Jobs(node.JobFilter{})
-	if err != nil {
-		return false, fmt.Errorf("list jobs: %w", err)
-	}
-	msg := streamJobs{Jobs: []jobs.Job{}, jobCounts: newJobCounts()}
-	for _, j := range all {
-		msg.add(j)
-		if t, ok := st.seen[j.ID]; ok && t.Equal(j.UpdatedAt) {
-			continue
-		}
-		if len(msg.Jobs) == maxStreamBatch {
-			// Left unmarked: the next update sends it.
-			msg.More = true
-			continue
-		}
-		msg.Jobs = append(msg.Jobs, j)
-		st.seen[j.ID] = j.UpdatedAt
-	}
-	if len(msg.Jobs) > 0 {
-		w.event("jobs", msg)
+	feed := n.JobsSince(st.jobsVersion, maxStreamBatch)
+	st.jobsVersion = feed.Version
+	if len(feed.Jobs) > 0 {
+		w.event("jobs", streamJobs{Jobs: feed.Jobs, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
 	}
 	if err := st.reconfigs(w, n); err != nil {
 		return false, err
 	}
-	return msg.More, w.err
+	return feed.More, w.err
+}
+
+// planCache holds the plan's JSON for its version: every stream sends
+// the same bytes, encoded once.
+type planCache struct {
+	mu      sync.Mutex
+	version uint64
+	data    []byte
+}
+
+// encoded returns the node's plan as JSON and its version.
+func (pc *planCache) encoded(n Node) ([]byte, uint64) {
+	plan := n.Plan()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.data != nil && pc.version == plan.Version {
+		return pc.data, pc.version
+	}
+	normalizePlan(&plan)
+	b, err := json.Marshal(plan)
+	if err != nil {
+		// A plan is plain data; should it ever fail, say so in the stream.
+		b = []byte(`{"error":` + strconv.Quote(err.Error()) + `}`)
+	}
+	pc.version, pc.data = plan.Version, b
+	return b, plan.Version
 }
 
 // reconfigs sends the reconfigurations recorded since the newest one
@@ -330,19 +345,6 @@ func normalizePlan(p *node.PlanView) {
 			}
 		}
 	}
-}
-
-func newJobCounts() jobCounts {
-	c := jobCounts{Counts: map[jobs.State]int{}}
-	for _, st := range jobs.States() {
-		c.Counts[st] = 0
-	}
-	return c
-}
-
-func (c *jobCounts) add(j jobs.Job) {
-	c.Total++
-	c.Counts[j.State]++
 }
 
 // sseWriter writes server-sent events and flushes each; after the first

@@ -161,7 +161,7 @@ func TestStreamSnapshot(t *testing.T) {
 		{"", 5}, // default 200
 		{"?jobs=2", 2},
 		{"?jobs=0", 0},
-		{"?jobs=100000", 5},
+		{"?jobs=5000", 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -207,7 +207,7 @@ func TestStreamSnapshot(t *testing.T) {
 // any other, and that it needs a node.
 func TestStreamBadRequest(t *testing.T) {
 	ts := newTestServer(t)
-	for _, q := range []string{"?jobs=-1", "?jobs=x", "?jobs=100001", "?limit=3", "?jobs=1&jobs=2"} {
+	for _, q := range []string{"?jobs=-1", "?jobs=x", "?jobs=5001", "?limit=3", "?jobs=1&jobs=2"} {
 		if r := ts.do(t, "GET", "/api/v1/stream"+q, ""); r.code != 400 {
 			t.Errorf("stream%s = %d %s", q, r.code, r.body)
 		}

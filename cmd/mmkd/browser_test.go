@@ -391,7 +391,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 	// rows of the jobs that changed (the others stay the same elements).
 	var ids []string
 	for i := range 600 {
-		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: fmt.Sprintf("many-%03d", i), Command: []string{"true"}, Kind: jobs.Offline}, "")
+		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: fmt.Sprintf("many-%03d", i), Command: []string{"true"}, Kind: jobs.Offline}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 	if kept := eval[int](t, b, `[...document.querySelectorAll('#jobs-body tr')].filter(tr => tr.__kept).length`); kept != 100 {
 		t.Errorf("after one job changed, %d of 100 rows are the same elements: the table was drawn again", kept)
 	}
-	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "newest", Command: []string{"true"}, Kind: jobs.Online}, "")
+	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "newest", Command: []string{"true"}, Kind: jobs.Online}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type FakeNode struct {
 	now       time.Time
 	jobs      map[string]*jobs.Job
 	order     []string // ids in creation order
+	feed      *node.Feed
 	events    map[string][]jobs.Event
 	idem      map[string]string
 	plan      node.PlanView
@@ -47,6 +48,7 @@ func NewFakeNode(logDir string) *FakeNode {
 		logDir: logDir,
 		now:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		jobs:   map[string]*jobs.Job{},
+		feed:   node.NewFeed(),
 		events: map[string][]jobs.Event{},
 		idem:   map[string]string{},
 	}
@@ -59,9 +61,10 @@ func (f *FakeNode) tick() time.Time {
 	return f.now
 }
 
-// Submit validates and stores a job as pending. With an idempotency key
-// used before it returns the job created then and false.
-func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error) {
+// Submit validates and stores a job as pending, owned by owner (nil:
+// the process's user). With an idempotency key used before it returns the
+// job created then and false. Unlike the real node it runs as any owner.
+func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -78,11 +81,16 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 		}
 		return *f.jobs[id], false, nil
 	}
+	if owner == nil {
+		self := jobs.Self()
+		owner = &self
+	}
 	now := f.tick()
 	j := &jobs.Job{ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
-		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now}
+		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now, Owner: owner}
 	f.jobs[j.ID] = j
 	f.order = append(f.order, j.ID)
+	f.feed.Set(j)
 	f.events[j.ID] = []jobs.Event{{Seq: 1, Time: now, To: jobs.Pending, Reason: "submitted"}}
 	if idempotencyKey != "" {
 		f.idem[idempotencyKey] = j.ID
@@ -101,6 +109,9 @@ func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 	var out []jobs.Job
 	for i := len(f.order) - 1; i >= 0; i-- {
 		j := f.jobs[f.order[i]]
+		if flt.Before != "" && j.ID >= flt.Before {
+			continue
+		}
 		if len(flt.States) > 0 && !slices.Contains(flt.States, j.State) ||
 			flt.Kind != "" && j.Spec.Kind != flt.Kind ||
 			!strings.Contains(j.Spec.Name, flt.Name) {
@@ -112,6 +123,13 @@ func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// JobsSince returns the jobs changed after version since (node.Feed).
+func (f *FakeNode) JobsSince(since uint64, limit int) node.JobFeed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.feed.Since(since, limit)
 }
 
 // Job returns one job.
@@ -184,6 +202,7 @@ func (f *FakeNode) move(j *jobs.Job, to jobs.State, reason string) {
 	if to.Terminal() {
 		j.FinishedAt = now
 	}
+	f.feed.Set(j)
 }
 
 // LogPath is <logDir>/<id>.log.
@@ -207,6 +226,7 @@ func (f *FakeNode) Plan() node.PlanView {
 func (f *FakeNode) SetPlan(p node.PlanView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	p.Version = f.plan.Version + 1
 	f.plan = p
 	f.notifyLocked()
 }
