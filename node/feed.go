@@ -16,6 +16,9 @@ type JobFeed struct {
 	// Version is the version of the last job in Jobs, or the current
 	// version when Jobs holds every change: ask again from it.
 	Version uint64
+	// Current is the version of the newest change: two answers to the
+	// same question with the same Current are the same.
+	Current uint64
 	// More says that more jobs changed than the limit let through.
 	More bool
 	// Total and Counts count every job, Counts per state (every state is
@@ -80,7 +83,7 @@ func (f *Feed) Version() uint64 { return f.version }
 // change first, with the counts. With limit 0 it returns no job and the
 // current version.
 func (f *Feed) Since(since uint64, limit int) JobFeed {
-	out := JobFeed{Version: f.version, Total: len(f.at), Counts: make(map[jobs.State]int, len(jobs.States()))}
+	out := JobFeed{Version: f.version, Current: f.version, Total: len(f.at), Counts: make(map[jobs.State]int, len(jobs.States()))}
 	for _, st := range jobs.States() {
 		out.Counts[st] = f.counts[st]
 	}

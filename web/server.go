@@ -78,8 +78,10 @@ type Server struct {
 	// shorten them); streams counts the streams being served.
 	streamGap, streamSched, streamBeat time.Duration
 	streams                            atomic.Int32
-	// plans is the plan's JSON, shared by the streams.
-	plans planCache
+	// plans and batches are the plan's and the jobs' updates as JSON,
+	// shared by the streams.
+	plans   planCache
+	batches batchCache
 	// closing is closed by Close: followed logs and streams end.
 	closing   chan struct{}
 	closeOnce sync.Once

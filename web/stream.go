@@ -93,7 +93,8 @@ type streamState struct {
 //     job counts, the last reconfigurations and the kernel schedulers;
 //   - "plan", "jobs" (the jobs created or changed since the last
 //     message, with the counts) and "reconfigs" (the new ones) when the
-//     node changes, at most every 250 ms;
+//     node changes, at most every 250 ms, on a beat all streams share
+//     (they then send the same bytes, encoded once);
 //   - "kernelsched" every second when the schedulers changed;
 //   - a comment line every 15 s as a heartbeat.
 //
@@ -150,7 +151,6 @@ func (s *Server) stream(c *gin.Context) {
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
-	last := time.Now()
 	for w.err == nil {
 		select {
 		case <-ctx.Done():
@@ -158,23 +158,22 @@ func (s *Server) stream(c *gin.Context) {
 		case <-s.closing:
 			return
 		case <-changed:
-			// Coalesce: send when the gap since the last update has
-			// passed; changes until then join this update.
+			// Coalesce: send at the next beat; changes until then join
+			// this update.
 			changed = nil
-			due.Reset(max(0, s.streamGap-time.Since(last)))
+			due.Reset(nextBeat(time.Now(), s.streamGap))
 		case <-due.C:
 			changed = s.node.Changed()
-			more, err := st.update(w, s.node, &s.plans)
+			more, err := st.update(w, s.node, &s.plans, &s.batches, s.streamGap/2)
 			if err != nil {
 				s.streamFailed(c, err)
 				return
 			}
-			last = time.Now()
 			if more {
-				// The rest of a large burst follows without waiting
-				// for another change.
+				// The rest of a large burst follows at the next beat
+				// without waiting for another change.
 				changed = nil
-				due.Reset(s.streamGap)
+				due.Reset(nextBeat(time.Now(), s.streamGap))
 			}
 		case <-sched.C:
 			st.schedulers(w, s.node)
@@ -227,22 +226,80 @@ func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
 
 // update sends what changed since the last message: the plan (once per
 // version, encoded once for every stream by plans), the jobs changed
-// since the version seen, the new reconfigurations. It reports whether
+// since the version seen (encoded once for the streams that ask the same
+// question, by batches), the new reconfigurations. It reports whether
 // more changed jobs are left than one message holds.
-func (st *streamState) update(w *sseWriter, n Node, plans *planCache) (more bool, err error) {
+func (st *streamState) update(w *sseWriter, n Node, plans *planCache, batches *batchCache, fresh time.Duration) (more bool, err error) {
 	if b, v := plans.encoded(n); v != st.planVersion {
 		st.planVersion = v
 		w.eventJSON("plan", b)
 	}
-	feed := n.JobsSince(st.jobsVersion, maxStreamBatch)
-	st.jobsVersion = feed.Version
-	if len(feed.Jobs) > 0 {
-		w.event("jobs", streamJobs{Jobs: feed.Jobs, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
+	b := batches.encoded(n, st.jobsVersion, fresh)
+	st.jobsVersion = b.upto
+	if b.data != nil {
+		w.eventJSON("jobs", b.data)
 	}
 	if err := st.reconfigs(w, n); err != nil {
 		return false, err
 	}
-	return feed.More, w.err
+	return b.more, w.err
+}
+
+// batchCache holds the last "jobs" events built. Streams send their
+// updates on a common beat (nextBeat), so that those woken by the same
+// changes ask the same question at the same moment (the jobs changed
+// since the same version) and send the same bytes, encoded once.
+type batchCache struct {
+	mu      sync.Mutex
+	entries [8]jobBatch
+	next    int
+}
+
+// jobBatch is one "jobs" event: the jobs changed after since, up to upto
+// (nil data: none), built at built.
+type jobBatch struct {
+	since, upto uint64
+	more        bool
+	data        []byte
+	built       time.Time
+}
+
+// encoded returns the event of the jobs changed after since: one built
+// for the same since less than fresh ago, else a new one. An event built
+// a moment ago may miss the newest changes; the stream's next update
+// sends them.
+func (bc *batchCache) encoded(n Node, since uint64, fresh time.Duration) jobBatch {
+	now := time.Now()
+	bc.mu.Lock()
+	for _, e := range bc.entries {
+		if !e.built.IsZero() && e.since == since && now.Sub(e.built) < fresh {
+			bc.mu.Unlock()
+			return e
+		}
+	}
+	bc.mu.Unlock()
+	feed := n.JobsSince(since, maxStreamBatch)
+	b := jobBatch{since: since, upto: feed.Version, more: feed.More, built: now}
+	if len(feed.Jobs) > 0 {
+		data, err := json.Marshal(streamJobs{Jobs: feed.Jobs, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
+		if err != nil {
+			// Jobs are plain data; should it ever fail, resend them later.
+			return jobBatch{since: since, upto: since}
+		}
+		b.data = data
+	}
+	bc.mu.Lock()
+	bc.entries[bc.next] = b
+	bc.next = (bc.next + 1) % len(bc.entries)
+	bc.mu.Unlock()
+	return b
+}
+
+// nextBeat is how long until the streams' next common beat: the next
+// multiple of gap since the epoch, so that every stream woken by a change
+// sends its update at the same moment, at most once per gap.
+func nextBeat(now time.Time, gap time.Duration) time.Duration {
+	return gap - time.Duration(now.UnixNano()%int64(gap))
 }
 
 // planCache holds the plan's JSON for its version: every stream sends

@@ -53,7 +53,7 @@ func newNodePlanCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&last, "reconfigs", 5, "how many of the last reconfigurations to show")
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }
 

@@ -112,7 +112,8 @@ func startTokenDaemon(t *testing.T, token string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(os.Args[0], "--backend", "fake", "--data-dir", t.TempDir(), "--listen", addr, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token)
+	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token,
+		"MMK_JOBS_ALLOW_ROOT=true")
 	d := &daemon{cmd: cmd, addr: addr, log: &syncBuffer{}}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {

@@ -85,23 +85,26 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	}
 	defer closeNode()
 
-	if cfg.Server.Token == "" && os.Geteuid() == 0 {
-		log.Warn("no server.token: any local user who can reach the API can run commands as root through mmkd; set server.token (MMK_SERVER_TOKEN)", "listen", cfg.Server.Listen)
-	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	api, err := newAPI(cfg, backend, n, log)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
+		return err
 	}
-	api := web.New(web.Options{Backend: backend, Node: n, Log: log, Token: cfg.Server.Token, MaxBodyBytes: cfg.Server.MaxBodyBytes})
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	lns, err := listen(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer lns.close()
+	srv := web.NewHTTPServer(api.Handler())
+	served := make(chan error, len(lns.all))
+	for _, ln := range lns.all {
+		go func() { served <- srv.Serve(ln) }()
+	}
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	nodeDone := make(chan error, 1)
 	go func() { nodeDone <- n.Run(nodeCtx) }()
-	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name())
+	log.Info("mmkd serving", "addr", lns.tcpURL(), "socket", lns.socket, "maxConns", lns.maxConns, "backend", backend.Name())
 	if ready != nil {
-		ready(ln.Addr())
+		ready(lns.tcpAddr())
 	}
 
 	var failed error
@@ -125,8 +128,11 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 		failed = fmt.Errorf("placement loop: %w", err)
 	}
 	if failed == nil {
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			failed = fmt.Errorf("serve: %w", err)
+		for range lns.all {
+			if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+				failed = fmt.Errorf("serve: %w", err)
+				break
+			}
 		}
 	}
 	return failed
@@ -136,7 +142,7 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 // scheduling and the predictor, and returns the node and what closes
 // them.
 func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger) (*node.Node, func(), error) {
-	dir, err := dataDir(cfg)
+	dir, err := cli.DataDir(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,7 +176,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
-		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		StopGrace: cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
 	})
 	if err != nil {
