@@ -118,12 +118,12 @@ func loadWithStreams(addr, token string, clients, streams int, d time.Duration) 
 // comparison is -compare's outcome: submits/s without streams and with
 // them, per round, and the ratio of the medians.
 type comparison struct {
-	streams      int
-	without      []float64
-	with         []float64
-	ratio        float64
+	streams       int
+	without       []float64
+	with          []float64
+	ratio         float64
 	withoutMedian float64
-	withMedian   float64
+	withMedian    float64
 }
 
 func (c comparison) String() string {
