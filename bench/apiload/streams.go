@@ -116,7 +116,9 @@ func loadWithStreams(addr, token string, clients, streams int, d time.Duration) 
 }
 
 // comparison is -compare's outcome: submits/s without streams and with
-// them, per round, and the ratio of the medians.
+// them, per round, and the ratio: the median over the rounds of each
+// round's ratio (a round's two runs are next to each other in time, so
+// that a drift of the machine falls on both).
 type comparison struct {
 	streams       int
 	without       []float64
