@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		os.Exit(jobs.ShimMain(os.Args[2:]))
 	}
 	if os.Getenv("MMK_TEST_AS_MMKD") == "1" {
+		if n := os.Getenv("MMK_TEST_NOFILE"); n != "" {
+			lowerNofile(n)
+		}
 		main()
 		os.Exit(0)
 	}

@@ -36,7 +36,7 @@ func newAPI(cfg *configs.Config, backend partitioner.Backend, n *node.Node, log 
 		AllowedHosts: cfg.Server.AllowedHosts, MaxStreams: cfg.Server.MaxStreams, MaxBodyBytes: cfg.Server.MaxBodyBytes}), nil
 }
 
-// listeners are what mmkd serves on, under one connection cap.
+// listeners are what mmkd serves on, under connection caps.
 type listeners struct {
 	all      []net.Listener
 	tcp      net.Listener
@@ -45,7 +45,9 @@ type listeners struct {
 }
 
 // listen opens the TCP address and the Unix socket the configuration
-// names, under one cap of connections (web.ConnLimit).
+// names, under a cap of connections (web.ConnLimit) split between them:
+// the socket keeps a quarter (at most 64) of its own, so that clients
+// holding TCP connections idle cannot keep the node's users out.
 func listen(cfg *configs.Config, log *slog.Logger) (*listeners, error) {
 	max, err := web.ConnLimit(cfg.Server.MaxConns)
 	if err != nil {
@@ -55,13 +57,13 @@ func listen(cfg *configs.Config, log *slog.Logger) (*listeners, error) {
 		log.Warn("server.max_conns lowered to keep descriptors for jobs (raise the descriptor limit, LimitNOFILE under systemd)",
 			"maxConns", max, "configured", cfg.Server.MaxConns, "reserved", web.ReservedFDs)
 	}
-	caps := web.NewConnCap(max)
+	socketConns := min(64, max/4)
 	l := &listeners{maxConns: max}
 	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
 	}
-	l.tcp = caps.Wrap(tcp)
+	l.tcp = web.NewConnCap(max - socketConns).Wrap(tcp)
 	l.all = append(l.all, l.tcp)
 	path, err := cli.SocketPath(cfg)
 	if err != nil {
@@ -82,7 +84,7 @@ func listen(cfg *configs.Config, log *slog.Logger) (*listeners, error) {
 		return nil, fmt.Errorf("server.socket: %w", err)
 	}
 	l.socket = path
-	l.all = append(l.all, caps.Wrap(web.PeerListener(ln)))
+	l.all = append(l.all, web.NewConnCap(socketConns).Wrap(web.PeerListener(ln)))
 	return l, nil
 }
 
