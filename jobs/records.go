@@ -22,6 +22,7 @@ const (
 	logFile       = "log"         // the child's stdout and stderr; log.1 is the previous one
 	shimLogFile   = "shim.log"    // the shim's own messages
 	checkpointDir = "checkpoint"  // $MMK_CHECKPOINT_DIR, kept across restarts
+	jobFile       = "job.json"    // the job's record as mmkd placed it, to adopt it should the store be lost
 )
 
 // recordVersion is the version of the record formats this mmk writes. A

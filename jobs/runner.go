@@ -161,6 +161,10 @@ type Launch struct {
 	// The job's directory is then traversable (0711) and its checkpoint
 	// directory the user's; the other records stay mmkd's.
 	User *User
+	// Record, if set, is the job's record as mmkd keeps it (JSON): it is
+	// written to the job's directory (job.json, 0600), so that the job
+	// can be adopted should mmkd's store be lost (Runner.Record).
+	Record []byte
 }
 
 // Proc is a running job's process.
@@ -247,6 +251,11 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 	}
 	if err := r.reset(id); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
+	}
+	if l.Record != nil {
+		if err := writePrivate(filepath.Join(dir, jobFile), l.Record); err != nil {
+			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
+		}
 	}
 	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes, User: l.User}
 	if err := writeLaunch(dir, launch); err != nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,7 +55,15 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	}
 	// WorkDir "" is the job's own directory (its checkpoint directory
 	// for a job of another user).
-	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: user.Env(env, j.Spec.Env), WorkDir: j.Spec.WorkDir, User: user})
+	// The job's record goes beside it: should the store be lost, the
+	// next mmkd adopts the job from it (adoptOrphans).
+	rec, err := json.Marshal(j)
+	if err != nil {
+		n.fail(id, fmt.Sprintf("record: %v", err))
+		return false
+	}
+	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: user.Env(env, j.Spec.Env), WorkDir: j.Spec.WorkDir,
+		User: user, Record: rec})
 	if err != nil {
 		n.fail(id, fmt.Sprintf("start: %v", err))
 		return false

@@ -28,6 +28,9 @@ type Runner interface {
 	LogPath(id string) string
 	CheckpointDir(id string) (string, error)
 	Remove(id string) error
+	JobIDs() ([]string, error)
+	Record(id string) (jobs.Job, bool, error)
+	HasRun(id string) bool
 }
 
 // Config wires a node.
@@ -240,6 +243,14 @@ func New(cfg Config) (*Node, error) {
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
+	}
+	for _, r := range cfg.Store.SetAside() {
+		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)
+	}
+	if adopted, err := n.adoptOrphans(); err != nil {
+		return nil, fmt.Errorf("node: recovery: %w", err)
+	} else if adopted > 0 {
+		cfg.Log.Warn("recovery: jobs adopted from their directories", "jobs", adopted)
 	}
 	all, err := cfg.Store.All()
 	if err != nil {

@@ -170,7 +170,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	store, err := openStore(filepath.Join(dir, "mmk.db"), log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,11 +184,43 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		return nil, nil, err
 	}
 	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
+	ctx, stopBackups := context.WithCancel(context.Background())
+	backups := make(chan struct{})
+	go func() {
+		defer close(backups)
+		if cfg.Jobs.BackupEvery > 0 {
+			store.BackupEvery(ctx, cfg.Jobs.BackupEvery, log)
+		}
+	}()
 	return n, func() {
+		stopBackups()
+		<-backups
 		if err := store.Close(); err != nil {
 			log.Error("close the job store", "err", err)
 		}
 	}, nil
+}
+
+// openStore opens the job store; a damaged one (jobs.ErrStoreDamaged) is
+// replaced by its backup, the damaged file kept beside it. Without a
+// usable backup mmkd does not start: it must not run on a store that
+// has forgotten jobs that still run.
+func openStore(path string, log *slog.Logger) (*jobs.Store, error) {
+	store, err := jobs.OpenStore(path)
+	if errors.Is(err, jobs.ErrStoreDamaged) {
+		kept, rerr := jobs.RestoreStore(path)
+		if rerr != nil {
+			return nil, fmt.Errorf("%w; %v. mmkd does not start on a damaged store: move %s aside to start with a new one (jobs with a record in their directory are adopted from it) or put a good copy in its place",
+				err, rerr, path)
+		}
+		log.Error("the job store was damaged and is restored from its backup; changes after the backup are adopted from the job directories where they can be",
+			"damage", err, "damagedKeptAs", kept, "backup", path+jobs.BackupSuffix)
+		store, err = jobs.OpenStore(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {
