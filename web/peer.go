@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mmkgpu/mmk/internal/unixsock"
 )
 
 // Peer is the process at the other end of a Unix socket connection as
@@ -99,45 +99,11 @@ func peerCred(c *net.UnixConn) (Peer, error) {
 	return Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }
 
-// MaxSocketPath is the longest path a Unix socket address holds.
-const MaxSocketPath = 107
-
 // ListenUnix serves on a Unix socket at path with the given mode and
-// group (gid < 0: the process's own). The socket is made under a
-// temporary name, given its mode and group, and renamed into place, so
-// that it never exists at path with the mode the umask would give it. A
-// socket left at path by an earlier mmkd is replaced (the store's lock
-// keeps two mmkds of one data directory from running at once).
+// group (gid < 0: the process's own), whatever the umask
+// (internal/unixsock). A socket left at path by an earlier mmkd is
+// replaced (the store's lock keeps two mmkds of one data directory from
+// running at once).
 func ListenUnix(path string, mode os.FileMode, gid int) (*net.UnixListener, error) {
-	if len(path) > MaxSocketPath {
-		return nil, fmt.Errorf("socket path %s is longer than %d bytes", path, MaxSocketPath)
-	}
-	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSocket == 0 {
-		return nil, fmt.Errorf("socket path %s exists and is not a socket", path)
-	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+strconv.Itoa(os.Getpid()))
-	_ = os.Remove(tmp)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	fail := func(err error) (*net.UnixListener, error) {
-		ln.Close()
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("socket %s: %w", path, err)
-	}
-	// Closing the listener must not remove the socket under its old name.
-	ln.SetUnlinkOnClose(false)
-	if gid >= 0 {
-		if err := os.Lchown(tmp, -1, gid); err != nil {
-			return fail(err)
-		}
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fail(err)
-	}
-	return ln, nil
+	return unixsock.Listen(path, mode, -1, gid)
 }
