@@ -223,3 +223,22 @@ func (rec pidRecord) killRest(jobID string) (bool, error) {
 	}
 	return killed, err
 }
+
+// JobOfProcess names the job whose cgroup the process pid is in ("" when
+// it is in none of a job's: no cgroup v2, or not a job's process). A
+// process that left its job's process group (setsid) is still in its
+// cgroup, and cannot leave it.
+func JobOfProcess(pid int) string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			if id, ok := strings.CutPrefix(filepath.Base(p), cgroupPrefix); ok && ValidID(id) {
+				return id
+			}
+		}
+	}
+	return ""
+}

@@ -54,7 +54,7 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 		env = append(env, mps.PriorityEnv+"="+strconv.Itoa(j.Spec.MPSClientPriority()))
 	}
 	if s := n.cfg.Sched; s != nil {
-		sock, err := n.ensureScheduler(pl.InstanceKey, g)
+		sock, err := n.schedulerSocket(j, g)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,4 +65,21 @@ func TestOwners(t *testing.T) {
 	if nobody.Name != "" && !strings.Contains(string(log), "user="+nobody.Name) {
 		t.Errorf("USER is not the job's user %q:\n%s", nobody.Name, log)
 	}
+}
+
+// chmodRunnerRoot lets other users through the test's temporary
+// directories to the runner's root (they are 0700).
+func chmodRunnerRoot(t *testing.T, h *harness) {
+	t.Helper()
+	root := filepath.Dir(filepath.Dir(h.n.cfg.Runner.LogPath(jobs.NewID(time.Now()))))
+	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ownerOf is a file's uid.
+func ownerOf(st os.FileInfo) int {
+	return int(st.Sys().(*syscall.Stat_t).Uid)
 }
