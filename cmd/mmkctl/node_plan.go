@@ -101,6 +101,9 @@ func printNodePlan(p printer, np nodePlan) error {
 	if len(pl.Waiting) > 0 {
 		waiting = strings.Join(pl.Waiting, ", ")
 	}
+	if more := pl.WaitingTotal - len(pl.Waiting); more > 0 {
+		waiting += fmt.Sprintf(" and %d more", more)
+	}
 	p.Line("\nWaiting: %s", waiting)
 	p.Line("Predicted throughput %.2f, %d placement decisions", pl.Total, pl.Decisions)
 	if len(np.Reconfigs) == 0 {
