@@ -18,36 +18,17 @@ import (
 const BackupSuffix = ".bak"
 
 // Backup writes a consistent copy of the store (one read transaction,
-// bbolt's WriteTo: submissions go on meanwhile) to path: a temporary
-// file beside it, synced, renamed over it, 0600 (it holds the jobs'
-// environments, as the store does).
+// bbolt's WriteTo: submissions go on meanwhile) to path, atomically and
+// 0600 (it holds the jobs' environments, as the store does).
 func (s *Store) Backup(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	err := writeAtomic(path, func(w io.Writer) error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			_, err := tx.WriteTo(w)
+			return err
+		})
+	})
 	if err != nil {
 		return fmt.Errorf("back up the job store: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	err = s.db.View(func(tx *bolt.Tx) error {
-		_, err := tx.WriteTo(tmp)
-		return err
-	})
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("back up the job store to %s: %w", path, err)
 	}
 	return nil
 }
@@ -95,31 +76,21 @@ func RestoreStore(path string) (kept string, err error) {
 		return "", fmt.Errorf("restore the job store: %w", err)
 	}
 	defer src.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".restore*")
-	if err != nil {
+	restored := path + ".restored"
+	if err := writeAtomic(restored, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("restore the job store: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	_, err = io.Copy(tmp, src)
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("restore the job store: %w", err)
-	}
+	defer os.Remove(restored)
 	kept = fmt.Sprintf("%s.damaged-%s", path, time.Now().UTC().Format("20060102T150405Z"))
 	if err := os.Rename(path, kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("restore the job store: keep the damaged one: %w", err)
 	} else if err != nil {
 		kept = ""
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(restored, path); err != nil {
 		return "", fmt.Errorf("restore the job store: %w", err)
 	}
 	return kept, syncDir(filepath.Dir(path))

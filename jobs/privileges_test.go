@@ -18,12 +18,15 @@ func TestJobRunsAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a job as another user")
 	}
-	root := t.TempDir()
-	// The temporary directories above the runner's root are 0700.
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
+	// A temporary directory other users can pass through (t.TempDir's
+	// are 0700).
+	root, err := os.MkdirTemp("", "mmk-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o711); err != nil {
+		t.Fatal(err)
 	}
 	r := newTestRunner(t, RunnerOptions{Root: filepath.Join(root, "jobs")})
 	u := &User{UID: nobody, GID: nobody, Groups: []uint32{nobody}, Name: "nobody", Home: "/"}

@@ -71,11 +71,7 @@ func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est pa
 	}
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := testRunner(t, dir, log)
 	// The tests run as root; their jobs are root's.
 	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc, AllowRoot: true,
 		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log}
@@ -361,6 +357,18 @@ func TestManageMIG(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testRunner is a runner of jobs under dir/jobs whose shim is the test
+// binary.
+func testRunner(t *testing.T, dir string, log *slog.Logger) *jobs.Runner {
+	t.Helper()
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner
 }
 
 // testWriter sends the node's log to the test's output if MMK_TEST_LOG is set.

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,11 +33,7 @@ func startOn(t *testing.T, dir string) (*lostStoreNode, error) {
 	}
 	t.Cleanup(func() { backend.Close() })
 	log := slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := testRunner(t, dir, log)
 	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,12 +134,7 @@ func TestLostStoreAdoptsJobs(t *testing.T) {
 // keeps the node from starting beside it, naming it.
 func TestUnknownLiveJobStopsStart(t *testing.T) {
 	dir := t.TempDir()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := testRunner(t, dir, slog.New(slog.DiscardHandler))
 	script, gate := gated(t, "0")
 	id := jobs.NewID(time.Now())
 	if _, err := runner.Start(jobs.Launch{JobID: id, Argv: []string{"sh", "-c", script}, Env: []string{"PATH=" + os.Getenv("PATH")}}); err != nil {
@@ -154,7 +144,7 @@ func TestUnknownLiveJobStopsStart(t *testing.T) {
 		open(t, gate)
 		<-runner.Wait(context.Background(), id)
 	}()
-	_, err = startOn(t, dir)
+	_, err := startOn(t, dir)
 	if err == nil || !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), "no record") {
 		t.Fatalf("start beside an unknown running job: %v", err)
 	}

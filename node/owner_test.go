@@ -21,17 +21,10 @@ func TestOwners(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run jobs as another user")
 	}
-	h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) {
-		c.AllowRoot = false
-		// The test's temporary directories are 0700: let the job's
-		// user through to its checkpoint directory.
-		root := filepath.Dir(filepath.Dir(c.Runner.LogPath(jobs.NewID(time.Now()))))
-		for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-			if err := os.Chmod(d, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) { c.AllowRoot = false })
+	// The test's temporary directories are 0700: let the job's user
+	// through to its checkpoint directory.
+	chmodRunnerRoot(t, h)
 	root := jobs.Owner{UID: 0, GID: 0, Name: "root"}
 	if _, _, err := h.n.Submit(context.Background(), sh("as-root", "id", ""), "", &root); !errors.Is(err, jobs.ErrForbidden) {
 		t.Errorf("a job of root without jobs.allow_root: %v, want refused", err)
@@ -71,9 +64,15 @@ func TestOwners(t *testing.T) {
 // directories to the runner's root (they are 0700).
 func chmodRunnerRoot(t *testing.T, h *harness) {
 	t.Helper()
-	root := filepath.Dir(filepath.Dir(h.n.cfg.Runner.LogPath(jobs.NewID(time.Now()))))
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o711); err != nil {
+	openToOthers(t, filepath.Dir(filepath.Dir(h.n.cfg.Runner.LogPath(jobs.NewID(time.Now())))), 0o711)
+}
+
+// openToOthers gives path and the directories above it, up to the
+// system's temporary directory, mode.
+func openToOthers(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	for d := path; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, mode); err != nil {
 			t.Fatal(err)
 		}
 	}

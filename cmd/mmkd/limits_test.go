@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -103,8 +104,8 @@ func TestIdleConnectionsLeaveRoomForJobs(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The socket has connections of its own.
-	overSocket := &http.Client{Transport: &http.Transport{Dial: func(_, _ string) (net.Conn, error) {
-		return net.Dial("unix", filepath.Join(dir, "mmkd.sock"))
+	overSocket := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(dir, "mmkd.sock"))
 	}}, Timeout: 10 * time.Second}
 	resp, err := overSocket.Get("http://mmkd/api/v1/jobs/" + id)
 	if err != nil {

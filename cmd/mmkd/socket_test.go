@@ -44,6 +44,21 @@ func socketClient(sock, method, path, body string) int {
 	return 0
 }
 
+// traversableTempDir is a temporary directory other users can pass
+// through (0711; t.TempDir's are 0700).
+func traversableTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mmk-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // clientBin is a copy of the test binary that other users may run (the
 // build directory is root's); set by TestSocketCallerRunsAsItself.
 var clientBin string
@@ -79,12 +94,7 @@ func TestSocketCallerRunsAsItself(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	dir := t.TempDir()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := traversableTempDir(t)
 	clientBin = filepath.Join(dir, "client")
 	self, err := os.ReadFile(os.Args[0])
 	if err != nil {

@@ -7,25 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Protocol values (hook/lib/proto.h).
-const (
-	magic   = 0x484b4d4d
-	version = 4
-	ring    = 4096
-)
-
-// welcomeBytes encodes a struct mmk_welcome.
-func welcomeBytes(m uint32, v, status uint16, slot, r uint32) []byte {
-	b := make([]byte, WelcomeBytes)
-	le := binary.LittleEndian
-	le.PutUint32(b, m)
-	le.PutUint16(b[4:], v)
-	le.PutUint16(b[6:], status)
-	le.PutUint32(b[8:], slot)
-	le.PutUint32(b[12:], r)
-	return b
-}
-
 // descriptors makes the two descriptors a fuzz case sends: a memfd of
 // size bytes with the seals asked for, and a wake-up of the kind asked
 // for (0 eventfd, 1 a pipe, 2 a memfd, 3 none).
@@ -80,22 +61,22 @@ func descriptors(t *testing.T, size uint32, seals uint8, wake uint8) (mem, wk in
 // against shrinking and growing, and an eventfd), and what it accepts
 // cannot be cut short (ftruncate fails, the whole mapping reads).
 func FuzzHandshake(f *testing.F) {
-	good := welcomeBytes(magic, version, 0, uint32(SlotBytes), ring)
+	good := Welcome(Magic, Version, 0, uint32(SlotBytes), Ring)
 	f.Add(good, uint32(SlotBytes), uint8(3), uint8(0))
 	f.Add(good, uint32(4096), uint8(3), uint8(0))
 	f.Add(good, uint32(SlotBytes), uint8(0), uint8(0))
 	f.Add(good, uint32(SlotBytes), uint8(3), uint8(1))
-	f.Add(welcomeBytes(magic, 3, 0, uint32(SlotBytes), ring), uint32(SlotBytes), uint8(3), uint8(0))
-	f.Add(welcomeBytes(magic, version, 2, uint32(SlotBytes), ring), uint32(SlotBytes), uint8(3), uint8(0))
+	f.Add(Welcome(Magic, 3, 0, uint32(SlotBytes), Ring), uint32(SlotBytes), uint8(3), uint8(0))
+	f.Add(Welcome(Magic, Version, 2, uint32(SlotBytes), Ring), uint32(SlotBytes), uint8(3), uint8(0))
 	f.Add(good[:10], uint32(SlotBytes), uint8(3), uint8(0))
-	f.Add(welcomeBytes(magic, version, 0, 1<<30, ring), uint32(1<<30), uint8(3), uint8(0))
+	f.Add(Welcome(Magic, Version, 0, 1<<30, Ring), uint32(1<<30), uint8(3), uint8(0))
 	f.Fuzz(func(t *testing.T, w []byte, size uint32, seals, wake uint8) {
 		size %= uint32(2 * SlotMax)
 		mem, wk := descriptors(t, size, seals, wake)
 		err := Check(w, mem, wk)
 		le := binary.LittleEndian
-		want := len(w) == WelcomeBytes && le.Uint32(w) == magic && le.Uint16(w[4:]) == version && le.Uint16(w[6:]) == 0 &&
-			le.Uint32(w[12:]) == ring && int(le.Uint32(w[8:])) >= SlotBytes && int(le.Uint32(w[8:])) <= SlotMax &&
+		want := len(w) == WelcomeBytes && le.Uint32(w) == Magic && le.Uint16(w[4:]) == Version && le.Uint16(w[6:]) == 0 &&
+			le.Uint32(w[12:]) == Ring && int(le.Uint32(w[8:])) >= SlotBytes && int(le.Uint32(w[8:])) <= SlotMax &&
 			le.Uint32(w[8:]) == size && seals&3 == 3 && wake%4 == 0
 		if (err == nil) != want {
 			t.Fatalf("welcome %x, memfd of %d bytes, seals %d, wake kind %d: Check = %v, want accepted %v", w, size, seals&3, wake%4, err, want)

@@ -25,6 +25,21 @@ const (
 	WelcomeBytes = int(C.sizeof_struct_mmk_welcome)
 )
 
+// Welcome is a struct mmk_welcome as the C compiler lays it out, in
+// bytes: what a server sends.
+func Welcome(magic uint32, version, status uint16, slotBytes, ring uint32) []byte {
+	w := C.struct_mmk_welcome{magic: C.uint32_t(magic), version: C.uint16_t(version), status: C.uint16_t(status),
+		slot_bytes: C.uint32_t(slotBytes), ring: C.uint32_t(ring)}
+	return C.GoBytes(unsafe.Pointer(&w), C.int(WelcomeBytes))
+}
+
+// Protocol values (hook/lib/proto.h).
+const (
+	Magic   = uint32(C.MMK_PROTO_MAGIC)
+	Version = uint16(C.MMK_PROTO_VERSION)
+	Ring    = uint32(C.MMK_RING)
+)
+
 // Check runs mmk_check_welcome on the welcome's bytes (at most
 // WelcomeBytes are read; fewer are a short welcome) and the two
 // descriptors: nil when the hook would map the memory, else its reason.

@@ -22,12 +22,19 @@ import (
 func TestHookChecksWelcome(t *testing.T) {
 	a := buildC(t)
 	trace := writeTrace(t, 200, 2, 0)
-	unsealed := func(size int64) (int, error) {
-		fd, err := unix.MemfdCreate("evil", unix.MFD_CLOEXEC)
-		if err == nil {
-			err = unix.Ftruncate(fd, size)
+	// unsealed sends a memfd of size bytes that nothing seals.
+	unsealed := func(size int64) func(t *testing.T) (int, int) {
+		return func(t *testing.T) (int, int) {
+			fd, err := unix.MemfdCreate("evil", unix.MFD_CLOEXEC)
+			if err == nil {
+				err = unix.Ftruncate(fd, size)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Close(fd) })
+			return fd, mustEventfd(t)
 		}
-		return fd, err
 	}
 	pipeEnd := func(t *testing.T) int {
 		var p [2]int
@@ -37,6 +44,17 @@ func TestHookChecksWelcome(t *testing.T) {
 		t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
 		return p[1]
 	}
+	// sealed sends the server's own slot and the wake-up wake makes.
+	sealed := func(wake func(*testing.T) int) func(t *testing.T) (int, int) {
+		return func(t *testing.T) (int, int) {
+			sl, err := newSlot("test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sl.close)
+			return sl.fd, wake(t)
+		}
+	}
 	tests := []struct {
 		name string
 		// fds are the descriptors the server sends; after runs once the
@@ -45,38 +63,10 @@ func TestHookChecksWelcome(t *testing.T) {
 		after    func(mem int)
 		accepted bool
 	}{
-		{"sealed slot and eventfd", func(t *testing.T) (int, int) {
-			sl, err := newSlot("good")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(sl.close)
-			return sl.fd, mustEventfd(t)
-		}, nil, true},
-		{"memory smaller than announced", func(t *testing.T) (int, int) {
-			fd, err := unsealed(4096)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(fd) })
-			return fd, mustEventfd(t)
-		}, nil, false},
-		{"memory shrunk after the welcome", func(t *testing.T) (int, int) {
-			fd, err := unsealed(slotBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { unix.Close(fd) })
-			return fd, mustEventfd(t)
-		}, func(mem int) { _ = unix.Ftruncate(mem, 0) }, false},
-		{"wake-up is a pipe", func(t *testing.T) (int, int) {
-			sl, err := newSlot("pipe")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(sl.close)
-			return sl.fd, pipeEnd(t)
-		}, nil, false},
+		{"sealed slot and eventfd", sealed(mustEventfd), nil, true},
+		{"memory smaller than announced", unsealed(4096), nil, false},
+		{"memory shrunk after the welcome", unsealed(slotBytes), func(mem int) { _ = unix.Ftruncate(mem, 0) }, false},
+		{"wake-up is a pipe", sealed(pipeEnd), nil, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
