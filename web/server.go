@@ -78,10 +78,8 @@ type Server struct {
 	// shorten them); streams counts the streams being served.
 	streamGap, streamSched, streamBeat time.Duration
 	streams                            atomic.Int32
-	// plans and batches are the plan's and the jobs' updates as JSON,
-	// shared by the streams.
-	plans   planCache
-	batches batchCache
+	// shared is what the streams share, read and encoded once.
+	shared streamShared
 	// closing is closed by Close: followed logs and streams end.
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -77,13 +77,13 @@ type streamSched struct {
 // streamState is what one stream has sent: the version of the jobs' feed
 // it has seen (node.JobFeed: an update holds exactly the jobs changed
 // since, old ones the snapshot left out included, at a cost that follows
-// the changes, not the number of jobs), the plan's version, the last
-// schedulers sent and the newest reconfiguration.
+// the changes, not the number of jobs), the plan's and the schedulers'
+// versions and the newest reconfiguration.
 type streamState struct {
-	jobsVersion uint64
-	planVersion uint64
-	scheds      []byte
-	reconfigSeq int
+	jobsVersion  uint64
+	planVersion  uint64
+	schedVersion uint64
+	reconfigSeq  int
 }
 
 // stream serves GET /api/v1/stream?jobs=N: the dashboard's live view as
@@ -123,7 +123,7 @@ func (s *Server) stream(c *gin.Context) {
 	// Taken before the state is read, so that no change is missed.
 	changed := s.node.Changed()
 	st := &streamState{}
-	snap, err := st.snapshot(s.node, int(limit))
+	snap, err := st.snapshot(s.node, int(limit), &s.shared, s.streamSched/2)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -144,7 +144,9 @@ func (s *Server) stream(c *gin.Context) {
 	}
 
 	ctx := c.Request.Context()
-	sched := time.NewTicker(s.streamSched)
+	// The schedulers go on a beat too, every stream's at once: they are
+	// read and encoded once for all.
+	sched := time.NewTimer(nextBeat(time.Now(), s.streamSched))
 	defer sched.Stop()
 	beat := time.NewTicker(s.streamBeat)
 	defer beat.Stop()
@@ -164,7 +166,7 @@ func (s *Server) stream(c *gin.Context) {
 			due.Reset(nextBeat(time.Now(), s.streamGap))
 		case <-due.C:
 			changed = s.node.Changed()
-			more, err := st.update(w, s.node, &s.plans, &s.batches, s.streamGap/2)
+			more, err := st.update(w, s.node, &s.shared, s.streamGap/2)
 			if err != nil {
 				s.streamFailed(c, err)
 				return
@@ -176,7 +178,8 @@ func (s *Server) stream(c *gin.Context) {
 				due.Reset(nextBeat(time.Now(), s.streamGap))
 			}
 		case <-sched.C:
-			st.schedulers(w, s.node)
+			st.schedulers(w, s.node, &s.shared.scheds, s.streamSched/2)
+			sched.Reset(nextBeat(time.Now(), s.streamSched))
 		case <-beat.C:
 			w.raw(": heartbeat\n\n")
 		}
@@ -192,9 +195,20 @@ func (s *Server) streamFailed(c *gin.Context, err error) {
 	s.log.Error("stream", "err", err)
 }
 
+// streamShared is what the streams share: the plan, the jobs' updates,
+// the last reconfigurations and the schedulers, each read and encoded
+// once for the streams that send them together.
+type streamShared struct {
+	plans   planCache
+	batches batchCache
+	recent  sharedRecent
+	scheds  sharedScheds
+}
+
 // snapshot reads the node's state for the first message: the newest
-// limit jobs and the counts of all, and records what it sent.
-func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
+// limit jobs and the counts of all, and records what it sent. fresh is
+// how old the shared schedulers may be.
+func (st *streamState) snapshot(n Node, limit int, sh *streamShared, fresh time.Duration) (streamSnapshot, error) {
 	plan := n.Plan()
 	normalizePlan(&plan)
 	// The version first: a job that changes after it is sent again by
@@ -217,29 +231,28 @@ func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
 	if len(reconfigs) > 0 {
 		st.reconfigSeq = reconfigs[0].Seq
 	}
-	scheds := schedulers(n)
-	st.jobsVersion, st.planVersion = feed.Version, plan.Version
-	st.scheds, _ = json.Marshal(scheds)
+	scheds, _, version := sh.scheds.get(n, fresh)
+	st.jobsVersion, st.planVersion, st.schedVersion = feed.Version, plan.Version, version
 	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts},
 		Reconfigs: reconfigs, Schedulers: scheds}, nil
 }
 
 // update sends what changed since the last message: the plan (once per
-// version, encoded once for every stream by plans), the jobs changed
-// since the version seen (encoded once for the streams that ask the same
-// question, by batches), the new reconfigurations. It reports whether
-// more changed jobs are left than one message holds.
-func (st *streamState) update(w *sseWriter, n Node, plans *planCache, batches *batchCache, fresh time.Duration) (more bool, err error) {
-	if b, v := plans.encoded(n); v != st.planVersion {
+// version), the jobs changed since the version seen, the new
+// reconfigurations, each read and encoded once for the streams that send
+// them within fresh of each other (sh). It reports whether more changed
+// jobs are left than one message holds.
+func (st *streamState) update(w *sseWriter, n Node, sh *streamShared, fresh time.Duration) (more bool, err error) {
+	if b, v := sh.plans.encoded(n); v != st.planVersion {
 		st.planVersion = v
 		w.eventJSON("plan", b)
 	}
-	b := batches.encoded(n, st.jobsVersion, fresh)
+	b := sh.batches.encoded(n, st.jobsVersion, fresh)
 	st.jobsVersion = b.upto
 	if b.data != nil {
 		w.eventJSON("jobs", b.data)
 	}
-	if err := st.reconfigs(w, n); err != nil {
+	if err := st.reconfigs(w, n, &sh.recent, fresh); err != nil {
 		return false, err
 	}
 	return b.more, w.err
@@ -329,41 +342,91 @@ func (pc *planCache) encoded(n Node) ([]byte, uint64) {
 }
 
 // reconfigs sends the reconfigurations recorded since the newest one
-// sent, newest first.
-func (st *streamState) reconfigs(w *sseWriter, n Node) error {
-	newest, err := n.Reconfigs(1)
+// sent, newest first (of the last streamReconfigs, which recent reads
+// once for the streams woken together).
+func (st *streamState) reconfigs(w *sseWriter, n Node, recent *sharedRecent, fresh time.Duration) error {
+	list, err := recent.get(n, fresh)
 	if err != nil {
 		return fmt.Errorf("reconfigurations: %w", err)
 	}
-	if len(newest) == 0 || newest[0].Seq <= st.reconfigSeq {
+	if len(list) == 0 || list[0].Seq <= st.reconfigSeq {
 		return nil
 	}
-	list, err := n.Reconfigs(min(newest[0].Seq-st.reconfigSeq, streamReconfigs))
-	if err != nil {
-		return fmt.Errorf("reconfigurations: %w", err)
-	}
-	var fresh []jobs.Reconfig
+	var newer []jobs.Reconfig
 	for _, r := range list {
 		if r.Seq > st.reconfigSeq {
-			fresh = append(fresh, r)
+			newer = append(newer, r)
 		}
 	}
-	st.reconfigSeq = newest[0].Seq
-	if len(fresh) > 0 {
-		w.event("reconfigs", fresh)
-	}
+	st.reconfigSeq = list[0].Seq
+	w.event("reconfigs", newer)
 	return nil
 }
 
-// schedulers sends the kernel schedulers if they changed since last sent.
-func (st *streamState) schedulers(w *sseWriter, n Node) {
-	scheds := schedulers(n)
-	b, err := json.Marshal(scheds)
-	if err != nil || bytes.Equal(b, st.scheds) {
+// sharedRecent holds the last reconfigurations read from the node, for
+// the streams that look within fresh of each other.
+type sharedRecent struct {
+	mu   sync.Mutex
+	at   time.Time
+	list []jobs.Reconfig
+}
+
+func (sr *sharedRecent) get(n Node, fresh time.Duration) ([]jobs.Reconfig, error) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if !sr.at.IsZero() && time.Since(sr.at) < fresh {
+		return sr.list, nil
+	}
+	list, err := n.Reconfigs(streamReconfigs)
+	if err != nil {
+		return nil, err
+	}
+	sr.at, sr.list = time.Now(), list
+	return list, nil
+}
+
+// schedulers sends the kernel schedulers if they changed since last sent
+// (the event is built once for every stream by scheds).
+func (st *streamState) schedulers(w *sseWriter, n Node, scheds *sharedScheds, fresh time.Duration) {
+	_, event, version := scheds.get(n, fresh)
+	if version == st.schedVersion {
 		return
 	}
-	st.scheds = b
-	w.event("kernelsched", streamSched{Time: time.Now(), Schedulers: scheds})
+	st.schedVersion = version
+	w.eventJSON("kernelsched", event)
+}
+
+// sharedScheds holds the kernel schedulers as the streams send them: the
+// list, the "kernelsched" event of it, and a version that changes when
+// the list does. It reads the node again when older than fresh.
+type sharedScheds struct {
+	mu      sync.Mutex
+	at      time.Time
+	list    []node.SchedView
+	encoded []byte // the list's JSON, to tell a change
+	event   []byte
+	version uint64
+}
+
+func (ss *sharedScheds) get(n Node, fresh time.Duration) ([]node.SchedView, []byte, uint64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.at.IsZero() && time.Since(ss.at) < fresh {
+		return ss.list, ss.event, ss.version
+	}
+	ss.at = time.Now()
+	list := schedulers(n)
+	b, err := json.Marshal(list)
+	if err != nil || (ss.version > 0 && bytes.Equal(b, ss.encoded)) {
+		return ss.list, ss.event, ss.version
+	}
+	event, err := json.Marshal(streamSched{Time: ss.at, Schedulers: list})
+	if err != nil {
+		return ss.list, ss.event, ss.version
+	}
+	ss.list, ss.encoded, ss.event = list, b, event
+	ss.version++
+	return ss.list, ss.event, ss.version
 }
 
 // schedulers are the node's kernel schedulers with their lists [] rather
@@ -426,16 +489,18 @@ func (w *sseWriter) event(name string, v any) {
 }
 
 // eventJSON writes one event of JSON data (one line: encoding/json
-// escapes newlines inside strings).
+// escapes newlines inside strings), in place: data is shared by streams.
 func (w *sseWriter) eventJSON(name string, data []byte) {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(name) + 16)
-	b.WriteString("event: ")
-	b.WriteString(name)
-	b.WriteString("\ndata: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	w.raw(b.String())
+	if w.err != nil {
+		return
+	}
+	for _, part := range [][]byte{[]byte("event: " + name + "\ndata: "), data, []byte("\n\n")} {
+		if _, err := w.w.Write(part); err != nil {
+			w.err = err
+			return
+		}
+	}
+	w.flush()
 }
 
 func (w *sseWriter) raw(s string) {

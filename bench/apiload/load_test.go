@@ -24,8 +24,13 @@ func TestMain(m *testing.M) {
 // streams. The stream once copied every job four times a second per
 // client: 20 idle streams cut submissions from 1,584/s to 355/s. The two
 // are compared within one run, in seven alternating pairs of 0.7 s
-// phases, by the median of the pairs' ratios of submits/s, which must
-// stay above 0.8; no absolute speed is asserted.
+// phases, by the median of the pairs' ratios; no absolute speed is
+// asserted. The ratio asserted (at least 0.8) is of submissions per
+// second of CPU the process spent: what the streams take from the
+// daemon. The ratio of submissions per second of wall time is logged
+// beside it: on a machine other work shares (CI runs the packages' tests
+// side by side) it swings by a third either way between two runs, from
+// nothing the streams do.
 func TestStreamsDoNotSlowSubmits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a load test of about 15 seconds")
@@ -44,7 +49,7 @@ func TestStreamsDoNotSlowSubmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s", c)
-	if c.ratio < 0.8 {
-		t.Errorf("with 20 streams open submissions ran at %.2f of their speed without (want at least 0.8):\n%s", c.ratio, c)
+	if c.cpuRatio < 0.8 {
+		t.Errorf("with 20 streams open submissions took %.2f of the CPU they take without, inverted (want at least 0.8):\n%s", c.cpuRatio, c)
 	}
 }

@@ -196,6 +196,9 @@ type result struct {
 	p50, p99, pmax   time.Duration
 	firstFailure     string
 	submitsPerSecond float64
+	// perCPUSecond is submissions per second of CPU the process spent
+	// (set by loadWithStreams).
+	perCPUSecond float64
 }
 
 func (r result) String() string {

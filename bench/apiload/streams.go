@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
@@ -107,7 +108,11 @@ func loadWithStreams(addr, token string, clients, streams int, d time.Duration) 
 		}
 		stop = s
 	}
+	c0 := cpuTime()
 	r, err := load(addr, token, clients, d)
+	if cpu := cpuTime() - c0; cpu > 0 {
+		r.perCPUSecond = float64(r.ok) / cpu.Seconds()
+	}
 	if serr := stop(); err == nil && serr != nil {
 		err = fmt.Errorf("a stream failed during the load: %w", serr)
 	}
@@ -118,12 +123,16 @@ func loadWithStreams(addr, token string, clients, streams int, d time.Duration) 
 // comparison is -compare's outcome: submits/s without streams and with
 // them, per round, and the ratio: the median over the rounds of each
 // round's ratio (a round's two runs are next to each other in time, so
-// that a drift of the machine falls on both).
+// that a drift of the machine falls on both). cpuRatio is the same for
+// the submissions per second of CPU the process (mmkd and the load
+// generator) spent: what the streams cost, whatever else the machine
+// runs meanwhile.
 type comparison struct {
 	streams       int
 	without       []float64
 	with          []float64
 	ratio         float64
+	cpuRatio      float64
 	withoutMedian float64
 	withMedian    float64
 }
@@ -136,8 +145,8 @@ func (c comparison) String() string {
 		}
 		return strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("submits/s without streams: %s (median %.0f)\nsubmits/s with %d streams: %s (median %.0f)\nratio with/without (median of the rounds'): %.3f\n",
-		f(c.without), c.withoutMedian, c.streams, f(c.with), c.withMedian, c.ratio)
+	return fmt.Sprintf("submits/s without streams: %s (median %.0f)\nsubmits/s with %d streams: %s (median %.0f)\nratio with/without (median of the rounds'): %.3f\nratio of submits per CPU second (median of the rounds'): %.3f\n",
+		f(c.without), c.withoutMedian, c.streams, f(c.with), c.withMedian, c.ratio, c.cpuRatio)
 }
 
 // compareStreams measures rounds pairs of runs, without streams and with
@@ -145,6 +154,7 @@ func (c comparison) String() string {
 // submits/s.
 func compareStreams(addr, token string, clients, streams, rounds int, d time.Duration) (comparison, error) {
 	c := comparison{streams: streams}
+	var cpuWithout, cpuWith []float64
 	for i := range rounds {
 		order := []int{0, streams}
 		if i%2 == 1 {
@@ -157,17 +167,20 @@ func compareStreams(addr, token string, clients, streams, rounds int, d time.Dur
 			}
 			if s == 0 {
 				c.without = append(c.without, r.submitsPerSecond)
+				cpuWithout = append(cpuWithout, r.perCPUSecond)
 			} else {
 				c.with = append(c.with, r.submitsPerSecond)
+				cpuWith = append(cpuWith, r.perCPUSecond)
 			}
 		}
 	}
 	c.withoutMedian, c.withMedian = median(c.without), median(c.with)
-	ratios := make([]float64, rounds)
+	ratios, cpuRatios := make([]float64, rounds), make([]float64, rounds)
 	for i := range rounds {
 		ratios[i] = c.with[i] / c.without[i]
+		cpuRatios[i] = cpuWith[i] / cpuWithout[i]
 	}
-	c.ratio = median(ratios)
+	c.ratio, c.cpuRatio = median(ratios), median(cpuRatios)
 	return c, nil
 }
 
@@ -229,6 +242,15 @@ func submitOne(addr, token string, body []byte) error {
 		return fmt.Errorf("preload submit: %s", resp.Status)
 	}
 	return nil
+}
+
+// cpuTime is the CPU time this process has spent, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // peakRSS is this process's peak resident memory (VmHWM), in bytes; 0
