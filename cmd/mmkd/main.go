@@ -1,9 +1,10 @@
 // Command mmkd is mmk's node daemon. It loads the configuration, opens the
 // GPU backend (NVML, or fake GPUs where no driver is installed), the job
 // store and the runner in its data directory, trains (or loads) the
-// predictor, and runs the placement loop and the HTTP API until SIGINT or
-// SIGTERM, then shuts down gracefully. Jobs keep running when mmkd stops;
-// the next mmkd adopts them.
+// predictor, and runs the placement loop and the HTTP API (on its Unix
+// socket, where callers are known by their user, and on TCP, where they
+// show its token) until SIGINT or SIGTERM, then shuts down gracefully.
+// Jobs keep running when mmkd stops; the next mmkd adopts them.
 //
 // "mmkd shim DIR" is the per-job supervisor (jobs.ShimMain) that the
 // runner starts for each job.
