@@ -108,7 +108,7 @@ func run(out, mmkd, fakes string, width, height int) error {
 	// The page asks for mmkd's token; it keeps it in the tab's
 	// sessionStorage, where it is put before the page loads again.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height)), chromedp.Navigate(base),
-		chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('mmk.token', `+jsString(d.token)+`)`, nil), chromedp.Navigate(base)); err != nil {
+		chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('mmk.token', `+jsString(d.token)+`)`), chromedp.Navigate(base)); err != nil {
 		return err
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#conn').dataset.state === 'live'`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
