@@ -95,6 +95,20 @@ func (r *Runner) Record(jobID string) (j Job, found bool, err error) {
 	return j, true, nil
 }
 
+// StartedPID is the job's process as its shim recorded it (pid.json),
+// without checking that it still runs and without acting on it: 0 when
+// there is no readable record.
+func (r *Runner) StartedPID(jobID string) int {
+	if !ValidID(jobID) {
+		return 0
+	}
+	rec, found, err := readRecord(r.Dir(jobID), pidFile, parsePidRecord)
+	if err != nil || !found {
+		return 0
+	}
+	return rec.Child.PID
+}
+
 // HasRun reports whether the job's directory holds the records of a run
 // (a pid or an exit record).
 func (r *Runner) HasRun(jobID string) bool {

@@ -73,7 +73,7 @@ func (n *Node) jobOfProcess(pid int, key string) (jobs.Job, error) {
 	}
 	n.mu.RUnlock()
 	for _, j := range starting {
-		if proc, exit, err := n.cfg.Runner.Adopt(j.ID); err == nil && exit == nil && proc.PID == pg {
+		if pid := n.cfg.Runner.StartedPID(j.ID); pid != 0 && pid == pg {
 			return j, nil
 		}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
 )
 
 // TestSchedulerIdentifiesJobs: a job whose hook declares another
@@ -45,7 +47,14 @@ func TestSchedulerIdentifiesJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write(make([]byte, 4+2+2+4*4+128+64)); err != nil {
+	// A well-formed hello (struct mmk_hello, protocol 4) from this test,
+	// which is no job's process.
+	hello := make([]byte, 4+2+2+4*4+128+64)
+	binary.LittleEndian.PutUint32(hello, server.ProtoMagic)
+	binary.LittleEndian.PutUint16(hello[4:], server.ProtoVersion)
+	binary.LittleEndian.PutUint16(hello[6:], uint16(len(hello)))
+	binary.LittleEndian.PutUint32(hello[8:], uint32(os.Getpid()))
+	if _, err := c.Write(hello); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))

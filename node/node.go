@@ -31,6 +31,7 @@ type Runner interface {
 	JobIDs() ([]string, error)
 	Record(id string) (jobs.Job, bool, error)
 	HasRun(id string) bool
+	StartedPID(id string) int
 }
 
 // Config wires a node.
