@@ -7,11 +7,15 @@ import (
 	"github.com/mmkgpu/mmk/jobs"
 )
 
-// mayRunAs says whether the node may run jobs as owner: root only with
-// Config.AllowRoot, and a user other than mmkd's own only when mmkd runs
-// as root (it cannot switch users otherwise).
-func (n *Node) mayRunAs(owner jobs.Owner) error {
-	if owner.UID == 0 && !n.cfg.AllowRoot {
+// mayRunAs says whether the node may run jobs as owner (MayRunAs).
+func (n *Node) mayRunAs(owner jobs.Owner) error { return MayRunAs(owner, n.cfg.AllowRoot) }
+
+// MayRunAs says whether an mmkd may run jobs as owner: root only with
+// allowRoot (jobs.allow_root), and a user other than mmkd's own only when
+// mmkd runs as root (it cannot switch users otherwise). A refusal wraps
+// jobs.ErrForbidden.
+func MayRunAs(owner jobs.Owner, allowRoot bool) error {
+	if owner.UID == 0 && !allowRoot {
 		return fmt.Errorf("%w: jobs do not run as root on this mmkd (jobs.allow_root is off): submit as another user", jobs.ErrForbidden)
 	}
 	if self := os.Geteuid(); self != 0 && owner.UID != self {

@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mmkgpu/mmk/jobs"
 )
 
 func TestAuth(t *testing.T) {
@@ -102,5 +104,16 @@ func TestDNSRebinding(t *testing.T) {
 	}
 	if list, _ := ts.node.Jobs(nodeFilterAll); len(list) != 5 {
 		t.Errorf("%d jobs created, want the 5 allowed submissions", len(list))
+	}
+}
+
+// TestOwnerRefused: a caller the node may not run jobs as (root, without
+// jobs.allow_root) is answered 403, saying why.
+func TestOwnerRefused(t *testing.T) {
+	ts := newTestServer(t, func(o *Options) { o.TokenOwner = &jobs.Owner{UID: 0, GID: 0, Name: "root"} })
+	ts.node.SetAllowRoot(false)
+	r := ts.do(t, "POST", "/api/v1/jobs", `{"command":["id"]}`)
+	if r.code != 403 || !strings.Contains(r.body, "allow_root") {
+		t.Errorf("a job of root = %d %s, want 403 naming jobs.allow_root", r.code, r.body)
 	}
 }

@@ -4,7 +4,9 @@
 // keys, lists newest first, refuses to cancel a finished job with a
 // *jobs.TransitionError, and answers unknown ids with jobs.ErrNotFound.
 // It runs no process: tests move jobs between states with SetState and
-// write their logs under LogPath.
+// write their logs under LogPath. It runs jobs as their owners under the
+// real node's rule (node.MayRunAs), as a node with jobs.allow_root on
+// unless SetAllowRoot says otherwise.
 package webtest
 
 import (
@@ -39,14 +41,16 @@ type FakeNode struct {
 	scheds    []node.SchedView
 	readyErr  error
 	fail      error
+	allowRoot bool
 	changed   chan struct{} // closed at the next change (Changed)
 }
 
 // NewFakeNode returns an empty fake whose job logs live in logDir.
 func NewFakeNode(logDir string) *FakeNode {
 	return &FakeNode{
-		logDir: logDir,
-		now:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		logDir:    logDir,
+		allowRoot: true,
+		now:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		jobs:   map[string]*jobs.Job{},
 		feed:   node.NewFeed(),
 		events: map[string][]jobs.Event{},
@@ -62,8 +66,9 @@ func (f *FakeNode) tick() time.Time {
 }
 
 // Submit validates and stores a job as pending, owned by owner (nil:
-// the process's user). With an idempotency key used before it returns the
-// job created then and false. Unlike the real node it runs as any owner.
+// the process's user). With an idempotency key the owner used before it
+// returns the job created then and false. An owner the node may not run
+// jobs as wraps jobs.ErrForbidden.
 func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -73,17 +78,21 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	if err := spec.Validate(); err != nil {
 		return jobs.Job{}, false, err
 	}
+	if owner == nil {
+		self := jobs.Self()
+		owner = &self
+	}
+	if err := node.MayRunAs(*owner, f.allowRoot); err != nil {
+		return jobs.Job{}, false, err
+	}
 	name, prio, mem, key := spec.Defaults(DefaultMemoryMiB)
 	spec.Name = name
-	if id, ok := f.idem[idempotencyKey]; ok && idempotencyKey != "" {
+	idem := fmt.Sprint(owner.UID) + "/" + idempotencyKey
+	if id, ok := f.idem[idem]; ok && idempotencyKey != "" {
 		if !jobs.SameSpec(f.jobs[id].Spec, spec) {
 			return jobs.Job{}, false, fmt.Errorf("key %q (job %s): %w", idempotencyKey, id, jobs.ErrIdempotencyConflict)
 		}
 		return *f.jobs[id], false, nil
-	}
-	if owner == nil {
-		self := jobs.Self()
-		owner = &self
 	}
 	now := f.tick()
 	j := &jobs.Job{ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
@@ -93,7 +102,7 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	f.feed.Set(j)
 	f.events[j.ID] = []jobs.Event{{Seq: 1, Time: now, To: jobs.Pending, Reason: "submitted"}}
 	if idempotencyKey != "" {
-		f.idem[idempotencyKey] = j.ID
+		f.idem[idem] = j.ID
 	}
 	f.notifyLocked()
 	return *j, true, nil
@@ -295,6 +304,14 @@ func (f *FakeNode) Ready(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.readyErr
+}
+
+// SetAllowRoot says whether the fake runs jobs as root (jobs.allow_root;
+// true at first).
+func (f *FakeNode) SetAllowRoot(allow bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allowRoot = allow
 }
 
 // SetReady sets Ready's answer.
