@@ -51,10 +51,10 @@ func NewFakeNode(logDir string) *FakeNode {
 		logDir:    logDir,
 		allowRoot: true,
 		now:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		jobs:   map[string]*jobs.Job{},
-		feed:   node.NewFeed(),
-		events: map[string][]jobs.Event{},
-		idem:   map[string]string{},
+		jobs:      map[string]*jobs.Job{},
+		feed:      node.NewFeed(),
+		events:    map[string][]jobs.Event{},
+		idem:      map[string]string{},
 	}
 }
 
