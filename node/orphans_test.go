@@ -44,6 +44,16 @@ func startOn(t *testing.T, dir string) (*lostStoreNode, error) {
 		store.Close()
 		return nil, err
 	}
+	// Jobs outlive nodes: whatever the test left running is stopped
+	// when it ends, before its directories go.
+	t.Cleanup(func() {
+		ids, _ := runner.JobIDs()
+		for _, id := range ids {
+			if runner.Stop(id, time.Millisecond) == nil {
+				<-runner.Wait(context.Background(), id)
+			}
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &lostStoreNode{t: t, dir: dir, runner: runner, store: store, n: n, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- n.Run(ctx) }()
