@@ -78,6 +78,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./kernelsched/server
+	$(GO) test -run '^$$' -fuzz FuzzParseHello -fuzztime $(FUZZTIME) ./kernelsched/server
+	$(GO) test -run '^$$' -fuzz FuzzTaskMessages -fuzztime $(FUZZTIME) ./kernelsched/server
+	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime $(FUZZTIME) ./hook/handshake
 	$(GO) test -run '^$$' -fuzz FuzzReadWindows -fuzztime $(FUZZTIME) ./bench/pareto
 
 ## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium), kernel scheduling on through the fake hook

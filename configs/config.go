@@ -54,6 +54,13 @@ type JobsConfig struct {
 	// UsageInterval is how often the jobs' GPU use (memory, utilisation)
 	// is read through NVML; 0 never.
 	UsageInterval time.Duration `mapstructure:"usage_interval"`
+	// AllowRoot lets jobs run as root: submitted by root over the
+	// socket, or over TCP to an mmkd that runs as root. Off, they are
+	// refused.
+	AllowRoot bool `mapstructure:"allow_root"`
+	// BackupEvery is how often the job store is copied, consistently,
+	// beside itself (mmk.db.bak); 0: never.
+	BackupEvery time.Duration `mapstructure:"backup_every"`
 }
 
 // MIGConfig says whether mmkd may change MIG layouts.
@@ -140,6 +147,20 @@ type ServerConfig struct {
 	Token string `mapstructure:"token"`
 	// MaxBodyBytes caps a request body.
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes"`
+	// Socket is the Unix socket of the API: "" is DATA_DIR/mmkd.sock,
+	// "none" serves no socket. Its callers are known by their user.
+	Socket string `mapstructure:"socket"`
+	// SocketGroup is the group that may connect to the socket (mode
+	// 0660): a name or a gid; "" is mmkd's own group.
+	SocketGroup string `mapstructure:"socket_group"`
+	// AllowedHosts are the host names a TCP request may name in its
+	// Host header besides IP addresses and localhost.
+	AllowedHosts []string `mapstructure:"allowed_hosts"`
+	// MaxConns caps the connections served at once over the socket and
+	// TCP together (lowered to keep descriptors for jobs).
+	MaxConns int `mapstructure:"max_conns"`
+	// MaxStreams caps the live streams (/api/v1/stream) served at once.
+	MaxStreams int `mapstructure:"max_streams"`
 }
 
 // FieldError is a bad configuration value; Key is its dotted key.
@@ -181,6 +202,9 @@ func (c *Config) Validate() error {
 		oneOf("mps.memory_limit", c.MPS.MemoryLimit, "spec", "all", "off"),
 		notNegative("mps.memory_limit_margin_pct", c.MPS.MemoryLimitMarginPct),
 		notNegative("mps.memory_limit_margin_mib", c.MPS.MemoryLimitMarginMiB),
+		notNegative("jobs.backup_every", int64(c.Jobs.BackupEvery)),
+		positive("server.max_conns", int64(c.Server.MaxConns)),
+		positive("server.max_streams", int64(c.Server.MaxStreams)),
 	}
 	for _, err := range checks {
 		if err != nil {

@@ -123,6 +123,9 @@ type Job struct {
 	Signal   string `json:"signal,omitempty"`
 	// Restarts counts the times a reconfiguration restarted the job.
 	Restarts int `json:"restarts"`
+	// Owner is the user the job runs as: who submitted it (nil for a job
+	// of an mmk that did not record it: it runs as mmkd's user).
+	Owner *Owner `json:"owner,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any.
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`

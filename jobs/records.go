@@ -22,6 +22,7 @@ const (
 	logFile       = "log"         // the child's stdout and stderr; log.1 is the previous one
 	shimLogFile   = "shim.log"    // the shim's own messages
 	checkpointDir = "checkpoint"  // $MMK_CHECKPOINT_DIR, kept across restarts
+	jobFile       = "job.json"    // the job's record as mmkd placed it, to adopt it should the store be lost
 )
 
 // recordVersion is the version of the record formats this mmk writes. A
@@ -40,6 +41,9 @@ type launchRecord struct {
 	Dir     string   `json:"dir"`
 	// LogMaxBytes caps each log file; 0: no cap.
 	LogMaxBytes int64 `json:"logMaxBytes"`
+	// User, if set, is the user the job runs as (the shim's own user
+	// otherwise).
+	User *User `json:"user,omitempty"`
 }
 
 // procIdent names one process across pid reuse: its pid, its start time
@@ -56,6 +60,10 @@ type pidRecord struct {
 	Child     procIdent `json:"child"`
 	Shim      procIdent `json:"shim"`
 	StartedAt time.Time `json:"startedAt"`
+	// Cgroup is the job's cgroup directory ("" where cgroup v2 was not
+	// used): what is left of a job whose shim is gone is killed there
+	// too.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Exit is how a job's process ended, as its shim recorded it.

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Runner defaults.
@@ -156,8 +154,17 @@ type Launch struct {
 	// Env is the job's whole environment, KEY=VALUE.
 	Env []string
 	// WorkDir is the working directory (absolute); "": the job's
-	// directory.
+	// directory, or its checkpoint directory for a job run as User.
 	WorkDir string
+	// User, if set, is the user the job runs as: the shim, which runs as
+	// mmkd's user (root), starts the job with the user's ids and groups.
+	// The job's directory is then traversable (0711) and its checkpoint
+	// directory the user's; the other records stay mmkd's.
+	User *User
+	// Record, if set, is the job's record as mmkd keeps it (JSON): it is
+	// written to the job's directory (job.json, 0600), so that the job
+	// can be adopted should mmkd's store be lost (Runner.Record).
+	Record []byte
 }
 
 // Proc is a running job's process.
@@ -224,19 +231,33 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 		return Proc{}, fmt.Errorf("start job %s: no program", id)
 	}
 	dir := r.Dir(id)
+	ckpt, err := r.CheckpointDir(id)
+	if err != nil {
+		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
+	}
+	if l.User != nil {
+		if err := shareWithUser(dir, ckpt, l.User); err != nil {
+			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
+		}
+	}
 	if l.WorkDir == "" {
 		l.WorkDir = dir
+		if l.User != nil {
+			l.WorkDir = ckpt
+		}
 	}
 	if !filepath.IsAbs(l.WorkDir) {
 		return Proc{}, fmt.Errorf("start job %s: working directory %q is not absolute", id, l.WorkDir)
 	}
-	if _, err := r.CheckpointDir(id); err != nil {
-		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
-	}
 	if err := r.reset(id); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 	}
-	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes}
+	if l.Record != nil {
+		if err := writePrivate(filepath.Join(dir, jobFile), l.Record); err != nil {
+			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
+		}
+	}
+	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes, User: l.User}
 	if err := writeLaunch(dir, launch); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 	}
@@ -278,7 +299,7 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 			// job, nor a job it started but did not record in time.
 			_ = cmd.Process.Kill()
 			if rec, found, rerr := readRecord(dir, pidFile, parsePidRecord); rerr == nil && found {
-				_, _ = rec.Child.signalGroup(unix.SIGKILL)
+				_, _ = rec.killRest(id)
 			}
 		}
 		return Proc{}, err
@@ -321,7 +342,7 @@ func (r *Runner) reset(id string) error {
 			}
 			// An earlier run lost its shim: do not let what is left of it
 			// run beside the new one.
-			if _, err := rec.Child.signalGroup(unix.SIGKILL); err != nil {
+			if _, err := rec.killRest(id); err != nil {
 				return fmt.Errorf("kill the earlier run: %w", err)
 			}
 		}

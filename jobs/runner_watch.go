@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func procOf(rec pidRecord) Proc {
@@ -58,7 +56,7 @@ func (r *Runner) Adopt(jobID string) (Proc, *Exit, error) {
 // lost kills what is left of a job whose shim is gone and returns the
 // error that says so.
 func (r *Runner) lost(jobID string, rec pidRecord) error {
-	killed, err := rec.Child.signalGroup(unix.SIGKILL)
+	killed, err := rec.killRest(jobID)
 	if err != nil {
 		r.log.Warn("cannot kill a job left without its shim", "job", jobID, "pid", rec.Child.PID, "err", err)
 	}

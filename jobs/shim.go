@@ -114,30 +114,34 @@ func (s *shim) run() (Exit, error) {
 		return Exit{}, fmt.Errorf("output pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        l.Argv,
-		Env:         l.Env,
-		Dir:         l.Dir,
-		Stdout:      pw,
-		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	cg := s.cgroup()
+	if cg != nil {
+		defer cg.close()
 	}
-	err = cmd.Start()
+	cmd, err := s.start(l, path, pw, cg)
+	if err != nil && cg != nil {
+		// A kernel without CLONE_INTO_CGROUP (before 5.7): the job runs
+		// in its process group only.
+		s.log.Warn("cannot start the job in its cgroup; starting it without", "cgroup", cg.dir, "err", err)
+		s.removeCgroup(cg)
+		cg = nil
+		cmd, err = s.start(l, path, pw, nil)
+	}
 	pw.Close()
 	if err != nil {
 		return Exit{}, fmt.Errorf("start %s: %w", l.Argv[0], err)
 	}
-	leader, err := s.recordPID(cmd.Process.Pid)
+	leader, err := s.recordPID(cmd.Process.Pid, cg)
 	if err != nil {
 		// mmkd could not find the job again: do not leave it running.
 		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		s.removeCgroup(cg)
 		_, _ = cmd.Process.Wait()
 		return Exit{}, err
 	}
 	copied := make(chan struct{})
 	go s.copyOutput(pr, lw, copied)
-	exit, err := s.supervise(cmd, leader)
+	exit, err := s.supervise(cmd, leader, cg)
 	select {
 	case <-copied:
 	case <-time.After(drainTimeout):
@@ -153,8 +157,54 @@ func (s *shim) run() (Exit, error) {
 	return exit, nil
 }
 
-// recordPID writes the pid record: the child's identity and the shim's.
-func (s *shim) recordPID(pid int) (procIdent, error) {
+// start starts the job's process: in its own process group, as the
+// launch's user, in cg when set.
+func (s *shim) start(l launchRecord, path string, out *os.File, cg *jobCgroup) (*exec.Cmd, error) {
+	attr := &syscall.SysProcAttr{Setpgid: true, Credential: l.User.credential()}
+	if cg != nil {
+		attr.UseCgroupFD, attr.CgroupFD = true, cg.fd
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        l.Argv,
+		Env:         l.Env,
+		Dir:         l.Dir,
+		Stdout:      out,
+		Stderr:      out,
+		SysProcAttr: attr,
+	}
+	return cmd, cmd.Start()
+}
+
+// cgroup makes the job's cgroup, or returns nil where cgroup v2 cannot
+// be used (the job then runs in its process group only).
+func (s *shim) cgroup() *jobCgroup {
+	root, err := cgroupRoot()
+	if err != nil {
+		s.log.Debug("no cgroup for the job", "err", err)
+		return nil
+	}
+	cg, err := newJobCgroup(root, filepath.Base(s.dir))
+	if err != nil {
+		s.log.Warn("no cgroup for the job", "err", err)
+		return nil
+	}
+	return cg
+}
+
+// removeCgroup kills what is left in the job's cgroup and removes it.
+func (s *shim) removeCgroup(cg *jobCgroup) {
+	if cg == nil {
+		return
+	}
+	if err := killCgroup(cg.dir); err != nil {
+		s.log.Warn("cannot empty the job's cgroup", "err", err)
+	}
+}
+
+// recordPID writes the pid record: the child's identity, the shim's and
+// the job's cgroup.
+func (s *shim) recordPID(pid int, cg *jobCgroup) (procIdent, error) {
 	child, err := identify(pid)
 	if err != nil {
 		return procIdent{}, fmt.Errorf("record pid: %w", err)
@@ -164,6 +214,9 @@ func (s *shim) recordPID(pid int) (procIdent, error) {
 		return procIdent{}, fmt.Errorf("record pid: %w", err)
 	}
 	rec := pidRecord{Version: recordVersion, Child: child, Shim: self, StartedAt: time.Now()}
+	if cg != nil {
+		rec.Cgroup = cg.dir
+	}
 	if err := writeRecord(s.dir, pidFile, rec); err != nil {
 		return procIdent{}, fmt.Errorf("record pid: %w", err)
 	}
@@ -192,8 +245,8 @@ func (s *shim) copyOutput(pr *os.File, lw *logWriter, done chan<- struct{}) {
 }
 
 // supervise waits for the child to end, handling signals meanwhile, then
-// kills what is left of its group and reaps it.
-func (s *shim) supervise(cmd *exec.Cmd, leader procIdent) (Exit, error) {
+// kills what is left of its group and of its cgroup, and reaps it.
+func (s *shim) supervise(cmd *exec.Cmd, leader procIdent, cg *jobCgroup) (Exit, error) {
 	pid := cmd.Process.Pid
 	// Wait without reaping: while the leader is a zombie its pid, the
 	// group's id, cannot be reused, so the group signals below cannot
@@ -229,6 +282,9 @@ func (s *shim) supervise(cmd *exec.Cmd, leader procIdent) (Exit, error) {
 			if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 				s.log.Warn("cannot kill what is left of the process group", "pgid", pid, "err", err)
 			}
+			// Processes that left the group (setsid) are still in the
+			// cgroup.
+			s.removeCgroup(cg)
 			state, err := cmd.Process.Wait()
 			if err != nil {
 				return Exit{}, fmt.Errorf("reap process %d: %w", pid, err)

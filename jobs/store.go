@@ -12,7 +12,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the store layout this mmk writes. Version 1: buckets
@@ -76,21 +75,24 @@ type Reconfig struct {
 
 // Store is the durable job store. It is safe for concurrent use.
 type Store struct {
-	db *bolt.DB
+	db   *bolt.DB
+	path string
+	// setAside are the job records OpenStore could not read and moved
+	// out of the jobs (SetAside).
+	setAside []SetAsideRecord
 }
 
 // OpenStore opens (creating it if needed) the store at path. A store of
-// a newer schema than this mmk writes is refused.
+// a newer schema than this mmk writes is refused, and so is a damaged one
+// (ErrStoreDamaged: see openChecked). A job record that cannot be read
+// is set aside, not served (SetAside lists them).
 func OpenStore(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := openChecked(path)
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("job store %s: locked by another process (is another mmkd running with this data directory?)", path)
-		}
-		return nil, fmt.Errorf("job store %s: %w", path, err)
+		return nil, err
 	}
 	// Create's batches wait at most this long for company: long enough
 	// for a burst of concurrent submissions to share one commit, short
@@ -120,7 +122,12 @@ func OpenStore(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, path: path}
+	if err := s.setAsideBad(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // Close closes the store.
@@ -137,7 +144,7 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 	created := false
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		created = false
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			if id := tx.Bucket(bucketIdem).Get([]byte(k)); id != nil {
 				created = false
 				if err := get(tx, string(id), &out); err != nil {
@@ -159,7 +166,7 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		if err := putEvent(tx, j.ID, Event{Time: j.CreatedAt, To: j.State, Reason: "submitted"}); err != nil {
 			return err
 		}
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			if err := tx.Bucket(bucketIdem).Put([]byte(k), []byte(j.ID)); err != nil {
 				return err
 			}
@@ -171,6 +178,16 @@ func (s *Store) Create(j Job) (Job, bool, error) {
 		return Job{}, false, fmt.Errorf("job store: create: %w", err)
 	}
 	return out, created, nil
+}
+
+// idemKey is the idempotency bucket's key of a job's idempotency key:
+// each owner has keys of its own, so that a key another user chose never
+// returns that user's job.
+func idemKey(j Job) string {
+	if j.IdempotencyKey == "" || j.Owner == nil {
+		return j.IdempotencyKey
+	}
+	return strconv.Itoa(j.Owner.UID) + "/" + j.IdempotencyKey
 }
 
 // SameSpec reports two specs that ask for the same job.
@@ -187,7 +204,8 @@ func (s *Store) Get(id string) (Job, error) {
 	return j, err
 }
 
-// All returns every job in id order (creation order).
+// All returns every job in id order (creation order). Records that
+// cannot be read were set aside when the store was opened.
 func (s *Store) All() ([]Job, error) {
 	var out []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -275,7 +293,7 @@ func (s *Store) Delete(id string) error {
 				return err
 			}
 		}
-		if k := j.IdempotencyKey; k != "" {
+		if k := idemKey(j); k != "" {
 			idem := tx.Bucket(bucketIdem)
 			if v := idem.Get([]byte(k)); v != nil && string(v) == id {
 				return idem.Delete([]byte(k))

@@ -115,8 +115,8 @@ func (g *guard) TaskAdded(s *Scheduler, t *Task) {
 	if t.Spec.Online {
 		sv = &service{lat: newRing(window), alone: newRing(probeWindow)}
 	}
-	g.services = append(g.services, sv)
-	g.credit = append(g.credit, 0)
+	g.services = atID(g.services, t.ID, sv)
+	g.credit = atID(g.credit, t.ID, 0)
 }
 
 func (g *guard) TaskRemoved(_ *Scheduler, t *Task) { g.services[t.ID] = nil }

@@ -51,9 +51,9 @@ func (m *mmk) Name() string {
 	return "mmk"
 }
 
-func (m *mmk) TaskAdded(_ *Scheduler, _ *Task) {
-	m.waited = append(m.waited, 0)
-	m.headSeq = append(m.headSeq, 0)
+func (m *mmk) TaskAdded(_ *Scheduler, t *Task) {
+	m.waited = atID(m.waited, t.ID, 0)
+	m.headSeq = atID(m.headSeq, t.ID, 0)
 }
 
 // TaskRemoved forgets the removed task's contended kernels: they will

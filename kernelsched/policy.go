@@ -22,6 +22,17 @@ type Policy interface {
 	Schedule(s *Scheduler, now time.Duration) time.Duration
 }
 
+// atID sets a policy's per-task value of task id in list, growing it for
+// a new id: ids of removed tasks are taken again (Scheduler.AddTask).
+func atID[T any](list []T, id TaskID, v T) []T {
+	for len(list) <= int(id) {
+		var zero T
+		list = append(list, zero)
+	}
+	list[id] = v
+	return list
+}
+
 // policies maps each name to its constructor.
 var policies = map[string]func() Policy{
 	"fifo":      func() Policy { return fifo{} },

@@ -80,9 +80,9 @@ type dprr struct {
 
 func (*dprr) Name() string { return "dprr" }
 
-func (d *dprr) TaskAdded(_ *Scheduler, _ *Task) {
-	d.inactive = append(d.inactive, false)
-	d.since = append(d.since, 0)
+func (d *dprr) TaskAdded(_ *Scheduler, t *Task) {
+	d.inactive = atID(d.inactive, t.ID, false)
+	d.since = atID(d.since, t.ID, 0)
 }
 
 // Arrived starts the ageing of a task that had nothing held.

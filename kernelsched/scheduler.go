@@ -57,7 +57,9 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // Policy is the scheduler's policy.
 func (s *Scheduler) Policy() Policy { return s.policy }
 
-// AddTask registers a task.
+// AddTask registers a task. It takes the lowest id a removed task left
+// free, so that tasks that come and go (processes that reconnect) leave
+// nothing for each decision to walk.
 func (s *Scheduler) AddTask(spec TaskSpec) (TaskID, error) {
 	if err := spec.validate(); err != nil {
 		return 0, err
@@ -65,12 +67,23 @@ func (s *Scheduler) AddTask(spec TaskSpec) (TaskID, error) {
 	if spec.MPSPercent == 0 {
 		spec.MPSPercent = 100
 	}
-	t := &Task{ID: TaskID(len(s.tasks)), Spec: spec, weight: spec.Weight}
+	id := TaskID(len(s.tasks))
+	for i, old := range s.tasks {
+		if old.removed {
+			id = TaskID(i)
+			break
+		}
+	}
+	t := &Task{ID: id, Spec: spec, weight: spec.Weight}
 	if t.weight == 0 {
 		t.weight = NumPriorities - spec.Priority
 	}
 	t.smCap = max(1, s.cfg.SMs*spec.MPSPercent/100)
-	s.tasks = append(s.tasks, t)
+	if int(id) < len(s.tasks) {
+		s.tasks[id] = t
+	} else {
+		s.tasks = append(s.tasks, t)
+	}
 	s.updateTop()
 	s.policy.TaskAdded(s, t)
 	return t.ID, nil
@@ -98,7 +111,8 @@ func (s *Scheduler) RemoveTask(id TaskID) error {
 	return nil
 }
 
-// Tasks are the registered tasks by id; removed ones stay, marked.
+// Tasks are the task slots by id: the registered tasks, and removed
+// ones (marked) whose id no task has taken since.
 func (s *Scheduler) Tasks() []*Task { return s.tasks }
 
 // Task returns one task.

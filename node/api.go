@@ -17,11 +17,20 @@ var ErrNotReady = errors.New("node is not ready")
 // cancelTimeout bounds how long Cancel waits for the placement loop.
 const cancelTimeout = 10 * time.Second
 
-// Submit validates a spec, stores the job as pending and wakes the
-// placement loop. With an idempotency key used before, it returns the job
-// created then and false.
-func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error) {
+// Submit validates a spec, stores the job as pending, to run as owner
+// (nil: mmkd's own user), and wakes the placement loop. With an
+// idempotency key the owner used before, it returns the job created then
+// and false. An owner the node may not run jobs as wraps
+// jobs.ErrForbidden (see mayRunAs).
+func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error) {
 	if err := spec.Validate(); err != nil {
+		return jobs.Job{}, false, err
+	}
+	if owner == nil {
+		self := jobs.Self()
+		owner = &self
+	}
+	if err := n.mayRunAs(*owner); err != nil {
 		return jobs.Job{}, false, err
 	}
 	name, prio, mem, key := spec.Defaults(n.cfg.DefaultMemoryMiB)
@@ -33,7 +42,7 @@ func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string
 	now := n.cfg.Now()
 	j := jobs.Job{
 		ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
-		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now,
+		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now, Owner: owner,
 	}
 	j, created, err := n.cfg.Store.Create(j)
 	if err != nil {
@@ -79,7 +88,11 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var out []jobs.Job
-	for i := len(n.order) - 1; i >= 0; i-- {
+	end := len(n.order)
+	if f.Before != "" {
+		end, _ = slices.BinarySearchFunc(n.order, f.Before, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })
+	}
+	for i := end - 1; i >= 0; i-- {
 		j := n.order[i]
 		if len(f.States) > 0 && !slices.Contains(f.States, j.State) {
 			continue
@@ -96,6 +109,15 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// JobsSince returns at most limit jobs changed after version since,
+// oldest change first, and the job counts (see JobFeed); with limit 0 no
+// job and the current version.
+func (n *Node) JobsSince(since uint64, limit int) JobFeed {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.feed.Since(since, limit)
 }
 
 // Job returns one job.
@@ -159,6 +181,7 @@ func (n *Node) publishView(gpus []gpuInfo) {
 	n.pruneSchedulers(gpus)
 	v := n.buildView(gpus)
 	n.mu.Lock()
+	v.Version = n.view.Version + 1
 	n.view = v
 	n.mu.Unlock()
 	n.notify()
@@ -175,7 +198,10 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 	for _, j := range n.order {
 		switch {
 		case j.State == jobs.Pending:
-			v.Waiting = append(v.Waiting, j.ID)
+			if v.WaitingTotal < MaxWaitingShown {
+				v.Waiting = append(v.Waiting, j.ID)
+			}
+			v.WaitingTotal++
 		case j.Placement != nil && !j.State.Terminal():
 			k := j.Placement.InstanceKey
 			byInstance[k] = append(byInstance[k], PlacedView{ID: j.ID, Name: j.Spec.Name, Kind: j.Spec.Kind, State: j.State,

@@ -13,7 +13,8 @@ import (
 
 // retryAfter is when the loop decides again after a decision it could
 // not carry out whole (a MIG change waiting for its instances to empty, a
-// failure of the backend).
+// failure of the backend, a start postponed because the job's MPS daemon,
+// scheduler or profile directory failed).
 const retryAfter = 2 * time.Second
 
 // decide runs Algorithm 1 on the current state and carries out the plan:
@@ -214,6 +215,7 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 		}
 		g = fresh[i]
 	}
+	postponed := false
 	for _, id := range ch.Start {
 		i := slices.IndexFunc(target.Jobs, func(p partitioner.Placed) bool { return p.Job.ID == id })
 		if i < 0 {
@@ -227,11 +229,19 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 		if g.mig {
 			pl.Profile = g.layout.Instances[p.Instance].Profile.Name
 		}
-		n.launch(ctx, id, pl, g)
+		if n.launch(ctx, id, pl, g) {
+			postponed = true
+			continue
+		}
 		rec.Started = append(rec.Started, id)
 	}
 	if ch.MIG != nil || len(rec.Restarted) > 0 {
 		n.record(rec, start)
+	}
+	if postponed {
+		// Nothing else may happen on the node for a long time: a
+		// postponed start must not wait for an unrelated event.
+		return retryAfter
 	}
 	return 0
 }

@@ -57,7 +57,7 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 		}
 	}
 	if s := n.cfg.Sched; s != nil {
-		sock, err := n.ensureScheduler(pl.InstanceKey, g)
+		sock, err := n.schedulerSocket(j, g)
 		if err != nil {
 			return nil, err
 		}

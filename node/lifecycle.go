@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,13 +16,14 @@ import (
 // (placed) before the process starts, and the process (running, with its
 // pid) once it did. A process that fails to start marks the job failed
 // with the reason; an environment that fails puts it back to pending
-// (maxEnvFailures).
-func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuInfo) {
+// (maxEnvFailures) and reports it postponed: the caller decides again
+// after retryAfter, whether or not anything else happens.
+func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuInfo) (postponed bool) {
 	// An earlier run's records go before the job is placed: after a crash
 	// between here and the start, they must not pass for the new run's.
 	if err := n.cfg.Runner.Reset(id); err != nil {
 		n.cfg.Log.Error("placement: clear the job's earlier run", "job", id, "err", err)
-		return
+		return true
 	}
 	if n.cfg.MPS != nil {
 		if j, ok := n.get(id); ok {
@@ -31,7 +33,7 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	j, err := n.move(id, jobs.Placed, "", func(j *jobs.Job) { j.Placement = &pl })
 	if err != nil {
 		n.cfg.Log.Error("placement: place job", "job", id, "err", err)
-		return
+		return true
 	}
 	env, err := n.jobEnv(ctx, &j, g)
 	if err != nil {
@@ -42,20 +44,34 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		if n.envFailures[id] >= maxEnvFailures {
 			delete(n.envFailures, id)
 			n.fail(id, fmt.Sprintf("environment: %v", err))
-			return
+			return false
 		}
 		n.cfg.Log.Warn("placement: job environment; the job waits for another try", "job", id, "err", err)
 		if _, err := n.move(id, jobs.Pending, fmt.Sprintf("start postponed: %v", err), func(j *jobs.Job) { j.Placement = nil }); err != nil {
 			n.cfg.Log.Error("placement: requeue job", "job", id, "err", err)
 		}
-		return
+		return true
 	}
 	delete(n.envFailures, id)
-	// WorkDir "" is the job's own directory.
-	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: env, WorkDir: j.Spec.WorkDir})
+	user, err := runAs(&j)
+	if err != nil {
+		n.fail(id, fmt.Sprintf("run as %s: %v", j.Owner, err))
+		return false
+	}
+	// WorkDir "" is the job's own directory (its checkpoint directory
+	// for a job of another user).
+	// The job's record goes beside it: should the store be lost, the
+	// next mmkd adopts the job from it (adoptOrphans).
+	rec, err := json.Marshal(j)
+	if err != nil {
+		n.fail(id, fmt.Sprintf("record: %v", err))
+		return false
+	}
+	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: user.Env(env, j.Spec.Env), WorkDir: j.Spec.WorkDir,
+		User: user, Record: rec})
 	if err != nil {
 		n.fail(id, fmt.Sprintf("start: %v", err))
-		return
+		return false
 	}
 	if _, err := n.move(id, jobs.Running, "", func(j *jobs.Job) {
 		j.PID, j.ShimPID, j.StartedAt = proc.PID, proc.ShimPID, proc.StartedAt
@@ -63,6 +79,7 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		n.cfg.Log.Error("placement: job started but not recorded", "job", id, "err", err)
 	}
 	n.watch(ctx, id)
+	return false
 }
 
 // maxEnvFailures is how many times what a job needs before its process

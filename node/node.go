@@ -28,6 +28,10 @@ type Runner interface {
 	LogPath(id string) string
 	CheckpointDir(id string) (string, error)
 	Remove(id string) error
+	JobIDs() ([]string, error)
+	Record(id string) (jobs.Job, bool, error)
+	HasRun(id string) bool
+	StartedPID(id string) int
 }
 
 // Config wires a node.
@@ -58,6 +62,10 @@ type Config struct {
 	// UsageEvery is how often the jobs' GPU use is read when the backend
 	// can read it (default a second; negative: never).
 	UsageEvery time.Duration
+	// AllowRoot lets jobs run as root (jobs.allow_root): a job submitted
+	// by root, or over TCP to an mmkd that runs as root, is refused
+	// without it.
+	AllowRoot bool
 	// StopGrace is how long a stopped job has between SIGTERM and SIGKILL.
 	StopGrace time.Duration
 	// Retention is how long a finished job (its record, events, log and
@@ -81,7 +89,9 @@ type Node struct {
 	mu    sync.RWMutex
 	jobs  map[string]*jobs.Job
 	order []*jobs.Job // the jobs of the map, in creation (id) order
-	view  PlanView
+	// feed numbers the jobs' changes for live views (JobsSince).
+	feed *Feed
+	view PlanView
 	// arrivals are jobs submitted since the loop last looked.
 	arrivals []string
 	scheds   map[string]*sched
@@ -168,6 +178,7 @@ func (n *Node) prune() {
 	n.mu.Lock()
 	for id := range removed {
 		delete(n.jobs, id)
+		n.feed.Remove(id)
 	}
 	n.order = slices.DeleteFunc(n.order, func(j *jobs.Job) bool { return removed[j.ID] })
 	n.mu.Unlock()
@@ -253,11 +264,19 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: memory limit margin %d %% + %d MiB is negative", cfg.MemLimit.MarginPct, cfg.MemLimit.MarginMiB)
 	}
 	n := &Node{
-		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, scheds: map[string]*sched{},
+		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, feed: NewFeed(), scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
 		usage: map[string]*jobUsage{},
+	}
+	for _, r := range cfg.Store.SetAside() {
+		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)
+	}
+	if adopted, err := n.adoptOrphans(); err != nil {
+		return nil, fmt.Errorf("node: recovery: %w", err)
+	} else if adopted > 0 {
+		cfg.Log.Warn("recovery: jobs adopted from their directories", "jobs", adopted)
 	}
 	all, err := cfg.Store.All()
 	if err != nil {
@@ -267,6 +286,7 @@ func New(cfg Config) (*Node, error) {
 		j := all[i]
 		n.jobs[j.ID] = &j
 		n.order = append(n.order, &j)
+		n.feed.Set(&j)
 	}
 	gpus, err := n.readGPUs()
 	if err != nil {
@@ -417,10 +437,12 @@ func (n *Node) setLocked(j jobs.Job) {
 	defer n.notify()
 	if p, ok := n.jobs[j.ID]; ok {
 		*p = j
+		n.feed.Set(p)
 		return
 	}
 	p := &j
 	n.jobs[j.ID] = p
+	n.feed.Set(p)
 	// Ids sort by creation time; concurrent submissions may land out of
 	// order.
 	i, _ := slices.BinarySearchFunc(n.order, j.ID, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })

@@ -71,12 +71,9 @@ func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est pa
 	}
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc,
+	runner := testRunner(t, dir, log)
+	// The tests run as root; their jobs are root's.
+	cfg := Config{Backend: backend, Store: store, Runner: runner, Estimator: est, ManageMIG: manageMIG, Sched: sc, AllowRoot: true,
 		StopGrace: 5 * time.Second, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: log}
 	for _, o := range opts {
 		o(&cfg)
@@ -124,7 +121,7 @@ func (h *harness) list() []jobs.Job {
 
 func (h *harness) submit(spec jobs.Spec) jobs.Job {
 	h.t.Helper()
-	j, created, err := h.n.Submit(context.Background(), spec, "")
+	j, created, err := h.n.Submit(context.Background(), spec, "", nil)
 	if err != nil || !created {
 		h.t.Fatalf("submit: %v %v", created, err)
 	}
@@ -248,7 +245,7 @@ func TestShareAndQueue(t *testing.T) {
 	}
 	open(t, gate)
 	h.state(c.ID, jobs.Succeeded)
-	if _, _, err := h.n.Submit(context.Background(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline, MemoryMiB: 200000}, ""); !errors.As(err, new(*jobs.FieldError)) {
+	if _, _, err := h.n.Submit(context.Background(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline, MemoryMiB: 200000}, "", nil); !errors.As(err, new(*jobs.FieldError)) {
 		t.Errorf("a job bigger than every instance: %v, want a FieldError", err)
 	}
 }
@@ -360,6 +357,18 @@ func TestManageMIG(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testRunner is a runner of jobs under dir/jobs whose shim is the test
+// binary.
+func testRunner(t *testing.T, dir string, log *slog.Logger) *jobs.Runner {
+	t.Helper()
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, StopGrace: 5 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner
 }
 
 // testWriter sends the node's log to the test's output if MMK_TEST_LOG is set.

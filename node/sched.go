@@ -122,7 +122,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	}
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
-		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected,
+		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)

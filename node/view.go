@@ -9,9 +9,14 @@ import (
 // and which job runs where at which MPS percentage. The API's
 // /api/v1/plan and /api/v1/gpus/instances serve it.
 type PlanView struct {
-	GPUs []GPUView `json:"gpus"`
-	// Waiting are the pending jobs that found no place, in arrival order.
-	Waiting []string `json:"waiting"`
+	// Version counts the plan's publications: a view that has this
+	// version has this plan.
+	Version uint64    `json:"version"`
+	GPUs    []GPUView `json:"gpus"`
+	// Waiting are the pending jobs that found no place, in arrival order,
+	// the first MaxWaitingShown of them; WaitingTotal counts them all.
+	Waiting      []string `json:"waiting"`
+	WaitingTotal int      `json:"waitingTotal"`
 	// Total is the predicted system throughput (sum of job speeds).
 	Total float64 `json:"total"`
 	// Decisions counts the placement loop's runs since mmkd started.
@@ -89,4 +94,11 @@ type JobFilter struct {
 	Name string
 	// Limit caps the number returned (newest first when set).
 	Limit int
+	// Before, if set, selects jobs created before the job of this id
+	// (ids sort by creation): the next page of a list.
+	Before string
 }
+
+// MaxWaitingShown bounds PlanView.Waiting: a queue of tens of thousands
+// of jobs is counted, not listed, in every copy of the plan.
+const MaxWaitingShown = 1000

@@ -32,7 +32,8 @@ func tooLarge(limit int64) *apiError {
 }
 
 // nodeError maps the Node's client errors to their statuses: a bad spec
-// to 400, an unknown job to 404, a move the job's state forbids to 409, a
+// to 400, an owner the node may not run jobs as to 403, an unknown job to
+// 404, a move the job's state forbids to 409, a
 // node still recovering (or stopping) to 503. Anything else is wrapped
 // with op (and answered with 500).
 func nodeError(op string, err error) error {
@@ -45,6 +46,8 @@ func nodeError(op string, err error) error {
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	case errors.As(err, &te):
 		return &apiError{Status: http.StatusConflict, Message: te.Error()}
+	case errors.Is(err, jobs.ErrForbidden):
+		return &apiError{Status: http.StatusForbidden, Message: err.Error()}
 	case errors.Is(err, jobs.ErrIdempotencyConflict):
 		return &apiError{Status: http.StatusConflict, Field: "Idempotency-Key", Message: err.Error()}
 	case errors.Is(err, node.ErrNotReady):

@@ -34,7 +34,7 @@ func FuzzSubmit(f *testing.F) {
 	}
 	ts := newTestServer(f, func(o *Options) { o.MaxBodyBytes = 4096 })
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		req := httptest.NewRequest("POST", "/api/v1/jobs", strings.NewReader(string(body)))
+		req := localRequest("POST", "/api/v1/jobs", strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header["Idempotency-Key"] = []string{key}
@@ -66,7 +66,7 @@ func FuzzListQuery(f *testing.F) {
 		f.Add(seed)
 	}
 	ts := newTestServer(f)
-	j, _, err := ts.node.Submit(f.Context(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline}, "")
+	j, _, err := ts.node.Submit(f.Context(), jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline}, "", nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func FuzzListQuery(f *testing.F) {
 	paths := []string{"/api/v1/jobs", "/api/v1/reconfigs", "/api/v1/jobs/" + j.ID, "/api/v1/jobs/" + j.ID + "/logs", "/api/v1/plan"}
 	f.Fuzz(func(t *testing.T, query string) {
 		for _, p := range paths {
-			req := httptest.NewRequest("GET", p, nil)
+			req := localRequest("GET", p, nil)
 			req.URL.RawQuery = query
 			rec := httptest.NewRecorder()
 			ts.Handler().ServeHTTP(rec, req)

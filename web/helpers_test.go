@@ -108,7 +108,7 @@ func (ts *testServer) do(t testing.TB, method, path, body string, header ...stri
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := localRequest(method, path, rd)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -141,4 +141,13 @@ func decode[T any](t testing.TB, body string) T {
 		t.Fatalf("decode %q: %v", body, err)
 	}
 	return v
+}
+
+// localRequest is httptest.NewRequest as a client of the daemon on
+// loopback sends it (httptest's default Host, example.com, is a name the
+// server does not answer to).
+func localRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1:7070"
+	return req
 }

@@ -16,8 +16,11 @@ import (
 const (
 	// MaxIdempotencyKey is the longest Idempotency-Key header accepted.
 	MaxIdempotencyKey = 128
-	// MaxListLimit is the largest limit of a list.
-	MaxListLimit = 100000
+	// MaxListLimit is the largest limit of a list; DefaultListLimit the
+	// limit of a list that gives none. A longer list is read in pages
+	// (?before=, the Link header).
+	MaxListLimit     = 5000
+	DefaultListLimit = 100
 	// MaxReasonLen is the longest cancel reason accepted.
 	MaxReasonLen = 1024
 	// defaultReconfigs is how many reconfigurations /reconfigs returns
@@ -79,7 +82,8 @@ func (s *Server) submit(c *gin.Context) (int, any, error) {
 	if err := spec.Validate(); err != nil {
 		return 0, nil, nodeError("validate", err)
 	}
-	job, created, err := s.node.Submit(c.Request.Context(), spec, key)
+	owner := callerOf(c).owner
+	job, created, err := s.node.Submit(c.Request.Context(), spec, key, &owner)
 	if err != nil {
 		return 0, nil, nodeError("submit", err)
 	}
@@ -104,9 +108,12 @@ func checkIdempotencyKey(key string) error {
 	return nil
 }
 
-// listJobs serves GET /jobs?state=a,b&type=online&name=sub&limit=N.
+// listJobs serves GET /jobs?state=a,b&type=online&name=sub&limit=N&before=ID:
+// at most N jobs (DefaultListLimit without a limit), newest first, created
+// before job ID if given. A full page has a Link header to the next
+// (rel="next"), the same query before its last job.
 func (s *Server) listJobs(c *gin.Context) (any, error) {
-	q, err := query(c, "state", "type", "name", "limit")
+	q, err := query(c, "state", "type", "name", "limit", "before")
 	if err != nil {
 		return nil, err
 	}
@@ -130,17 +137,25 @@ func (s *Server) listJobs(c *gin.Context) (any, error) {
 	if len(f.Name) > jobs.MaxNameLen || !utf8.ValidString(f.Name) {
 		return nil, badRequest("name", "name must be UTF-8 text of at most %d bytes", jobs.MaxNameLen)
 	}
-	limit, err := intParam(q, "limit", 1, MaxListLimit, 0)
+	limit, err := intParam(q, "limit", 1, MaxListLimit, DefaultListLimit)
 	if err != nil {
 		return nil, err
 	}
 	f.Limit = int(limit)
+	if f.Before = q.Get("before"); f.Before != "" && !jobs.ValidID(f.Before) {
+		return nil, badRequest("before", "before must be a job id, not %q", truncate(f.Before, 40))
+	}
 	list, err := s.node.Jobs(f)
 	if err != nil {
 		return nil, nodeError("list jobs", err)
 	}
 	if list == nil {
 		list = []jobs.Job{}
+	}
+	if len(list) == f.Limit {
+		next := c.Request.URL.Query()
+		next.Set("before", list[len(list)-1].ID)
+		c.Header("Link", "</api/v1/jobs?"+next.Encode()+`>; rel="next"`)
 	}
 	return list, nil
 }
@@ -198,6 +213,9 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 	if err := decodeJSON(c, &req, true); err != nil {
 		return nil, err
 	}
+	if err := s.mayAct(c, id, "cancel"); err != nil {
+		return nil, err
+	}
 	if len(req.Reason) > MaxReasonLen || !jobs.Printable(req.Reason) {
 		return nil, badRequest("reason", "reason must be printable text of at most %d bytes", MaxReasonLen)
 	}
@@ -209,4 +227,21 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 		return nil, nodeError("cancel", err)
 	}
 	return job, nil
+}
+
+// mayAct refuses a caller acting on a job that is not its own (auth.go:
+// caller.owns): 403, or 404 for an unknown job.
+func (s *Server) mayAct(c *gin.Context, id, what string) error {
+	cl := callerOf(c)
+	if cl.admin {
+		return nil
+	}
+	j, err := s.node.Job(id)
+	if err != nil {
+		return nodeError(what, err)
+	}
+	if !cl.owns(j) {
+		return forbidden(cl, j, what)
+	}
+	return nil
 }

@@ -151,7 +151,7 @@ func TestBodyLimit(t *testing.T) {
 		t.Errorf("declared length over the limit = %d %s", r.code, r.body)
 	}
 	// Without a declared length (chunked), the read fails at the limit.
-	req := httptest.NewRequest("POST", "/api/v1/jobs", strings.NewReader(big))
+	req := localRequest("POST", "/api/v1/jobs", strings.NewReader(big))
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()

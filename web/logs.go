@@ -40,8 +40,8 @@ func (s *Server) jobLogs(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	if _, err := s.node.Job(id); err != nil {
-		s.writeError(c, nodeError("job logs", err))
+	if err := s.mayAct(c, id, "read the log of"); err != nil {
+		s.writeError(c, err)
 		return
 	}
 	path, err := s.node.LogPath(id)

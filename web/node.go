@@ -10,12 +10,17 @@ import (
 // Node is what the job API needs of mmkd's node (node.Node implements it;
 // tests use fakes).
 type Node interface {
-	// Submit validates and stores a job. With an idempotency key already
-	// used it returns the job created then and false. A bad spec is a
-	// *jobs.FieldError.
-	Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error)
+	// Submit validates and stores a job that runs as owner (nil: as
+	// mmkd's user). With an idempotency key already used it returns the
+	// job created then and false. A bad spec is a *jobs.FieldError, an
+	// owner the node may not run jobs as wraps jobs.ErrForbidden.
+	Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error)
 	// Jobs lists jobs, newest first.
 	Jobs(f node.JobFilter) ([]jobs.Job, error)
+	// JobsSince returns at most limit jobs changed after version since,
+	// oldest change first, with the job counts; limit 0: none, and the
+	// current version (node.JobFeed).
+	JobsSince(since uint64, limit int) node.JobFeed
 	// Job returns one job; an unknown id wraps jobs.ErrNotFound.
 	Job(id string) (jobs.Job, error)
 	// Events returns a job's transitions.

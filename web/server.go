@@ -14,12 +14,14 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
@@ -40,8 +42,18 @@ type Options struct {
 	// nil discards them.
 	Log *slog.Logger
 	// Token, when set, is the bearer token every route but /healthz
-	// requires.
+	// requires of a TCP caller (a caller on the Unix socket is known by
+	// its user, see auth.go).
 	Token string
+	// TokenOwner is the user the jobs of a TCP caller run as (nil:
+	// mmkd's own user, jobs.Self).
+	TokenOwner *jobs.Owner
+	// AllowedHosts are the host names a TCP request's Host may name
+	// besides IP addresses and localhost (server.allowed_hosts).
+	AllowedHosts []string
+	// MaxStreams caps the live streams served at once (default
+	// DefaultMaxStreams).
+	MaxStreams int
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes);
 	// a larger one is answered with 413.
 	MaxBodyBytes int64
@@ -49,19 +61,25 @@ type Options struct {
 
 // Server serves mmkd's HTTP API.
 type Server struct {
-	backend partitioner.Backend
-	node    Node
-	log     *slog.Logger
-	token   string
-	maxBody int64
-	engine  *gin.Engine
-	metrics http.Handler
+	backend      partitioner.Backend
+	node         Node
+	log          *slog.Logger
+	token        string
+	tokenOwner   jobs.Owner
+	allowedHosts []string
+	origins      *http.CrossOriginProtection
+	maxBody      int64
+	maxStreams   int32
+	engine       *gin.Engine
+	metrics      http.Handler
 	// logPoll is how often a followed log is polled (tests shorten it).
 	logPoll time.Duration
 	// streamGap, streamSched and streamBeat pace the live stream (tests
 	// shorten them); streams counts the streams being served.
 	streamGap, streamSched, streamBeat time.Duration
 	streams                            atomic.Int32
+	// shared is what the streams share, read and encoded once.
+	shared streamShared
 	// closing is closed by Close: followed logs and streams end.
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -71,14 +89,16 @@ type Server struct {
 func New(opts Options) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{
-		backend: opts.Backend,
-		node:    opts.Node,
-		log:     opts.Log,
-		token:   opts.Token,
-		maxBody: opts.MaxBodyBytes,
-		engine:  gin.New(),
-		logPoll: defaultLogPoll,
-		closing: make(chan struct{}),
+		backend:    opts.Backend,
+		node:       opts.Node,
+		log:        opts.Log,
+		token:      opts.Token,
+		maxBody:    opts.MaxBodyBytes,
+		maxStreams: int32(opts.MaxStreams),
+		origins:    http.NewCrossOriginProtection(),
+		engine:     gin.New(),
+		logPoll:    defaultLogPoll,
+		closing:    make(chan struct{}),
 
 		streamGap:   defaultStreamGap,
 		streamSched: defaultStreamSched,
@@ -90,6 +110,16 @@ func New(opts Options) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	if s.maxStreams <= 0 {
+		s.maxStreams = DefaultMaxStreams
+	}
+	s.tokenOwner = jobs.Self()
+	if opts.TokenOwner != nil {
+		s.tokenOwner = *opts.TokenOwner
+	}
+	for _, h := range opts.AllowedHosts {
+		s.allowedHosts = append(s.allowedHosts, strings.ToLower(strings.TrimSuffix(h, ".")))
+	}
 	s.metrics = newMetricsHandler(s.node, s.log)
 	s.routes()
 	return s
@@ -100,7 +130,7 @@ func New(opts Options) *Server {
 func (s *Server) routes() {
 	e := s.engine
 	e.HandleMethodNotAllowed = true
-	e.Use(s.recovery, s.accessLog, s.limitBody)
+	e.Use(s.recovery, s.accessLog, s.crossOrigin, s.limitBody)
 	// Liveness answers without a token, so that supervisors can probe it.
 	e.GET("/healthz", s.handle(s.healthz))
 	// The dashboard's files hold no data: they are served without the

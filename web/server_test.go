@@ -24,7 +24,7 @@ func newServer(t *testing.T) *Server {
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, localRequest(http.MethodGet, path, nil))
 	return rec.Code, rec.Body.String()
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -72,15 +74,16 @@ type streamSched struct {
 	Schedulers []node.SchedView `json:"schedulers"`
 }
 
-// streamState is what one stream has sent: each job's UpdatedAt (so that
-// an update holds exactly the jobs that changed, including old ones the
-// snapshot left out), the last plan and schedulers sent, and the newest
-// reconfiguration.
+// streamState is what one stream has sent: the version of the jobs' feed
+// it has seen (node.JobFeed: an update holds exactly the jobs changed
+// since, old ones the snapshot left out included, at a cost that follows
+// the changes, not the number of jobs), the plan's and the schedulers'
+// versions and the newest reconfiguration.
 type streamState struct {
-	seen        map[string]time.Time
-	plan        []byte
-	scheds      []byte
-	reconfigSeq int
+	jobsVersion  uint64
+	planVersion  uint64
+	schedVersion uint64
+	reconfigSeq  int
 }
 
 // stream serves GET /api/v1/stream?jobs=N: the dashboard's live view as
@@ -90,7 +93,8 @@ type streamState struct {
 //     job counts, the last reconfigurations and the kernel schedulers;
 //   - "plan", "jobs" (the jobs created or changed since the last
 //     message, with the counts) and "reconfigs" (the new ones) when the
-//     node changes, at most every 250 ms;
+//     node changes, at most every 250 ms, on a beat all streams share
+//     (they then send the same bytes, encoded once);
 //   - "kernelsched" every second when the schedulers changed;
 //   - a comment line every 15 s as a heartbeat.
 //
@@ -108,12 +112,18 @@ func (s *Server) stream(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	s.streams.Add(1)
+	if n := s.streams.Add(1); n > s.maxStreams {
+		s.streams.Add(-1)
+		c.Header("Retry-After", "5")
+		s.writeError(c, &apiError{Status: http.StatusServiceUnavailable,
+			Message: fmt.Sprintf("mmkd serves at most %d streams at once (server.max_streams); try again later", s.maxStreams)})
+		return
+	}
 	defer s.streams.Add(-1)
 	// Taken before the state is read, so that no change is missed.
 	changed := s.node.Changed()
-	st := &streamState{seen: map[string]time.Time{}}
-	snap, err := st.snapshot(s.node, int(limit))
+	st := &streamState{}
+	snap, err := st.snapshot(s.node, int(limit), &s.shared, s.streamSched/2)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -134,14 +144,15 @@ func (s *Server) stream(c *gin.Context) {
 	}
 
 	ctx := c.Request.Context()
-	sched := time.NewTicker(s.streamSched)
+	// The schedulers go on a beat too, every stream's at once: they are
+	// read and encoded once for all.
+	sched := time.NewTimer(nextBeat(time.Now(), s.streamSched))
 	defer sched.Stop()
 	beat := time.NewTicker(s.streamBeat)
 	defer beat.Stop()
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
-	last := time.Now()
 	for w.err == nil {
 		select {
 		case <-ctx.Done():
@@ -149,26 +160,26 @@ func (s *Server) stream(c *gin.Context) {
 		case <-s.closing:
 			return
 		case <-changed:
-			// Coalesce: send when the gap since the last update has
-			// passed; changes until then join this update.
+			// Coalesce: send at the next beat; changes until then join
+			// this update.
 			changed = nil
-			due.Reset(max(0, s.streamGap-time.Since(last)))
+			due.Reset(nextBeat(time.Now(), s.streamGap))
 		case <-due.C:
 			changed = s.node.Changed()
-			more, err := st.update(w, s.node)
+			more, err := st.update(w, s.node, &s.shared, s.streamGap/2)
 			if err != nil {
 				s.streamFailed(c, err)
 				return
 			}
-			last = time.Now()
 			if more {
-				// The rest of a large burst follows without waiting
-				// for another change.
+				// The rest of a large burst follows at the next beat
+				// without waiting for another change.
 				changed = nil
-				due.Reset(s.streamGap)
+				due.Reset(nextBeat(time.Now(), s.streamGap))
 			}
 		case <-sched.C:
-			st.schedulers(w, s.node)
+			st.schedulers(w, s.node, &s.shared.scheds, s.streamSched/2)
+			sched.Reset(nextBeat(time.Now(), s.streamSched))
 		case <-beat.C:
 			w.raw(": heartbeat\n\n")
 		}
@@ -184,14 +195,31 @@ func (s *Server) streamFailed(c *gin.Context, err error) {
 	s.log.Error("stream", "err", err)
 }
 
-// snapshot reads the node's whole state for the first message and
-// records it as sent.
-func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
+// streamShared is what the streams share: the plan, the jobs' updates,
+// the last reconfigurations and the schedulers, each read and encoded
+// once for the streams that send them together.
+type streamShared struct {
+	plans   planCache
+	batches batchCache
+	recent  sharedRecent
+	scheds  sharedScheds
+}
+
+// snapshot reads the node's state for the first message: the newest
+// limit jobs and the counts of all, and records what it sent. fresh is
+// how old the shared schedulers may be.
+func (st *streamState) snapshot(n Node, limit int, sh *streamShared, fresh time.Duration) (streamSnapshot, error) {
 	plan := n.Plan()
 	normalizePlan(&plan)
-	all, err := n.Jobs(node.JobFilter{})
+	// The version first: a job that changes after it is sent again by
+	// the next update, at worst twice, never missed.
+	feed := n.JobsSince(0, 0)
+	sent, err := n.Jobs(node.JobFilter{Limit: max(limit, 1)})
 	if err != nil {
 		return streamSnapshot{}, nodeError("stream: list jobs", err)
+	}
+	if limit == 0 || sent == nil {
+		sent = []jobs.Job{}
 	}
 	reconfigs, err := n.Reconfigs(streamReconfigs)
 	if err != nil {
@@ -203,95 +231,202 @@ func (st *streamState) snapshot(n Node, limit int) (streamSnapshot, error) {
 	if len(reconfigs) > 0 {
 		st.reconfigSeq = reconfigs[0].Seq
 	}
-	scheds := schedulers(n)
-	st.plan, _ = json.Marshal(plan)
-	st.scheds, _ = json.Marshal(scheds)
-	counts := newJobCounts()
-	for _, j := range all {
-		counts.add(j)
-		st.seen[j.ID] = j.UpdatedAt
-	}
-	sent := all[:min(limit, len(all))]
-	if sent == nil {
-		sent = []jobs.Job{}
-	}
-	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: counts,
+	scheds, _, version := sh.scheds.get(n, fresh)
+	st.jobsVersion, st.planVersion, st.schedVersion = feed.Version, plan.Version, version
+	return streamSnapshot{Time: time.Now(), Plan: plan, Jobs: sent, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts},
 		Reconfigs: reconfigs, Schedulers: scheds}, nil
 }
 
-// update sends what changed since the last message: the plan, the jobs,
-// the new reconfigurations. It reports whether more changed jobs are
-// left than one message holds.
-func (st *streamState) update(w *sseWriter, n Node) (more bool, err error) {
-	plan := n.Plan()
-	normalizePlan(&plan)
-	if b, err := json.Marshal(plan); err == nil && !bytes.Equal(b, st.plan) {
-		st.plan = b
+// update sends what changed since the last message: the plan (once per
+// version), the jobs changed since the version seen, the new
+// reconfigurations, each read and encoded once for the streams that send
+// them within fresh of each other (sh). It reports whether more changed
+// jobs are left than one message holds.
+func (st *streamState) update(w *sseWriter, n Node, sh *streamShared, fresh time.Duration) (more bool, err error) {
+	if b, v := sh.plans.encoded(n); v != st.planVersion {
+		st.planVersion = v
 		w.eventJSON("plan", b)
 	}
-	all, err := n.Jobs(node.JobFilter{})
-	if err != nil {
-		return false, fmt.Errorf("list jobs: %w", err)
+	b := sh.batches.encoded(n, st.jobsVersion, fresh)
+	st.jobsVersion = b.upto
+	if b.data != nil {
+		w.eventJSON("jobs", b.data)
 	}
-	msg := streamJobs{Jobs: []jobs.Job{}, jobCounts: newJobCounts()}
-	for _, j := range all {
-		msg.add(j)
-		if t, ok := st.seen[j.ID]; ok && t.Equal(j.UpdatedAt) {
-			continue
-		}
-		if len(msg.Jobs) == maxStreamBatch {
-			// Left unmarked: the next update sends it.
-			msg.More = true
-			continue
-		}
-		msg.Jobs = append(msg.Jobs, j)
-		st.seen[j.ID] = j.UpdatedAt
-	}
-	if len(msg.Jobs) > 0 {
-		w.event("jobs", msg)
-	}
-	if err := st.reconfigs(w, n); err != nil {
+	if err := st.reconfigs(w, n, &sh.recent, fresh); err != nil {
 		return false, err
 	}
-	return msg.More, w.err
+	return b.more, w.err
+}
+
+// batchCache holds the last "jobs" events built. Streams send their
+// updates on a common beat (nextBeat), so that those woken by the same
+// changes ask the same question at the same moment (the jobs changed
+// since the same version) and send the same bytes, encoded once.
+type batchCache struct {
+	mu      sync.Mutex
+	entries [8]jobBatch
+	next    int
+}
+
+// jobBatch is one "jobs" event: the jobs changed after since, up to upto
+// (nil data: none), built at built.
+type jobBatch struct {
+	since, upto uint64
+	more        bool
+	data        []byte
+	built       time.Time
+}
+
+// encoded returns the event of the jobs changed after since: one built
+// for the same since less than fresh ago, else a new one. An event built
+// a moment ago may miss the newest changes; the stream's next update
+// sends them.
+func (bc *batchCache) encoded(n Node, since uint64, fresh time.Duration) jobBatch {
+	now := time.Now()
+	bc.mu.Lock()
+	for _, e := range bc.entries {
+		if !e.built.IsZero() && e.since == since && now.Sub(e.built) < fresh {
+			bc.mu.Unlock()
+			return e
+		}
+	}
+	bc.mu.Unlock()
+	feed := n.JobsSince(since, maxStreamBatch)
+	b := jobBatch{since: since, upto: feed.Version, more: feed.More, built: now}
+	if len(feed.Jobs) > 0 {
+		data, err := json.Marshal(streamJobs{Jobs: feed.Jobs, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
+		if err != nil {
+			// Jobs are plain data; should it ever fail, resend them later.
+			return jobBatch{since: since, upto: since}
+		}
+		b.data = data
+	}
+	bc.mu.Lock()
+	bc.entries[bc.next] = b
+	bc.next = (bc.next + 1) % len(bc.entries)
+	bc.mu.Unlock()
+	return b
+}
+
+// nextBeat is how long until the streams' next common beat: the next
+// multiple of gap since the epoch, so that every stream woken by a change
+// sends its update at the same moment, at most once per gap.
+func nextBeat(now time.Time, gap time.Duration) time.Duration {
+	return gap - time.Duration(now.UnixNano()%int64(gap))
+}
+
+// planCache holds the plan's JSON for its version: every stream sends
+// the same bytes, encoded once.
+type planCache struct {
+	mu      sync.Mutex
+	version uint64
+	data    []byte
+}
+
+// encoded returns the node's plan as JSON and its version.
+func (pc *planCache) encoded(n Node) ([]byte, uint64) {
+	plan := n.Plan()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.data != nil && pc.version == plan.Version {
+		return pc.data, pc.version
+	}
+	normalizePlan(&plan)
+	b, err := json.Marshal(plan)
+	if err != nil {
+		// A plan is plain data; should it ever fail, say so in the stream.
+		b = []byte(`{"error":` + strconv.Quote(err.Error()) + `}`)
+	}
+	pc.version, pc.data = plan.Version, b
+	return b, plan.Version
 }
 
 // reconfigs sends the reconfigurations recorded since the newest one
-// sent, newest first.
-func (st *streamState) reconfigs(w *sseWriter, n Node) error {
-	newest, err := n.Reconfigs(1)
+// sent, newest first (of the last streamReconfigs, which recent reads
+// once for the streams woken together).
+func (st *streamState) reconfigs(w *sseWriter, n Node, recent *sharedRecent, fresh time.Duration) error {
+	list, err := recent.get(n, fresh)
 	if err != nil {
 		return fmt.Errorf("reconfigurations: %w", err)
 	}
-	if len(newest) == 0 || newest[0].Seq <= st.reconfigSeq {
+	if len(list) == 0 || list[0].Seq <= st.reconfigSeq {
 		return nil
 	}
-	list, err := n.Reconfigs(min(newest[0].Seq-st.reconfigSeq, streamReconfigs))
-	if err != nil {
-		return fmt.Errorf("reconfigurations: %w", err)
-	}
-	var fresh []jobs.Reconfig
+	var newer []jobs.Reconfig
 	for _, r := range list {
 		if r.Seq > st.reconfigSeq {
-			fresh = append(fresh, r)
+			newer = append(newer, r)
 		}
 	}
-	st.reconfigSeq = newest[0].Seq
-	if len(fresh) > 0 {
-		w.event("reconfigs", fresh)
-	}
+	st.reconfigSeq = list[0].Seq
+	w.event("reconfigs", newer)
 	return nil
 }
 
-// schedulers sends the kernel schedulers if they changed since last sent.
-func (st *streamState) schedulers(w *sseWriter, n Node) {
-	scheds := schedulers(n)
-	b, err := json.Marshal(scheds)
-	if err != nil || bytes.Equal(b, st.scheds) {
+// sharedRecent holds the last reconfigurations read from the node, for
+// the streams that look within fresh of each other.
+type sharedRecent struct {
+	mu   sync.Mutex
+	at   time.Time
+	list []jobs.Reconfig
+}
+
+func (sr *sharedRecent) get(n Node, fresh time.Duration) ([]jobs.Reconfig, error) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	if !sr.at.IsZero() && time.Since(sr.at) < fresh {
+		return sr.list, nil
+	}
+	list, err := n.Reconfigs(streamReconfigs)
+	if err != nil {
+		return nil, err
+	}
+	sr.at, sr.list = time.Now(), list
+	return list, nil
+}
+
+// schedulers sends the kernel schedulers if they changed since last sent
+// (the event is built once for every stream by scheds).
+func (st *streamState) schedulers(w *sseWriter, n Node, scheds *sharedScheds, fresh time.Duration) {
+	_, event, version := scheds.get(n, fresh)
+	if version == st.schedVersion {
 		return
 	}
-	st.scheds = b
-	w.event("kernelsched", streamSched{Time: time.Now(), Schedulers: scheds})
+	st.schedVersion = version
+	w.eventJSON("kernelsched", event)
+}
+
+// sharedScheds holds the kernel schedulers as the streams send them: the
+// list, the "kernelsched" event of it, and a version that changes when
+// the list does. It reads the node again when older than fresh.
+type sharedScheds struct {
+	mu      sync.Mutex
+	at      time.Time
+	list    []node.SchedView
+	encoded []byte // the list's JSON, to tell a change
+	event   []byte
+	version uint64
+}
+
+func (ss *sharedScheds) get(n Node, fresh time.Duration) ([]node.SchedView, []byte, uint64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.at.IsZero() && time.Since(ss.at) < fresh {
+		return ss.list, ss.event, ss.version
+	}
+	ss.at = time.Now()
+	list := schedulers(n)
+	b, err := json.Marshal(list)
+	if err != nil || (ss.version > 0 && bytes.Equal(b, ss.encoded)) {
+		return ss.list, ss.event, ss.version
+	}
+	event, err := json.Marshal(streamSched{Time: ss.at, Schedulers: list})
+	if err != nil {
+		return ss.list, ss.event, ss.version
+	}
+	ss.list, ss.encoded, ss.event = list, b, event
+	ss.version++
+	return ss.list, ss.event, ss.version
 }
 
 // schedulers are the node's kernel schedulers with their lists [] rather
@@ -332,19 +467,6 @@ func normalizePlan(p *node.PlanView) {
 	}
 }
 
-func newJobCounts() jobCounts {
-	c := jobCounts{Counts: map[jobs.State]int{}}
-	for _, st := range jobs.States() {
-		c.Counts[st] = 0
-	}
-	return c
-}
-
-func (c *jobCounts) add(j jobs.Job) {
-	c.Total++
-	c.Counts[j.State]++
-}
-
 // sseWriter writes server-sent events and flushes each; after the first
 // failed write (the client went away) it writes nothing and err holds
 // why.
@@ -367,16 +489,18 @@ func (w *sseWriter) event(name string, v any) {
 }
 
 // eventJSON writes one event of JSON data (one line: encoding/json
-// escapes newlines inside strings).
+// escapes newlines inside strings), in place: data is shared by streams.
 func (w *sseWriter) eventJSON(name string, data []byte) {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(name) + 16)
-	b.WriteString("event: ")
-	b.WriteString(name)
-	b.WriteString("\ndata: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	w.raw(b.String())
+	if w.err != nil {
+		return
+	}
+	for _, part := range [][]byte{[]byte("event: " + name + "\ndata: "), data, []byte("\n\n")} {
+		if _, err := w.w.Write(part); err != nil {
+			w.err = err
+			return
+		}
+	}
+	w.flush()
 }
 
 func (w *sseWriter) raw(s string) {

@@ -7,7 +7,13 @@
 //	go run ./bench/apiload -addr 127.0.0.1:7070  # a running mmkd (its jobs stay in its store)
 //
 // -clients concurrent HTTP clients (keep-alive) submit for -duration,
-// each its next job as soon as the last is answered. The submitted jobs
+// each its next job as soon as the last is answered, while -streams
+// clients hold the live stream (/api/v1/stream, as dashboards do) open
+// and read it. -preload submits that many jobs first, unmeasured (a node
+// with a long history). -compare measures -rounds pairs of runs, without
+// streams and with -streams, alternating, and prints the median of the
+// pairs' ratios of submits/s. The in-process mmkd's peak resident memory (VmHWM)
+// is printed at the end. The submitted jobs
 // ask for 100 GiB of GPU memory, so that on the fake GPUs of the
 // in-process mmkd one runs (a `sleep`, cancelled at the end) and the rest
 // wait: the placement loop decides on every burst, but no host is flooded
@@ -48,6 +54,10 @@ func main() {
 	clients := flag.Int("clients", 32, "concurrent clients")
 	duration := flag.Duration("duration", 10*time.Second, "how long to submit")
 	token := flag.String("token", os.Getenv("MMK_TOKEN"), "bearer token of the mmkd")
+	streams := flag.Int("streams", 0, "clients that hold /api/v1/stream open while the others submit")
+	preload := flag.Int("preload", 0, "jobs to submit before measuring")
+	compare := flag.Bool("compare", false, "measure without streams and with -streams, alternating, and print the ratio")
+	rounds := flag.Int("rounds", 3, "pairs of runs of -compare")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (in-process mmkd included) to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -63,8 +73,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *clients < 1 || *duration <= 0 {
-		fmt.Fprintln(os.Stderr, "apiload: -clients must be at least 1 and -duration positive")
+	if *clients < 1 || *duration <= 0 || *streams < 0 || *preload < 0 || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "apiload: -clients and -rounds must be at least 1, -duration positive, -streams and -preload not negative")
 		os.Exit(2)
 	}
 	target := *addr
@@ -77,12 +87,30 @@ func main() {
 		defer stop()
 		target = a
 	}
-	r, err := load(target, *token, *clients, *duration)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "apiload:", err)
-		os.Exit(1)
+	if *preload > 0 {
+		if err := submitN(target, *token, *clients, *preload); err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
 	}
-	fmt.Print(r)
+	if *compare {
+		c, err := compareStreams(target, *token, *clients, *streams, *rounds, *duration)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
+		fmt.Print(c)
+	} else {
+		r, err := loadWithStreams(target, *token, *clients, *streams, *duration)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apiload:", err)
+			os.Exit(1)
+		}
+		fmt.Print(r)
+	}
+	if *addr == "" {
+		fmt.Printf("peak resident memory of this process (load generator and mmkd): %d MiB\n", peakRSS()>>20)
+	}
 }
 
 // startMMKD serves a node on fake GPUs from a fresh data directory on a
@@ -118,9 +146,10 @@ func startMMKD() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// The jobs run as whoever runs apiload, root too.
 	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner,
-		Estimator: node.NewEstimator(est),
-		BaseEnv:   node.BaseEnv(), Log: log})
+		Estimator: node.NewEstimator(est), AllowRoot: true,
+		BaseEnv: node.BaseEnv(), Log: log})
 	if err != nil {
 		return "", nil, err
 	}
@@ -132,8 +161,8 @@ func startMMKD() (string, func(), error) {
 		cancel()
 		return "", nil, err
 	}
-	api := web.New(web.Options{Backend: backend, Node: n, Log: log})
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	api := web.New(web.Options{Backend: backend, Node: n, Log: log, MaxStreams: 1024})
+	srv := web.NewHTTPServer(api.Handler())
 	go func() { _ = srv.Serve(ln) }()
 	for n.Ready(ctx) != nil {
 		time.Sleep(time.Millisecond)
@@ -161,17 +190,20 @@ func startMMKD() (string, func(), error) {
 
 // result is one load run.
 type result struct {
-	clients          int
+	clients, streams int
 	duration         time.Duration
 	ok, failed       int
 	p50, p99, pmax   time.Duration
 	firstFailure     string
 	submitsPerSecond float64
+	// perCPUSecond is submissions per second of CPU the process spent
+	// (set by loadWithStreams).
+	perCPUSecond float64
 }
 
 func (r result) String() string {
-	s := fmt.Sprintf("| clients | submits | failed | submits/s | p50 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- |\n| %d | %d | %d | %.0f | %.2f ms | %.2f ms | %.2f ms |\n",
-		r.clients, r.ok, r.failed, r.submitsPerSecond, ms(r.p50), ms(r.p99), ms(r.pmax))
+	s := fmt.Sprintf("| clients | streams | submits | failed | submits/s | p50 | p99 | max |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n| %d | %d | %d | %d | %.0f | %.2f ms | %.2f ms | %.2f ms |\n",
+		r.clients, r.streams, r.ok, r.failed, r.submitsPerSecond, ms(r.p50), ms(r.p99), ms(r.pmax))
 	if r.firstFailure != "" {
 		s += "first failure: " + r.firstFailure + "\n"
 	}

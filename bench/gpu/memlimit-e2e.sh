@@ -46,7 +46,9 @@ tmp=$(mktemp -d /tmp/mmk-memlimit-e2e.XXXX)
 mmkd_pid=
 capture_pid=
 dry=()
-envs=(MMK_MPS_ENABLED=true "MMK_KERNELSCHED_ENABLED=${KS:-false}")
+# The jobs run as the user who runs this script (as root where it runs as
+# root, which mmkd then must allow: jobs.allow_root).
+envs=(MMK_MPS_ENABLED=true "MMK_KERNELSCHED_ENABLED=${KS:-false}" MMK_JOBS_ALLOW_ROOT=true)
 if [ "${DRY:-0}" = 1 ]; then
 	dry=(--dry)
 	backend=fake
@@ -71,9 +73,13 @@ trap cleanup EXIT
 nvidia-smi --query-gpu=name,driver_version,mig.mode.current --format=csv,noheader >"$out/gpu.txt" 2>/dev/null || echo "no nvidia-smi" >"$out/gpu.txt"
 env "${envs[@]}" "$bin/mmkd" --backend "$backend" --data-dir "$tmp/data" --listen "$addr" 2>"$out/mmkd.log" &
 mmkd_pid=$!
-for _ in $(seq 300); do curl -fs "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fs "http://$addr/readyz" >/dev/null || { echo "mmkd did not start; see $out/mmkd.log" >&2; exit 1; }
-mk=("$bin/mmkctl" --addr "$addr")
+# Over TCP mmkd asks for the token it writes to its data directory on
+# start; mmkctl reads it there (MMK_DATA_DIR).
+token=$tmp/data/token
+for _ in $(seq 300); do [ -s "$token" ] && curl -fs -H "Authorization: Bearer $(cat "$token")" "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+[ -s "$token" ] && curl -fs -H "Authorization: Bearer $(cat "$token")" "http://$addr/readyz" >/dev/null || { echo "mmkd did not start; see $out/mmkd.log" >&2; exit 1; }
+auth=(-H "Authorization: Bearer $(cat "$token")")
+mk=(env MMK_DATA_DIR="$tmp/data" "$bin/mmkctl" --addr "$addr")
 
 # submit NAME MMKCTL-ARGS... -- COMMAND...: the job's id.
 submit() {
@@ -97,7 +103,7 @@ sleep "$CO_WARM_S"
 # jobs run, in the background so that a slow state check misses nothing.
 (
 	while [ ! -e "$tmp/stop-capture" ]; do
-		{ echo "# $(date +%s.%N)"; curl -fs "http://$addr/metrics" | grep '^mmk_job_' || true; } >>"$out/metrics.txt"
+		{ echo "# $(date +%s.%N)"; curl -fs "${auth[@]}" "http://$addr/metrics" | grep '^mmk_job_' || true; } >>"$out/metrics.txt"
 		{ echo "# $(date +%s.%N)"; "${mk[@]}" jobs -o wide || true; } >>"$out/jobs-wide.txt"
 		sleep 0.5
 	done

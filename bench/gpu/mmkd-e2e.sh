@@ -208,10 +208,15 @@ with_mmk() {
 	[ -e "$cupti" ] && export MMK_KERNELSCHED_CUPTI=$cupti
 	local ks=auto
 	[ "$phase" = mmk-nohook ] && ks=false
-	MMK_KERNELSCHED_ENABLED=$ks "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
+	# The jobs run as the user who runs this script (as root where it runs
+	# as root, which mmkd then must allow: jobs.allow_root).
+	MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
-	for _ in $(seq 300); do curl -fs "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-	local mk=("$bin/mmkctl" --addr "$addr")
+	# Over TCP mmkd asks for the token it writes to its data directory on
+	# start; mmkctl reads it there (MMK_DATA_DIR).
+	for _ in $(seq 300); do [ -s "$data/token" ] && curl -fs -H "Authorization: Bearer $(cat "$data/token")" "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+	local auth=(-H "Authorization: Bearer $(cat "$data/token")")
+	local mk=(env MMK_DATA_DIR="$data" "$bin/mmkctl" --addr "$addr")
 	declare -A ids
 	local subs=()
 	t0=$(date +%s.%N)
@@ -239,8 +244,8 @@ with_mmk() {
 		sleep 0.5
 	done
 	"${mk[@]}" plan -o json >"$out/r$r-$phase-plan.json" 2>&1 || true
-	curl -fs "http://$addr/api/v1/reconfigs" >"$out/r$r-$phase-reconfigs.json" || true
-	curl -fs "http://$addr/api/v1/kernelsched" >"$out/r$r-$phase-kernelsched.json" || true
+	curl -fs "${auth[@]}" "http://$addr/api/v1/reconfigs" >"$out/r$r-$phase-reconfigs.json" || true
+	curl -fs "${auth[@]}" "http://$addr/api/v1/kernelsched" >"$out/r$r-$phase-kernelsched.json" || true
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		id=${ids[$name]}

@@ -105,7 +105,10 @@ func run(out, mmkd, fakes string, width, height int) error {
 			`document.querySelectorAll('article.sched').length > 0 || document.querySelector('#scheds .empty') !== null`},
 		{"plan.png", "#/plan", "", `document.querySelectorAll('#plan-body tr').length >= 6`},
 	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height)), chromedp.Navigate(base)); err != nil {
+	// The page asks for mmkd's token; it keeps it in the tab's
+	// sessionStorage, where it is put before the page loads again.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(width), int64(height)), chromedp.Navigate(base),
+		chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('mmk.token', `+jsString(d.token)+`)`), chromedp.Navigate(base)); err != nil {
 		return err
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#conn').dataset.state === 'live'`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
@@ -154,11 +157,13 @@ func jsString(s string) string {
 	return string(b)
 }
 
-// daemon is the mmkd the screenshots are taken of.
+// daemon is the mmkd the screenshots are taken of; token is the one it
+// wrote to its data directory.
 type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	log  *bytes.Buffer
+	cmd   *exec.Cmd
+	addr  string
+	token string
+	log   *bytes.Buffer
 }
 
 func startMMKD(bin, dir, fakes string) (*daemon, error) {
@@ -169,14 +174,15 @@ func startMMKD(bin, dir, fakes string) (*daemon, error) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(bin, "--backend", "fake", "--data-dir", dir, "--listen", addr)
-	cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=false")
+	// The demo's jobs run as whoever takes the screenshots, root too.
+	cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=false", "MMK_JOBS_ALLOW_ROOT=true")
 	if fakes != "" {
 		abs, err := filepath.Abs(fakes)
 		if err != nil {
 			return nil, err
 		}
 		cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=true", "MMK_KERNELSCHED_HOOK="+filepath.Join(abs, "libmmkhook.so"),
-			"MMK_KERNELSCHED_CUPTI="+filepath.Join(abs, "libfakecupti.so"))
+			"MMK_KERNELSCHED_CUPTI="+filepath.Join(abs, "libfakecupti.so"), "MMK_JOBS_ALLOW_ROOT=true")
 	}
 	d := &daemon{cmd: cmd, addr: addr, log: &bytes.Buffer{}}
 	cmd.Stderr = d.log
@@ -184,12 +190,11 @@ func startMMKD(bin, dir, fakes string) (*daemon, error) {
 		return nil, err
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return d, nil
-			}
+		if tok, err := os.ReadFile(filepath.Join(dir, "token")); err == nil {
+			d.token = strings.TrimSpace(string(tok))
+		}
+		if d.token != "" && d.call("GET", "/readyz", nil, nil) == nil {
+			return d, nil
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -238,6 +243,7 @@ func (d *daemon) call(method, path string, body, out any) error {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

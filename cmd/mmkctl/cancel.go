@@ -36,6 +36,6 @@ func newCancelCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the job's event")
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }

@@ -16,30 +16,54 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/internal/cli"
 )
 
-// defaultAddr is mmkd's address when neither --addr nor MMK_ADDR gives
-// one.
-const defaultAddr = "http://127.0.0.1:7070"
-
-// serverFlags are the flags of the commands that talk to mmkd.
+// serverFlags are the flags of the commands that talk to mmkd, and the
+// configuration flags that say where mmkd's socket and token are.
 type serverFlags struct {
 	addr, token string
+	config      *cli.Flags
 }
 
-// addServerFlags adds --addr and --token to cmd.
-func addServerFlags(cmd *cobra.Command) *serverFlags {
-	f := &serverFlags{}
-	cmd.Flags().StringVar(&f.addr, "addr", "", "mmkd's address, http://HOST:PORT or HOST:PORT (default $MMK_ADDR, else "+defaultAddr+")")
-	cmd.Flags().StringVar(&f.token, "token", "", "mmkd's bearer token (default $MMK_TOKEN)")
+// addServerFlags adds --addr and --token to cmd; config are the root's
+// configuration flags (data_dir, server.socket, server.token).
+func addServerFlags(cmd *cobra.Command, config *cli.Flags) *serverFlags {
+	f := &serverFlags{config: config}
+	cmd.Flags().StringVar(&f.addr, "addr", "", "mmkd's TCP address, http://HOST:PORT or HOST:PORT (default $MMK_ADDR, else mmkd's Unix socket: server.socket, DATA_DIR/"+cli.SocketName+")")
+	cmd.Flags().StringVar(&f.token, "token", "", "mmkd's bearer token over TCP (default $MMK_TOKEN, else DATA_DIR/"+cli.TokenName+" where readable)")
 	return f
 }
 
 // client returns a client of the mmkd the flags, else the environment,
-// name.
+// name: over TCP at --addr with the token (given, or read from the data
+// directory), else over mmkd's Unix socket, where mmkd knows the caller
+// by its user and asks no token.
 func (f *serverFlags) client() (*client, error) {
-	addr := firstSet(f.addr, os.Getenv("MMK_ADDR"), defaultAddr)
-	return newClient(addr, firstSet(f.token, os.Getenv("MMK_TOKEN")))
+	if addr := firstSet(f.addr, os.Getenv("MMK_ADDR")); addr != "" {
+		token := firstSet(f.token, os.Getenv("MMK_TOKEN"))
+		if token == "" {
+			// The token file is mmkd's user's (0600): another user has
+			// none and learns so from mmkd's 401.
+			if cfg, err := f.config.Load(); err == nil {
+				token, _ = cli.Token(cfg, false)
+			}
+		}
+		return newClient(addr, token)
+	}
+	cfg, err := f.config.Load()
+	if err != nil {
+		return nil, err
+	}
+	sock, err := cli.ClientSocket(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if sock == "" {
+		return nil, errors.New("server.socket is none: give mmkd's TCP address with --addr or MMK_ADDR")
+	}
+	return newSocketClient(sock), nil
 }
 
 func firstSet(s ...string) string {
@@ -56,6 +80,8 @@ type client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	// socket is the Unix socket it dials ("" over TCP).
+	socket string
 }
 
 // newClient returns a client of the mmkd at addr (a URL, or host:port
@@ -76,6 +102,18 @@ func newClient(addr, token string) (*client, error) {
 	return &client{base: u, token: token, http: &http.Client{Transport: t}}, nil
 }
 
+// newSocketClient returns a client of the mmkd serving the Unix socket
+// at path.
+func newSocketClient(path string) *client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", path)
+	}
+	return &client{base: &url.URL{Scheme: "http", Host: "mmkd"}, http: &http.Client{Transport: t}, socket: path}
+}
+
 // serverError is an error answer of mmkd.
 type serverError struct {
 	Status  int
@@ -89,7 +127,7 @@ func (e *serverError) Error() string {
 		msg += " [field " + e.Field + "]"
 	}
 	if e.Status == http.StatusUnauthorized {
-		msg += " (give the token with --token or MMK_TOKEN)"
+		msg += " (give the token with --token or MMK_TOKEN, or leave out --addr to use mmkd's Unix socket)"
 	}
 	return msg
 }
@@ -144,10 +182,19 @@ func (c *client) unreachable(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("mmkd is not reachable at %s: connection refused (is mmkd running? set --addr or MMK_ADDR)", c.base)
+	where := c.base.String()
+	if c.socket != "" {
+		where = "unix:" + c.socket
 	}
-	return fmt.Errorf("mmkd is not reachable at %s: %w", c.base, err)
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("mmkd is not reachable at %s: connection refused (is mmkd running? set --addr or MMK_ADDR, or --data-dir)", where)
+	case errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("mmkd is not reachable at %s: no such socket (is mmkd running? set --addr or MMK_ADDR, or --data-dir)", where)
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("mmkd is not reachable at %s: permission denied (the socket admits mmkd's user and server.socket_group)", where)
+	}
+	return fmt.Errorf("mmkd is not reachable at %s: %w", where, err)
 }
 
 // get decodes the JSON answer of GET path into out.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -45,11 +46,8 @@ func newJobsCommand(a *app) *cobra.Command {
 			set("state", f.state)
 			set("type", f.kind)
 			set("name", f.name)
-			if f.limit > 0 {
-				q.Set("limit", strconv.Itoa(f.limit))
-			}
-			var list []jobs.Job
-			if err := c.get(cmd.Context(), "/api/v1/jobs", q, &list); err != nil {
+			list, err := c.listJobs(cmd.Context(), q, f.limit)
+			if err != nil {
 				return err
 			}
 			p := a.printer(cmd)
@@ -70,9 +68,36 @@ func newJobsCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.state, "state", "", "only jobs in these states, comma-separated (pending, placed, running, restarting, succeeded, failed, cancelled)")
 	fl.StringVar(&f.kind, "type", "", "only online or offline jobs")
 	fl.StringVar(&f.name, "name", "", "only jobs whose name contains this")
-	fl.IntVar(&f.limit, "limit", 0, "at most this many, the newest (0: all)")
-	server = addServerFlags(cmd)
+	fl.IntVar(&f.limit, "limit", 0, "at most this many, the newest (0: all, read page by page)")
+	server = addServerFlags(cmd, a.flags)
 	return cmd
+}
+
+// listPage is the most jobs asked for in one request (mmkd's largest
+// page).
+const listPage = 5000
+
+// listJobs reads the jobs the query selects, newest first: at most limit
+// (0: all), page by page (mmkd answers at most listPage at once and links
+// to the next page, older jobs).
+func (c *client) listJobs(ctx context.Context, q url.Values, limit int) ([]jobs.Job, error) {
+	var all []jobs.Job
+	for {
+		want := listPage
+		if limit > 0 {
+			want = min(want, limit-len(all))
+		}
+		q.Set("limit", strconv.Itoa(want))
+		var page []jobs.Job
+		if err := c.get(ctx, "/api/v1/jobs", q, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < want || (limit > 0 && len(all) >= limit) {
+			return all, nil
+		}
+		q.Set("before", page[len(page)-1].ID)
+	}
 }
 
 func printJobs(p printer, list []jobs.Job, now time.Time) error {
@@ -149,7 +174,7 @@ func newJobCommand(a *app) *cobra.Command {
 			return printJob(p, out)
 		},
 	}
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -226,7 +227,7 @@ func TestJobCommandErrors(t *testing.T) {
 		{"bad workload", []string{"submit", "--addr", addr, "--workload", "resnet50", "--", "x"}, "flag --workload:"},
 		{"bad address", []string{"jobs", "--addr", "ftp://x"}, `mmkd address "ftp://x"`},
 		{"mmkd down", []string{"jobs", "--addr", closed}, "mmkd is not reachable at http://" + closed + ": connection refused"},
-		{"no token", []string{"jobs", "--addr", secured}, "requires a token: send Authorization: Bearer <token> [field Authorization] (give the token with --token or MMK_TOKEN)"},
+		{"no token", []string{"jobs", "--addr", secured}, "requires a token: send Authorization: Bearer <token> [field Authorization] (give the token with --token or MMK_TOKEN"},
 		{"wrong token", []string{"jobs", "--addr", secured, "--token", "guess"}, "the bearer token is not valid"},
 		{"bad tail", []string{"logs", "--addr", addr, "--tail", "-1", done}, "flag --tail: -1 is negative"},
 	}
@@ -252,5 +253,58 @@ func TestServerFromEnvironment(t *testing.T) {
 	// A flag wins over the environment.
 	if _, err := mmkctl(t, "jobs", "--token", "other"); err == nil || !strings.Contains(err.Error(), "not valid") {
 		t.Errorf("--token over MMK_TOKEN: %v", err)
+	}
+}
+
+// TestSocketByDefault: without --addr, mmkctl reaches mmkd over the Unix
+// socket in the data directory (--data-dir or MMK_DATA_DIR), where mmkd
+// knows the caller by its user and asks no token; with --addr it reads
+// the token from the data directory.
+func TestSocketByDefault(t *testing.T) {
+	dir := t.TempDir()
+	n := webtest.NewFakeNode(t.TempDir())
+	api := web.New(web.Options{Node: n, Token: "s3cret", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ln, err := web.ListenUnix(filepath.Join(dir, "mmkd.sock"), 0o660, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.NewHTTPServer(api.Handler())
+	go func() { _ = srv.Serve(web.PeerListener(ln)) }()
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("MMK_ADDR", "")
+	t.Setenv("MMK_TOKEN", "")
+	out, err := mmkctl(t, "submit", "--data-dir", dir, "-o", "json", "--", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &sub); err != nil {
+		t.Fatalf("submit printed %q: %v", out, err)
+	}
+	j, err := n.Job(sub.ID)
+	if err != nil {
+		t.Fatalf("submit over the socket printed %q: %v", out, err)
+	}
+	if j.Owner == nil || j.Owner.UID != os.Geteuid() {
+		t.Errorf("owner %+v, want the caller's uid %d (SO_PEERCRED)", j.Owner, os.Geteuid())
+	}
+	t.Setenv("MMK_DATA_DIR", dir)
+	if out, err := mmkctl(t, "jobs"); err != nil || !strings.Contains(out, j.ID) {
+		t.Errorf("jobs over the socket of MMK_DATA_DIR: %q %v", out, err)
+	}
+	// Over TCP the token is read from the data directory.
+	tcp := httptest.NewServer(api.Handler())
+	t.Cleanup(tcp.Close)
+	if _, err := mmkctl(t, "jobs", "--addr", tcp.URL); err == nil || !strings.Contains(err.Error(), "requires a token") {
+		t.Errorf("TCP without a token file: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := mmkctl(t, "jobs", "--addr", tcp.URL); err != nil || !strings.Contains(out, j.ID) {
+		t.Errorf("TCP with the data directory's token: %q %v", out, err)
+	}
+	if _, err := mmkctl(t, "jobs", "--data-dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "not reachable at unix:") {
+		t.Errorf("no socket: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ type logsFlags struct {
 	tail   int64
 }
 
-func newLogsCommand() *cobra.Command {
+func newLogsCommand(a *app) *cobra.Command {
 	f := &logsFlags{}
 	var server *serverFlags
 	cmd := &cobra.Command{
@@ -54,6 +54,6 @@ func newLogsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing the output until the job ends")
 	cmd.Flags().Int64Var(&f.tail, "tail", 0, "print only the last BYTES bytes")
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }

@@ -1,9 +1,10 @@
 // Command mmkctl is mmk's command-line tool: it shows the node's GPUs and
 // their MIG instances, lists MIG profiles and every valid layout of a GPU
 // model, and plans reconfigurations between layouts. Through mmkd's API
-// (--addr or MMK_ADDR, --token or MMK_TOKEN) it submits, lists, follows
-// and cancels jobs and shows the node's placement. Every command takes
-// -o table|wide|json.
+// (its Unix socket by default, where mmkd knows the caller by its user;
+// or TCP with --addr or MMK_ADDR and the token) it submits, lists,
+// follows and cancels jobs and shows the node's placement. Every command
+// takes -o table|wide|json.
 package main
 
 import (
@@ -45,10 +46,12 @@ func newRootCommand() *cobra.Command {
 			return nil
 		},
 	}
-	a.flags = cli.AddConfigFlags(root.PersistentFlags(), nil)
+	// --data-dir says where mmkd's socket and token are (as mmkd's does).
+	root.PersistentFlags().String("data-dir", "", "mmkd's data directory, for its Unix socket and token (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk, then /var/lib/mmk)")
+	a.flags = cli.AddConfigFlags(root.PersistentFlags(), map[string]string{"data_dir": "data-dir"})
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs) or json")
 	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
-	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a))
+	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(a), newCancelCommand(a), newNodePlanCommand(a))
 	return root
 }
 

@@ -53,7 +53,7 @@ func newNodePlanCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&last, "reconfigs", 5, "how many of the last reconfigurations to show")
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }
 
@@ -100,6 +100,9 @@ func printNodePlan(p printer, np nodePlan) error {
 	waiting := "none"
 	if len(pl.Waiting) > 0 {
 		waiting = strings.Join(pl.Waiting, ", ")
+	}
+	if more := pl.WaitingTotal - len(pl.Waiting); more > 0 {
+		waiting += fmt.Sprintf(" and %d more", more)
 	}
 	p.Line("\nWaiting: %s", waiting)
 	p.Line("Predicted throughput %.2f, %d placement decisions", pl.Total, pl.Decisions)

@@ -82,7 +82,7 @@ func newSubmitCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.workload, "workload", "", "predictor hint MODEL:BATCH:MODE or MODEL:MODE, e.g. resnet50:32:train")
 	fl.StringVar(&f.taskKey, "task-key", "", "kernel profile key (default: from the workload, else the name)")
 	fl.StringVar(&f.idemKey, "idempotency-key", "", "submitting again with the same key returns the same job")
-	server = addServerFlags(cmd)
+	server = addServerFlags(cmd, a.flags)
 	return cmd
 }
 

@@ -112,7 +112,8 @@ func startTokenDaemon(t *testing.T, token string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(os.Args[0], "--backend", "fake", "--data-dir", t.TempDir(), "--listen", addr, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token)
+	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token,
+		"MMK_JOBS_ALLOW_ROOT=true")
 	d := &daemon{cmd: cmd, addr: addr, log: &syncBuffer{}}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
@@ -394,7 +395,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 	// rows of the jobs that changed (the others stay the same elements).
 	var ids []string
 	for i := range 600 {
-		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: fmt.Sprintf("many-%03d", i), Command: []string{"true"}, Kind: jobs.Offline}, "")
+		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: fmt.Sprintf("many-%03d", i), Command: []string{"true"}, Kind: jobs.Offline}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +414,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 	if kept := eval[int](t, b, `[...document.querySelectorAll('#jobs-body tr')].filter(tr => tr.__kept).length`); kept != 100 {
 		t.Errorf("after one job changed, %d of 100 rows are the same elements: the table was drawn again", kept)
 	}
-	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "newest", Command: []string{"true"}, Kind: jobs.Online}, "")
+	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "newest", Command: []string{"true"}, Kind: jobs.Online}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

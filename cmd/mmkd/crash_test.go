@@ -26,17 +26,42 @@ func TestMain(m *testing.M) {
 		os.Exit(jobs.ShimMain(os.Args[2:]))
 	}
 	if os.Getenv("MMK_TEST_AS_MMKD") == "1" {
+		if n := os.Getenv("MMK_TEST_NOFILE"); n != "" {
+			lowerNofile(n)
+		}
 		main()
 		os.Exit(0)
+	}
+	if sock := os.Getenv("MMK_TEST_SOCKET_CLIENT"); sock != "" {
+		os.Exit(socketClient(sock, os.Args[1], os.Args[2], os.Args[3]))
 	}
 	os.Exit(m.Run())
 }
 
 // daemon is an mmkd process of the crash test.
 type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	log  *syncBuffer
+	cmd     *exec.Cmd
+	addr    string
+	dataDir string
+	log     *syncBuffer
+}
+
+// do sends a request over TCP with the token mmkd wrote into its data
+// directory.
+func (d *daemon) do(method, path string, body io.Reader) (*http.Response, error) {
+	tok, err := os.ReadFile(filepath.Join(d.dataDir, "token"))
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequest(method, "http://"+d.addr+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	return http.DefaultClient.Do(req)
 }
 
 // syncBuffer is a buffer the process's stderr copier and the test share.
@@ -75,18 +100,22 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startDaemon(t *testing.T, dataDir, addr string) *daemon {
+// startDaemon starts mmkd (this test binary) on the fake GPUs, with env
+// added to its environment (by default jobs may run as root: the tests
+// run as root).
+func startDaemon(t *testing.T, dataDir, addr string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "--backend", "fake", "--data-dir", dataDir, "--listen", addr, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false")
-	d := &daemon{cmd: cmd, addr: addr, log: &syncBuffer{}}
+	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_JOBS_ALLOW_ROOT=true")
+	cmd.Env = append(cmd.Env, env...)
+	d := &daemon{cmd: cmd, addr: addr, dataDir: dataDir, log: &syncBuffer{}}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := d.do("GET", "/readyz", nil)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -104,7 +133,7 @@ func startDaemon(t *testing.T, dataDir, addr string) *daemon {
 
 func (d *daemon) submit(t *testing.T, spec string) string {
 	t.Helper()
-	resp, err := http.Post("http://"+d.addr+"/api/v1/jobs", "application/json", strings.NewReader(spec))
+	resp, err := d.do("POST", "/api/v1/jobs", strings.NewReader(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +148,7 @@ func (d *daemon) submit(t *testing.T, spec string) string {
 
 func (d *daemon) job(t *testing.T, id string) jobs.Job {
 	t.Helper()
-	resp, err := http.Get("http://" + d.addr + "/api/v1/jobs/" + id)
+	resp, err := d.do("GET", "/api/v1/jobs/"+id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +214,7 @@ func TestCrash(t *testing.T) {
 		d.waitState(t, id, jobs.Running)
 	}
 	d.waitState(t, big2, jobs.Pending)
-	resp, err := http.Post("http://"+addr+"/api/v1/jobs/"+gone+"/cancel", "application/json", nil)
+	resp, err := d.do("POST", "/api/v1/jobs/"+gone+"/cancel", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,22 +15,6 @@ import (
 	"github.com/mmkgpu/mmk/predictor"
 )
 
-// dataDir is the configured data directory, or the default: /var/lib/mmk
-// for root, else ~/.local/state/mmk.
-func dataDir(c *configs.Config) (string, error) {
-	if c.DataDir != "" {
-		return filepath.Abs(c.DataDir)
-	}
-	if os.Geteuid() == 0 {
-		return "/var/lib/mmk", nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("data_dir is not set and there is no home directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "mmk"), nil
-}
-
 // openEstimator is the predictor the placement uses: a model file, or a
 // random forest trained now on the built-in dataset.
 func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {

@@ -1,9 +1,10 @@
 // Command mmkd is mmk's node daemon. It loads the configuration, opens the
 // GPU backend (NVML, or fake GPUs where no driver is installed), the job
 // store and the runner in its data directory, trains (or loads) the
-// predictor, and runs the placement loop and the HTTP API until SIGINT or
-// SIGTERM, then shuts down gracefully. Jobs keep running when mmkd stops;
-// the next mmkd adopts them.
+// predictor, and runs the placement loop and the HTTP API (on its Unix
+// socket, where callers are known by their user, and on TCP, where they
+// show its token) until SIGINT or SIGTERM, then shuts down gracefully.
+// Jobs keep running when mmkd stops; the next mmkd adopts them.
 //
 // "mmkd shim DIR" is the per-job supervisor (jobs.ShimMain) that the
 // runner starts for each job.
@@ -90,23 +91,26 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 	}
 	defer closeNode()
 
-	if cfg.Server.Token == "" && os.Geteuid() == 0 {
-		log.Warn("no server.token: any local user who can reach the API can run commands as root through mmkd; set server.token (MMK_SERVER_TOKEN)", "listen", cfg.Server.Listen)
-	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	api, err := newAPI(cfg, backend, n, log)
 	if err != nil {
-		return fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
+		return err
 	}
-	api := web.New(web.Options{Backend: backend, Node: n, Log: log, Token: cfg.Server.Token, MaxBodyBytes: cfg.Server.MaxBodyBytes})
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	lns, err := listen(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer lns.close()
+	srv := web.NewHTTPServer(api.Handler())
+	served := make(chan error, len(lns.all))
+	for _, ln := range lns.all {
+		go func() { served <- srv.Serve(ln) }()
+	}
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	nodeDone := make(chan error, 1)
 	go func() { nodeDone <- n.Run(nodeCtx) }()
-	log.Info("mmkd serving", "addr", "http://"+ln.Addr().String(), "backend", backend.Name(), "version", buildinfo.Version())
+	log.Info("mmkd serving", "addr", lns.tcpURL(), "socket", lns.socket, "maxConns", lns.maxConns, "backend", backend.Name(), "version", buildinfo.Version())
 	if ready != nil {
-		ready(ln.Addr())
+		ready(lns.tcpAddr())
 	}
 
 	var failed error
@@ -130,8 +134,11 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 		failed = fmt.Errorf("placement loop: %w", err)
 	}
 	if failed == nil {
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			failed = fmt.Errorf("serve: %w", err)
+		for range lns.all {
+			if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+				failed = fmt.Errorf("serve: %w", err)
+				break
+			}
 		}
 	}
 	return failed
@@ -141,7 +148,7 @@ func run(ctx context.Context, flags *cli.Flags, ready func(net.Addr)) error {
 // scheduling and the predictor, and returns the node and what closes
 // them.
 func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger) (*node.Node, func(), error) {
-	dir, err := dataDir(cfg)
+	dir, err := cli.DataDir(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,13 +179,13 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if mpsm != nil && cfg.MPS.PriorityShares {
 		pred.OfflinePriority = 1 // as node gives offline jobs under priority shares
 	}
-	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	store, err := openStore(filepath.Join(dir, "mmk.db"), log)
 	if err != nil {
 		return nil, nil, err
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
-		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
 		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
 		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
@@ -188,7 +195,17 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		return nil, nil, err
 	}
 	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
+	ctx, stopBackups := context.WithCancel(context.Background())
+	backups := make(chan struct{})
+	go func() {
+		defer close(backups)
+		if cfg.Jobs.BackupEvery > 0 {
+			store.BackupEvery(ctx, cfg.Jobs.BackupEvery, log)
+		}
+	}()
 	return n, func() {
+		stopBackups()
+		<-backups
 		if err := store.Close(); err != nil {
 			log.Error("close the job store", "err", err)
 		}
@@ -202,6 +219,28 @@ func usageEvery(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// openStore opens the job store; a damaged one (jobs.ErrStoreDamaged) is
+// replaced by its backup, the damaged file kept beside it. Without a
+// usable backup mmkd does not start: it must not run on a store that
+// has forgotten jobs that still run.
+func openStore(path string, log *slog.Logger) (*jobs.Store, error) {
+	store, err := jobs.OpenStore(path)
+	if errors.Is(err, jobs.ErrStoreDamaged) {
+		kept, rerr := jobs.RestoreStore(path)
+		if rerr != nil {
+			return nil, fmt.Errorf("%w; %v. mmkd does not start on a damaged store: move %s aside to start with a new one (jobs with a record in their directory are adopted from it) or put a good copy in its place",
+				err, rerr, path)
+		}
+		log.Error("the job store was damaged and is restored from its backup; changes after the backup are adopted from the job directories where they can be",
+			"damage", err, "damagedKeptAs", kept, "backup", path+jobs.BackupSuffix)
+		store, err = jobs.OpenStore(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {

@@ -3,12 +3,21 @@
  * kernel scheduler through a shared-memory ring and, unless the task's
  * launches are free, waits for its grant. Everything here fails open: no
  * server, a dead one, a full ring or a grant later than the bound lets the
- * launch go, and the hook tries to reconnect at most once a second.
+ * launch go. No launch ever waits longer than the bound
+ * (MMK_HOOK_TIMEOUT_US): the first connection, at the hook's start, waits
+ * at most the bound for the server's welcome, and every later one is made
+ * by the client's own thread, at most once a second; a kernel name the
+ * server does not take within the bound ends the connection.
+ *
+ * A welcome is checked before it is trusted (handshake.c): the shared
+ * memory must be sealed against shrinking and be the size announced, the
+ * wake-up descriptor an eventfd.
  *
  * A thread of the client (watcher) follows the server's quiet word
  * (protocol step 8): it turns the launch callbacks off while the server
  * needs none of this task's launches, on again when it does or when the
- * server is gone (it checks the socket five times a second).
+ * server is gone (it checks the socket five times a second); without a
+ * connection it connects again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +35,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "handshake.h"
 #include "proto.h"
 
 struct conn {
@@ -98,30 +108,75 @@ static void publish(void)
 	pthread_mutex_unlock(&watch_mu);
 }
 
-/* name_created sends a name the moment decode gives it an id. */
+/* drop_broken ends a connection whose byte stream can no longer be
+ * trusted (a name message half sent): the server sees the socket close
+ * and forgets the task; the watcher connects again. */
+static void drop(struct conn *c);
+static void drop_broken(struct conn *c)
+{
+	shutdown(c->sock, SHUT_RDWR);
+	drop(c);
+}
+
+/* name_created sends a name the moment decode gives it an id. The send
+ * waits at most the bound (SO_SNDTIMEO): a server that takes no names is
+ * dropped rather than stall the launch that named the kernel. */
 static void name_created(uint32_t id, const char *name)
 {
 	struct conn *c = atomic_load(&live);
 	if (!c)
 		return; /* sent with all others on the next connection */
 	pthread_mutex_lock(&send_mu);
-	if (send_name(c->sock, id, name) < 0)
-		mmk_log(0, "sending kernel name %u: %s", id, strerror(errno));
+	if (send_name(c->sock, id, name) < 0) {
+		mmk_log(1, "kernel scheduler at %s does not take kernel name %u (%s); connecting again", sock_path, id, strerror(errno));
+		drop_broken(c);
+	}
 	pthread_mutex_unlock(&send_mu);
 }
 
+/* set_timeout sets a socket option of timeval type to ns. */
+static void set_timeout(int s, int opt, uint64_t ns)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_usec = (suseconds_t)(ns % 1000000000ull / 1000)};
+	if (!tv.tv_sec && !tv.tv_usec)
+		tv.tv_usec = 1;
+	setsockopt(s, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+/* received_fds collects the descriptors of every SCM_RIGHTS message in
+ * m into fds (at most max; any more are closed) and returns how many. */
+static int received_fds(struct msghdr *m, int *fds, int max)
+{
+	int n = 0;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 /* try_connect makes one connection attempt and publishes it; the caller
- * holds connect_mu. */
-static struct conn *try_connect(void)
+ * holds connect_mu. The server's welcome is awaited at most welcome_ns;
+ * sends wait at most the bound. */
+static struct conn *try_connect(uint64_t welcome_ns)
 {
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return NULL;
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, sock_path, sizeof a.sun_path - 1);
-	struct timeval tv = {.tv_sec = 1};
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	set_timeout(s, SO_RCVTIMEO, welcome_ns);
+	/* connect too: a full backlog makes it wait the send timeout. */
+	set_timeout(s, SO_SNDTIMEO, timeout_ns);
 	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
 		mmk_log(0, "connect %s: %s", sock_path, strerror(errno));
 		close(s);
@@ -131,26 +186,21 @@ static struct conn *try_connect(void)
 	if (write_all(s, &hello, sizeof hello) < 0)
 		goto fail;
 	struct mmk_welcome w;
-	char ctl[CMSG_SPACE(2 * sizeof(int))];
+	memset(&w, 0, sizeof w);
+	char ctl[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = {&w, sizeof w};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
 	ssize_t n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
-	if (n != (ssize_t)sizeof w || w.magic != MMK_PROTO_MAGIC) {
-		mmk_log(1, "kernel scheduler at %s: no valid welcome", sock_path);
+	int fds[2] = {-1, -1};
+	int nfds = n > 0 ? received_fds(&m, fds, 2) : 0;
+	const char *why = n < 0 ? "no welcome in time" : mmk_check_welcome(&w, (size_t)n, nfds == 2 ? fds[0] : -1, nfds == 2 ? fds[1] : -1);
+	if (why) {
+		mmk_log(1, "kernel scheduler at %s: %s (protocol %u, hook speaks %u; status %u); launches go unscheduled",
+			sock_path, why, w.version, MMK_PROTO_VERSION, w.status);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		goto fail;
 	}
-	if (w.version != MMK_PROTO_VERSION || w.status != 0 || w.ring != MMK_RING || w.slot_bytes < sizeof(struct mmk_slot)) {
-		mmk_log(1, "kernel scheduler at %s refused the hook: protocol %u (hook speaks %u), status %u, ring %u",
-			sock_path, w.version, MMK_PROTO_VERSION, w.status, w.ring);
-		goto fail;
-	}
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
-		mmk_log(1, "kernel scheduler at %s sent no shared memory", sock_path);
-		goto fail;
-	}
-	int fds[2];
-	memcpy(fds, CMSG_DATA(cm), sizeof fds);
 	void *p = mmap(NULL, w.slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	close(fds[0]);
 	if (p == MAP_FAILED) {
@@ -194,7 +244,13 @@ static void drop(struct conn *c)
 	}
 }
 
-static void maybe_reconnect(void)
+/* reconnect_wait bounds the wait for a welcome on the watcher thread,
+ * where no launch waits on it. */
+static const uint64_t reconnect_wait_ns = 1000000000ull;
+
+/* maybe_connect makes a connection attempt if none was made in the last
+ * second, waiting at most welcome_ns for the welcome. */
+static void maybe_connect(uint64_t welcome_ns)
 {
 	if (!enabled || forked_child)
 		return;
@@ -205,7 +261,7 @@ static void maybe_reconnect(void)
 		return;
 	if (!atomic_load(&live)) {
 		atomic_store(&next_try_ns, t + 1000000000ull);
-		try_connect();
+		try_connect(welcome_ns);
 	}
 	pthread_mutex_unlock(&connect_mu);
 }
@@ -236,7 +292,8 @@ static void apply(struct conn *c, uint32_t word)
 }
 
 /* watcher follows the server's quiet word (protocol step 8). Without a
- * connection the launch callbacks are on: a launch is what reconnects. */
+ * connection the launch callbacks are on, and it connects again, once a
+ * second: a launch never does. */
 static void *watcher(void *arg)
 {
 	(void)arg;
@@ -244,6 +301,7 @@ static void *watcher(void *arg)
 		struct conn *c = atomic_load(&live);
 		if (!c || forked_child) {
 			apply(NULL, 0);
+			maybe_connect(reconnect_wait_ns);
 			pthread_mutex_lock(&watch_mu);
 			if (!atomic_load(&live)) {
 				struct timespec ts;
@@ -294,8 +352,15 @@ void mmk_client_init(const struct mmk_client_hooks *h)
 	pthread_atfork(NULL, NULL, after_fork_child);
 	mmk_names_notify(name_created);
 	enabled = 1;
-	maybe_reconnect();
-	mmk_thread(watcher, "watcher thread: the launch callbacks stay on whatever the server needs");
+	/* The first connection, before the job's first launch, so that the
+	 * server sees the job's launches from the start: a server that does
+	 * not answer holds CUDA's initialisation at most connect_ns, once. */
+	uint64_t connect_ns = 1000000000ull;
+	v = getenv("MMK_HOOK_CONNECT_US");
+	if (v && atoll(v) > 0)
+		connect_ns = (uint64_t)atoll(v) * 1000;
+	maybe_connect(connect_ns);
+	mmk_thread(watcher, "watcher thread: the launch callbacks stay on whatever the server needs, and no reconnection is made");
 }
 
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
@@ -419,10 +484,8 @@ void mmk_report_done(uint64_t gen, uint64_t seq)
 uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 {
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
-	if (!c) {
-		maybe_reconnect();
-		return 0;
-	}
+	if (!c)
+		return 0; /* the watcher connects again */
 	struct mmk_slot *s = c->slot;
 	/* A launch that goes at once needs no time stamp: the server, which
 	 * reads the rings at once whenever another task waits, takes its own

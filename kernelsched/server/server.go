@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mmkgpu/mmk/internal/unixsock"
 	"github.com/mmkgpu/mmk/kernelsched"
 )
 
@@ -57,7 +57,17 @@ type Config struct {
 	// be read; the hook's own otherwise), once its welcome is sent: mmkd
 	// times a job's start-up to its first CUDA call by it.
 	OnConnect func(pid int)
-	Log       *slog.Logger
+	// Identify, if set, names the task a connecting process is (by the
+	// kernel's word for it, SO_PEERCRED): its priority, kind, task key
+	// and name replace what its hook declares, and an error refuses it.
+	// mmkd takes them from the job the process belongs to. Unset, the
+	// hook's declaration stands (a server a user runs for their own jobs,
+	// mmkctl kernelsched serve).
+	Identify func(Peer) (Identity, error)
+	// MaxTasks caps the tasks connected at once (default
+	// DefaultMaxTasks); one more is refused.
+	MaxTasks int
+	Log      *slog.Logger
 }
 
 // Counters are a server's running totals.
@@ -109,6 +119,13 @@ type Server struct {
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
 	policyName                             atomic.Pointer[string]
+
+	// The sockets served besides Config.Socket (Listen), while Serve
+	// runs (lnCtx set); accepting counts the goroutines accepting on any.
+	lnMu      sync.Mutex
+	lnCtx     context.Context
+	extra     map[string]*net.UnixListener
+	accepting sync.WaitGroup
 
 	// Loop-owned: whether some task's launches wait for grants, and the
 	// current poll interval while none does.
@@ -194,6 +211,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.MaxTasks <= 0 {
+		cfg.MaxTasks = DefaultMaxTasks
+	}
 	core, err := kernelsched.New(cfg.Policy, cfg.Sched)
 	if err != nil {
 		return nil, err
@@ -258,10 +278,11 @@ func (s *Server) SetPolicy(ctx context.Context, name string, cfg kernelsched.Con
 	}
 }
 
-// Serve listens on the socket and schedules until ctx ends.
+// Serve listens on the socket (mode 0600, whatever the umask: only the
+// server's user connects, and users it opens sockets of their own for,
+// Listen) and schedules until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
-	_ = os.Remove(s.cfg.Socket)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.cfg.Socket, Net: "unix"})
+	ln, err := unixsock.Listen(s.cfg.Socket, 0o600, -1, -1)
 	if err != nil {
 		return fmt.Errorf("kernel scheduler server: %w", err)
 	}
@@ -275,20 +296,24 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer unix.Close(wake)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := s.serving(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	go func() {
 		<-ctx.Done()
 		ln.Close()
+		s.closeListeners()
 		s.poke()
 	}()
-	var wg sync.WaitGroup
-	wg.Add(1)
+	s.accepting.Add(1)
 	go func() {
-		defer wg.Done()
+		defer s.accepting.Done()
 		s.accept(ctx, ln)
 	}()
 	s.cfg.Log.Info("kernel scheduler serving", "socket", s.cfg.Socket, "policy", s.cfg.Policy, "protocol", ProtoVersion)
 	s.loop(ctx)
-	wg.Wait()
+	s.accepting.Wait()
 	s.mu.Lock()
 	for _, t := range s.tasks {
 		t.conn.Close()
@@ -327,10 +352,16 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	h, err := parseHello(buf)
+	if err == nil {
+		h, err = s.identify(c, h)
+	}
+	if err == nil && int(s.ntasks.Load()) >= s.cfg.MaxTasks {
+		err = fmt.Errorf("%w (%d)", errTooManyTask, s.cfg.MaxTasks)
+	}
 	if err != nil {
 		s.refused.Add(1)
 		s.cfg.Log.Warn("kernel scheduler: hook refused", "err", err)
-		_, _ = c.Write(welcome(1))
+		_, _ = c.Write(welcome(2))
 		c.Close()
 		return
 	}
@@ -366,23 +397,8 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	if s.cfg.OnConnect != nil {
 		s.cfg.OnConnect(peerPID(c, h.PID))
 	}
-	hdr := make([]byte, nameMsgSize)
-	for ctx.Err() == nil {
-		if _, err := io.ReadFull(c, hdr); err != nil {
-			break
-		}
-		id, n := binary.LittleEndian.Uint32(hdr), binary.LittleEndian.Uint32(hdr[4:])
-		if n > maxNameLen {
-			s.cfg.Log.Warn("kernel scheduler: kernel name too long; dropping the task", "name", h.Name, "len", n)
-			break
-		}
-		name := make([]byte, n)
-		if _, err := io.ReadFull(c, name); err != nil {
-			break
-		}
-		s.mu.Lock()
-		t.names[id] = string(name)
-		s.mu.Unlock()
+	if err := readNames(c, &nameTable{mu: &s.mu, names: t.names}); err != nil && ctx.Err() == nil {
+		s.cfg.Log.Warn("kernel scheduler: dropping the task", "name", h.Name, "pid", h.PID, "err", err)
 	}
 	s.gone(t)
 }

@@ -19,14 +19,22 @@ type slot struct {
 	mem []byte
 }
 
+// newSlot makes a task's shared memory: a memfd of slotBytes, sealed
+// against shrinking and growing (and against further seals), which the
+// hook checks before it maps it (hook/lib/handshake.c): whoever holds the
+// descriptor can no longer cut the mapping short under the job.
 func newSlot(name string) (*slot, error) {
-	fd, err := unix.MemfdCreate("mmk-"+name, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate("mmk-"+name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("memfd: %w", err)
 	}
 	if err := unix.Ftruncate(fd, slotBytes); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("memfd size: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("memfd seals: %w", err)
 	}
 	mem, err := unix.Mmap(fd, 0, slotBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

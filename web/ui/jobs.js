@@ -15,6 +15,8 @@ const ACTIVE = ['pending', 'placed', 'running', 'restarting'];
 let visible = false;
 let dirty = true;
 let cap = CAP_STEP;
+// MAX_LIST is the most jobs the daemon lists at once (web.MaxListLimit).
+const MAX_LIST = 5000;
 let filter = {state: '', type: '', name: ''};
 let matching = 0; // jobs held that match the filter
 let shown = []; // ids of the rows, newest first
@@ -172,7 +174,8 @@ async function fetchOlder() {
   const key = JSON.stringify([filter, cap]);
   if (fetchedFor === key) return;
   fetchedFor = key;
-  const q = new URLSearchParams({limit: String(cap)});
+  // The daemon answers at most MAX_LIST jobs a request.
+  const q = new URLSearchParams({limit: String(Math.min(cap, MAX_LIST))});
   if (filter.state) q.set('state', filter.state === 'active' ? ACTIVE.join(',') : filter.state);
   if (filter.type) q.set('type', filter.type);
   if (filter.name) q.set('name', filter.name);

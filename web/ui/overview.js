@@ -174,13 +174,15 @@ function renderWaiting() {
   const ul = $('waiting');
   if (!p) return;
   const ids = p.waiting || [];
-  setText($('waiting-count'), ids.length ? ids.length + ' pending without a place' : '');
+  // The plan lists the first waiting jobs and counts them all.
+  const total = Math.max(p.waitingTotal || 0, ids.length);
+  setText($('waiting-count'), total ? total + ' pending without a place' : '');
   const items = ids.slice(0, WAITING_SHOWN).map((id) => {
     const j = state.jobs.get(id);
     return h('li', null, jobLink(id, j ? j.spec.name : id),
       j ? h('span', {class: 'muted', text: ' · ' + j.spec.type + ' · ' + fmtMiB(j.memoryMiB) + (j.reason ? ' · ' + j.reason : '')}) : null);
   });
-  if (ids.length > WAITING_SHOWN) items.push(h('li', null, h('a', {href: '#/jobs?state=pending', text: 'and ' + (ids.length - WAITING_SHOWN) + ' more'})));
+  if (total > WAITING_SHOWN) items.push(h('li', null, h('a', {href: '#/jobs?state=pending', text: 'and ' + (total - WAITING_SHOWN) + ' more'})));
   if (!ids.length) items.push(h('li', {class: 'muted', text: 'Nothing waits: every pending job found a place.'}));
   ul.replaceChildren(...items);
 }

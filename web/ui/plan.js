@@ -45,7 +45,7 @@ function render() {
 function renderLayout() {
   const p = state.plan;
   if (!p) return;
-  setText($('plan-note'), p.decisions + ' decisions · predicted throughput ' + (p.total || 0).toFixed(2) + ' · ' + (p.waiting || []).length + ' waiting');
+  setText($('plan-note'), p.decisions + ' decisions · predicted throughput ' + (p.total || 0).toFixed(2) + ' · ' + Math.max(p.waitingTotal || 0, (p.waiting || []).length) + ' waiting');
   const rows = [];
   for (const g of p.gpus) {
     g.instances.forEach((inst, i) => {

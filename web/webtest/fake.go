@@ -4,7 +4,9 @@
 // keys, lists newest first, refuses to cancel a finished job with a
 // *jobs.TransitionError, and answers unknown ids with jobs.ErrNotFound.
 // It runs no process: tests move jobs between states with SetState and
-// write their logs under LogPath.
+// write their logs under LogPath. It runs jobs as their owners under the
+// real node's rule (node.MayRunAs), as a node with jobs.allow_root on
+// unless SetAllowRoot says otherwise.
 package webtest
 
 import (
@@ -31,6 +33,7 @@ type FakeNode struct {
 	now       time.Time
 	jobs      map[string]*jobs.Job
 	order     []string // ids in creation order
+	feed      *node.Feed
 	events    map[string][]jobs.Event
 	idem      map[string]string
 	plan      node.PlanView
@@ -38,6 +41,7 @@ type FakeNode struct {
 	scheds    []node.SchedView
 	readyErr  error
 	fail      error
+	allowRoot bool
 	changed   chan struct{} // closed at the next change (Changed)
 	usage     node.UsageView
 	history   map[string][]node.UsageSample
@@ -46,11 +50,13 @@ type FakeNode struct {
 // NewFakeNode returns an empty fake whose job logs live in logDir.
 func NewFakeNode(logDir string) *FakeNode {
 	return &FakeNode{
-		logDir: logDir,
-		now:    time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		jobs:   map[string]*jobs.Job{},
-		events: map[string][]jobs.Event{},
-		idem:   map[string]string{},
+		logDir:    logDir,
+		allowRoot: true,
+		now:       time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		jobs:      map[string]*jobs.Job{},
+		feed:      node.NewFeed(),
+		events:    map[string][]jobs.Event{},
+		idem:      map[string]string{},
 	}
 }
 
@@ -61,9 +67,11 @@ func (f *FakeNode) tick() time.Time {
 	return f.now
 }
 
-// Submit validates and stores a job as pending. With an idempotency key
-// used before it returns the job created then and false.
-func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string) (jobs.Job, bool, error) {
+// Submit validates and stores a job as pending, owned by owner (nil:
+// the process's user). With an idempotency key the owner used before it
+// returns the job created then and false. An owner the node may not run
+// jobs as wraps jobs.ErrForbidden.
+func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -72,9 +80,17 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	if err := spec.Validate(); err != nil {
 		return jobs.Job{}, false, err
 	}
+	if owner == nil {
+		self := jobs.Self()
+		owner = &self
+	}
+	if err := node.MayRunAs(*owner, f.allowRoot); err != nil {
+		return jobs.Job{}, false, err
+	}
 	name, prio, mem, key := spec.Defaults(DefaultMemoryMiB)
 	spec.Name = name
-	if id, ok := f.idem[idempotencyKey]; ok && idempotencyKey != "" {
+	idem := fmt.Sprint(owner.UID) + "/" + idempotencyKey
+	if id, ok := f.idem[idem]; ok && idempotencyKey != "" {
 		if !jobs.SameSpec(f.jobs[id].Spec, spec) {
 			return jobs.Job{}, false, fmt.Errorf("key %q (job %s): %w", idempotencyKey, id, jobs.ErrIdempotencyConflict)
 		}
@@ -82,12 +98,13 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	}
 	now := f.tick()
 	j := &jobs.Job{ID: jobs.NewID(now), Spec: spec, Priority: prio, MemoryMiB: mem, TaskKey: key,
-		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now}
+		State: jobs.Pending, IdempotencyKey: idempotencyKey, CreatedAt: now, UpdatedAt: now, Owner: owner}
 	f.jobs[j.ID] = j
 	f.order = append(f.order, j.ID)
+	f.feed.Set(j)
 	f.events[j.ID] = []jobs.Event{{Seq: 1, Time: now, To: jobs.Pending, Reason: "submitted"}}
 	if idempotencyKey != "" {
-		f.idem[idempotencyKey] = j.ID
+		f.idem[idem] = j.ID
 	}
 	f.notifyLocked()
 	return *j, true, nil
@@ -103,6 +120,9 @@ func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 	var out []jobs.Job
 	for i := len(f.order) - 1; i >= 0; i-- {
 		j := f.jobs[f.order[i]]
+		if flt.Before != "" && j.ID >= flt.Before {
+			continue
+		}
 		if len(flt.States) > 0 && !slices.Contains(flt.States, j.State) ||
 			flt.Kind != "" && j.Spec.Kind != flt.Kind ||
 			!strings.Contains(j.Spec.Name, flt.Name) {
@@ -114,6 +134,13 @@ func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// JobsSince returns the jobs changed after version since (node.Feed).
+func (f *FakeNode) JobsSince(since uint64, limit int) node.JobFeed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.feed.Since(since, limit)
 }
 
 // Job returns one job.
@@ -186,6 +213,7 @@ func (f *FakeNode) move(j *jobs.Job, to jobs.State, reason string) {
 	if to.Terminal() {
 		j.FinishedAt = now
 	}
+	f.feed.Set(j)
 }
 
 // LogPath is <logDir>/<id>.log.
@@ -209,6 +237,7 @@ func (f *FakeNode) Plan() node.PlanView {
 func (f *FakeNode) SetPlan(p node.PlanView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	p.Version = f.plan.Version + 1
 	f.plan = p
 	f.notifyLocked()
 }
@@ -277,6 +306,14 @@ func (f *FakeNode) Ready(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.readyErr
+}
+
+// SetAllowRoot says whether the fake runs jobs as root (jobs.allow_root;
+// true at first).
+func (f *FakeNode) SetAllowRoot(allow bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allowRoot = allow
 }
 
 // SetReady sets Ready's answer.

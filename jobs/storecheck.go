@@ -1,0 +1,157 @@
+package jobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// ErrStoreDamaged is a job store file that cannot be trusted: empty (a
+// file truncated to nothing, which bbolt would silently start afresh),
+// shorter than its own pages say (truncated), or failing bbolt's
+// consistency check. mmkd then restores the last backup (RestoreStore)
+// or refuses to start.
+var ErrStoreDamaged = errors.New("job store is damaged")
+
+// SetAsideRecord is a job record OpenStore could not read: it was moved
+// to the store's "set-aside" bucket, where it stays for an operator.
+type SetAsideRecord struct {
+	Key    string
+	Reason string
+}
+
+// bucketSetAside holds the records moved out of the jobs bucket.
+var bucketSetAside = []byte("set-aside")
+
+// maxCheckErrors bounds the consistency errors an error message lists.
+const maxCheckErrors = 5
+
+// openChecked opens the bbolt file at path and checks it before anyone
+// reads it: an empty file is damaged, not new; bbolt's own panics and
+// the bus errors of a truncated memory-mapped file become errors
+// (debug.SetPanicOnFault, on this goroutine, where bbolt reads the file
+// at open); the file must be as long as its pages say; and tx.Check
+// walks every page (safely: they are all inside the file by then).
+func openChecked(path string) (db *bolt.DB, err error) {
+	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
+		return nil, fmt.Errorf("job store %s: %w: the file is empty (truncated?)", path, ErrStoreDamaged)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.Close()
+			}
+			db, err = nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("job store %s: locked by another process (is another mmkd running with this data directory?)", path)
+		}
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
+			return nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, err)
+		}
+		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	if err := checkStore(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkStore compares the file's length with the pages it claims and runs
+// bbolt's consistency check.
+func checkStore(db *bolt.DB, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("job store %s: %w", path, err)
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		if st.Size() < tx.Size() {
+			return fmt.Errorf("job store %s: %w: the file holds %d bytes of its %d (truncated)", path, ErrStoreDamaged, st.Size(), tx.Size())
+		}
+		var problems []string
+		n := 0
+		for err := range tx.Check() {
+			n++
+			if len(problems) < maxCheckErrors {
+				problems = append(problems, err.Error())
+			}
+		}
+		if n > 0 {
+			return fmt.Errorf("job store %s: %w: %d consistency errors: %s", path, ErrStoreDamaged, n, strings.Join(problems, "; "))
+		}
+		return nil
+	})
+}
+
+// setAsideBad moves the job records that cannot be read (not JSON, or
+// not a job: a bad id or state) out of the jobs into the set-aside
+// bucket, under "jobs/<key>", so that one bad record neither stops mmkd
+// nor is lost.
+func (s *Store) setAsideBad() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		var bad []SetAsideRecord
+		err := jobs.ForEach(func(k, v []byte) error {
+			if reason := badRecord(k, v); reason != "" {
+				bad = append(bad, SetAsideRecord{Key: string(k), Reason: reason})
+			}
+			return nil
+		})
+		if err != nil || len(bad) == 0 {
+			return err
+		}
+		aside, err := tx.CreateBucketIfNotExists(bucketSetAside)
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			if err := aside.Put([]byte("jobs/"+b.Key), jobs.Get([]byte(b.Key))); err != nil {
+				return err
+			}
+			if err := jobs.Delete([]byte(b.Key)); err != nil {
+				return err
+			}
+		}
+		s.setAside = bad
+		return nil
+	})
+}
+
+// badRecord says why a job record cannot be served ("" if it can).
+func badRecord(k, v []byte) string {
+	var j Job
+	if err := json.Unmarshal(v, &j); err != nil {
+		return "not a job record: " + err.Error()
+	}
+	switch {
+	case !ValidID(string(k)):
+		return fmt.Sprintf("key %q is not a job id", k)
+	case j.ID != string(k):
+		return fmt.Sprintf("the record is of job %q", j.ID)
+	case !j.State.Valid():
+		return fmt.Sprintf("state %q is not a state", j.State)
+	}
+	return ""
+}
+
+// SetAside lists the job records OpenStore moved out of the jobs because
+// they could not be read.
+func (s *Store) SetAside() []SetAsideRecord { return s.setAside }
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }

@@ -1,0 +1,198 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// filledStore writes a store of n jobs (in one commit) and closes it;
+// it returns its path and the bytes its pages take (bbolt's high-water
+// mark; the file may be longer).
+func filledStore(t *testing.T, n int) (string, int64) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mmk.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used int64
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for i := range n {
+			if err := put(tx.Bucket(bucketJobs), newJob(fmt.Sprintf("%016d", i+1), "")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = s.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, used
+}
+
+// TestDamagedStoreRefused: a store file truncated to nothing (which bbolt
+// would take for a new, empty store), cut short of its pages (bbolt
+// panics at open, or the mapped file faults with SIGBUS past its end),
+// or overwritten is refused with ErrStoreDamaged, never opened empty and
+// never a crash. Cutting only the unused space at the file's end harms
+// nothing: that store opens whole.
+func TestDamagedStoreRefused(t *testing.T) {
+	good, used := filledStore(t, 3000)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) < used {
+		t.Fatalf("the file holds %d bytes of its %d", len(data), used)
+	}
+	const page = 4096
+	tests := []struct {
+		name string
+		make func(path string) error
+	}{
+		{"truncated to 0 bytes", func(p string) error { return os.WriteFile(p, nil, 0o600) }},
+		{"cut to 1 %", func(p string) error { return os.WriteFile(p, data[:len(data)/100], 0o600) }},
+		{"cut to half", func(p string) error { return os.WriteFile(p, data[:len(data)/2], 0o600) }},
+		{"cut to 80 % of its pages", func(p string) error { return os.WriteFile(p, data[:used*8/10], 0o600) }},
+		{"its last page cut", func(p string) error { return os.WriteFile(p, data[:used-page], 0o600) }},
+		{"not a store", func(p string) error { return os.WriteFile(p, []byte("hello, this is not bbolt\n"), 0o600) }},
+		{"pages zeroed", func(p string) error {
+			d := append([]byte(nil), data...)
+			clear(d[used/4/page*page : used/2/page*page])
+			return os.WriteFile(p, d, 0o600)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mmk.db")
+			if err := tt.make(path); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenStore(path)
+			if err == nil {
+				all, _ := s.All()
+				s.Close()
+				t.Fatalf("opened (%d jobs), want ErrStoreDamaged", len(all))
+			}
+			if !errors.Is(err, ErrStoreDamaged) {
+				t.Fatalf("error %v, want ErrStoreDamaged", err)
+			}
+			t.Log(err)
+		})
+	}
+	for _, size := range []int64{int64(len(data)), used} {
+		path := filepath.Join(t.TempDir(), "mmk.db")
+		if err := os.WriteFile(path, data[:size], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenStore(path)
+		if err != nil {
+			t.Fatalf("the good store cut to %d of %d bytes (its pages take %d): %v", size, len(data), used, err)
+		}
+		if all, err := s.All(); err != nil || len(all) != 3000 {
+			t.Errorf("the good store cut to %d bytes: %d jobs, %v", size, len(all), err)
+		}
+		s.Close()
+	}
+}
+
+// TestBadRecordSetAside: a job record that cannot be read (not JSON, or
+// not the job its key names) is set aside at open, with its reason,
+// instead of stopping the store (and mmkd) from loading the others.
+func TestBadRecordSetAside(t *testing.T) {
+	path, _ := filledStore(t, 3)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		if err := b.Put([]byte("0000000000000002"), []byte("{not json")); err != nil {
+			return err
+		}
+		return b.Put([]byte("0000000000000003"), []byte(`{"id":"0000000000000009","state":"pending"}`))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatalf("one bad record stops the store: %v", err)
+	}
+	defer s.Close()
+	all, err := s.All()
+	if err != nil || len(all) != 1 || all[0].ID != "0000000000000001" {
+		t.Fatalf("jobs %v %v, want the one good record", all, err)
+	}
+	aside := s.SetAside()
+	if len(aside) != 2 || aside[0].Key != "0000000000000002" || aside[1].Key != "0000000000000003" || aside[0].Reason == "" {
+		t.Errorf("set aside %+v", aside)
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketSetAside).Get([]byte("jobs/0000000000000002")); string(v) != "{not json" {
+			return fmt.Errorf("set-aside bucket holds %q", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBackupRestore: a backup taken while the store is in use is a whole
+// store; a damaged store is replaced by it, the damaged file kept beside.
+func TestBackupRestore(t *testing.T) {
+	s, path := openTemp(t)
+	for i := range 100 {
+		if _, _, err := s.Create(newJob(fmt.Sprintf("%016d", i+1), "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Backup(path + BackupSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path + BackupSuffix); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("backup %v %v, want 0600", st, err)
+	}
+	s.Close()
+	if _, err := RestoreStore(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Error("restored without a backup")
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := RestoreStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(kept); err != nil || st.Size() != 0 {
+		t.Errorf("the damaged store was not kept: %v %v", st, err)
+	}
+	r, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if all, _ := r.All(); len(all) != 100 {
+		t.Errorf("restored store holds %d jobs, want 100", len(all))
+	}
+	// A damaged backup is refused and nothing changes.
+	if err := os.WriteFile(path+BackupSuffix, []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RestoreStore(path); !errors.Is(err, ErrStoreDamaged) {
+		t.Errorf("restore from a damaged backup: %v", err)
+	}
+}

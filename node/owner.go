@@ -1,0 +1,36 @@
+package node
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// mayRunAs says whether the node may run jobs as owner (MayRunAs).
+func (n *Node) mayRunAs(owner jobs.Owner) error { return MayRunAs(owner, n.cfg.AllowRoot) }
+
+// MayRunAs says whether an mmkd may run jobs as owner: root only with
+// allowRoot (jobs.allow_root), and a user other than mmkd's own only when
+// mmkd runs as root (it cannot switch users otherwise). A refusal wraps
+// jobs.ErrForbidden.
+func MayRunAs(owner jobs.Owner, allowRoot bool) error {
+	if owner.UID == 0 && !allowRoot {
+		return fmt.Errorf("%w: jobs do not run as root on this mmkd (jobs.allow_root is off): submit as another user", jobs.ErrForbidden)
+	}
+	if self := os.Geteuid(); self != 0 && owner.UID != self {
+		return fmt.Errorf("%w: this mmkd runs as uid %d and runs jobs only as itself, not as %s", jobs.ErrForbidden, self, owner)
+	}
+	return nil
+}
+
+// runAs is the user a job's shim starts it as: nil for mmkd's own user
+// (or a job from before owners were recorded), else its owner with the
+// user's groups and home.
+func runAs(j *jobs.Job) (*jobs.User, error) {
+	o := j.Owner
+	if o == nil || (o.UID == os.Geteuid() && o.GID == os.Getegid()) {
+		return nil, nil
+	}
+	return jobs.LookupUser(*o)
+}

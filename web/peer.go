@@ -1,0 +1,109 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mmkgpu/mmk/internal/unixsock"
+)
+
+// Peer is the process at the other end of a Unix socket connection as
+// the kernel recorded it when it connected (SO_PEERCRED): it cannot be
+// forged by the caller.
+type Peer struct {
+	PID, UID, GID int
+}
+
+type peerKey struct{}
+
+// PeerOf returns the peer of a request that came over a Unix socket.
+func PeerOf(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
+}
+
+// ConnContext is http.Server.ConnContext for mmkd's listeners: a
+// connection accepted by a PeerListener carries its peer into every
+// request's context. A Unix socket connection whose peer could not be
+// read was closed by the listener and never gets here.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	for {
+		switch x := c.(type) {
+		case *peerConn:
+			return context.WithValue(ctx, peerKey{}, x.peer)
+		case interface{ Unwrap() net.Conn }:
+			c = x.Unwrap()
+		default:
+			return ctx
+		}
+	}
+}
+
+// peerConn is an accepted Unix socket connection with its peer.
+type peerConn struct {
+	net.Conn
+	peer Peer
+}
+
+// peerListener reads each accepted connection's peer.
+type peerListener struct {
+	net.Listener
+}
+
+// PeerListener wraps a Unix socket listener: each connection it accepts
+// carries the credentials of the process that connected (ConnContext).
+func PeerListener(ln *net.UnixListener) net.Listener { return peerListener{ln} }
+
+func (l peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			c.Close()
+			return nil, fmt.Errorf("peer listener: %T is not a Unix socket connection", c)
+		}
+		p, err := peerCred(uc)
+		if err != nil {
+			// Without its peer a request could not be told apart from
+			// mmkd's own: drop it, keep serving.
+			uc.Close()
+			continue
+		}
+		return &peerConn{Conn: uc, peer: p}, nil
+	}
+}
+
+// peerCred reads SO_PEERCRED.
+func peerCred(c *net.UnixConn) (Peer, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return Peer{}, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Peer{}, err
+	}
+	if cerr != nil {
+		return Peer{}, cerr
+	}
+	return Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+}
+
+// ListenUnix serves on a Unix socket at path with the given mode and
+// group (gid < 0: the process's own), whatever the umask
+// (internal/unixsock). A socket left at path by an earlier mmkd is
+// replaced (the store's lock keeps two mmkds of one data directory from
+// running at once).
+func ListenUnix(path string, mode os.FileMode, gid int) (*net.UnixListener, error) {
+	return unixsock.Listen(path, mode, -1, gid)
+}
