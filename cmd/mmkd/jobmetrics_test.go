@@ -51,7 +51,7 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := node.New(node.Config{Backend: b, Store: store, Runner: runner, Estimator: flatEstimator{},
+	n, err := node.New(node.Config{Backend: b, Store: store, Runner: runner, Estimator: flatEstimator{}, AllowRoot: true,
 		UsageEvery: 10 * time.Millisecond, BaseEnv: []string{"PATH=" + os.Getenv("PATH")}, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestJobMetricsOnFakeGPUs(t *testing.T) {
 		}
 	}()
 	for _, name := range []string{"a", "b"} {
-		j, _, err := n.Submit(ctx, jobs.Spec{Name: name, Command: []string{"sh", "-c", "while [ ! -e " + gate + " ]; do sleep 0.01; done"}, Kind: jobs.Offline, MemoryMiB: 60000}, "")
+		j, _, err := n.Submit(ctx, jobs.Spec{Name: name, Command: []string{"sh", "-c", "while [ ! -e " + gate + " ]; do sleep 0.01; done"}, Kind: jobs.Offline, MemoryMiB: 60000}, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
