@@ -112,8 +112,10 @@ func (n *Node) Events(id string) ([]jobs.Event, error) { return n.cfg.Store.Even
 
 // Cancel cancels a job on the placement loop.
 func (n *Node) Cancel(id, reason string) (jobs.Job, error) {
-	if _, ok := n.get(id); !ok {
+	if j, ok := n.get(id); !ok {
 		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	} else if j.IsClaim() {
+		return jobs.Job{}, fmt.Errorf("cancel job %s: %w", id, ErrClaimJob)
 	}
 	var j jobs.Job
 	var err error

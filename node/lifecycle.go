@@ -46,6 +46,10 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		return
 	}
 	delete(n.envFailures, id)
+	if j.IsClaim() {
+		n.grant(id, env) // the kubelet starts its containers
+		return
+	}
 	// WorkDir "" is the job's own directory.
 	proc, err := n.cfg.Runner.Start(jobs.Launch{JobID: id, Argv: j.Spec.Command, Env: env, WorkDir: j.Spec.WorkDir})
 	if err != nil {
@@ -270,6 +274,10 @@ func (n *Node) recover(ctx context.Context) {
 		j, _ := n.get(id)
 		if j.State == jobs.Cancelled && (j.ExitCode != nil || j.PID == 0) {
 			continue // ended, or never started
+		}
+		if j.IsClaim() {
+			n.recoverClaim(j)
+			continue
 		}
 		proc, exit, err := n.cfg.Runner.Adopt(id)
 		switch {
