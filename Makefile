@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzListQuery -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzPrepareClaim -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
