@@ -12,9 +12,9 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 all: build
 
-## build: bin/mmkd, bin/mmkctl and the hook
+## build: bin/mmkd, bin/mmkctl, bin/mmk-dra and the hook
 build: hook
-	$(GO) build -o bin/ ./cmd/mmkd ./cmd/mmkctl
+	$(GO) build -o bin/ ./cmd/mmkd ./cmd/mmkctl ./cmd/mmk-dra
 
 ## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH)
 CC ?= cc
@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzListQuery -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzPrepareClaim -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME) ./dra
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
