@@ -52,7 +52,7 @@ func (s *cdiSpecs) write(uid string, g jobs.Grant) (string, error) {
 		Kind:    CDIKind,
 		Devices: []cdispec.Device{{Name: uid, ContainerEdits: edits}},
 	}
-	if v, err := cdi.MinimumRequiredVersion(spec); err == nil {
+	if v, err := cdispec.MinimumRequiredVersion(spec); err == nil {
 		spec.Version = v
 	}
 	if err := s.cache.WriteSpec(spec, specName(uid)); err != nil {
