@@ -48,13 +48,14 @@ func (s *cdiSpecs) write(uid string, g jobs.Grant) (string, error) {
 		edits.Mounts = append(edits.Mounts, &cdispec.Mount{HostPath: m.Path, ContainerPath: m.Path, Type: "bind", Options: []string{"rbind", opt}})
 	}
 	spec := &cdispec.Spec{
-		Version: cdispec.CurrentVersion,
 		Kind:    CDIKind,
 		Devices: []cdispec.Device{{Name: uid, ContainerEdits: edits}},
 	}
-	if v, err := cdispec.MinimumRequiredVersion(spec); err == nil {
-		spec.Version = v
+	v, err := cdispec.MinimumRequiredVersion(spec)
+	if err != nil {
+		return "", fmt.Errorf("CDI spec of claim %s: %w", uid, err)
 	}
+	spec.Version = v
 	if err := s.cache.WriteSpec(spec, specName(uid)); err != nil {
 		return "", fmt.Errorf("CDI spec of claim %s: %w", uid, err)
 	}

@@ -34,15 +34,20 @@ func TestClaimsRealAPIServer(t *testing.T) {
 	testClaims(t, startAPIServer(t, apiserver, etcd))
 }
 
-// freePort is a loopback port free now.
-func freePort(t *testing.T) int {
+// freePorts are n distinct loopback ports free now: each is held until
+// all are chosen.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // startProcess runs a server until the test ends; its output goes to a
@@ -79,7 +84,8 @@ func startProcess(t *testing.T, dir, name string, argv ...string) {
 func startAPIServer(t *testing.T, apiserver, etcd string) kubernetes.Interface {
 	t.Helper()
 	dir := t.TempDir()
-	client, peer, secure := freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 3)
+	client, peer, secure := ports[0], ports[1], ports[2]
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
 	startProcess(t, dir, "etcd", etcd, "--name=mmk", "--data-dir="+filepath.Join(dir, "etcd"),

@@ -3,9 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
-	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
 )
 
 func claimSpec(uid, instance string, kind jobs.Kind, memMiB int64) jobs.Spec {
@@ -156,17 +152,7 @@ func TestClaimWaitsForItsInstance(t *testing.T) {
 // TestRecoverClaims: after a restart of mmkd a granted claim job goes on
 // (no process to adopt), and one placed but not granted waits again.
 func TestRecoverClaims(t *testing.T) {
-	dir := t.TempDir()
-	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0], ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, runner := offlineParts(t)
 	now := time.Now()
 	pl := &jobs.Placement{GPU: 0, InstanceKey: "gpu0", MPSPercent: 100}
 	ids := map[jobs.State]string{}
@@ -187,16 +173,7 @@ func TestRecoverClaims(t *testing.T) {
 		}
 		ids[st] = id
 	}
-	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: h200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.Close() })
-	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: curveEstimator{}, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.recover(context.Background())
+	n := recovered(t, store, runner)
 	if j, _ := n.Job(ids[jobs.Running]); j.State != jobs.Running || j.Grant == nil {
 		t.Errorf("granted claim after recovery: %s, grant %v", j.State, j.Grant)
 	}

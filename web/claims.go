@@ -58,19 +58,7 @@ func (s *Server) prepareClaim(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	q, err := query(c, "wait")
-	if err != nil {
-		return 0, nil, err
-	}
-	wait, err := intParam(q, "wait", 0, int64(MaxClaimWait/time.Second), 0)
-	if err != nil {
-		return 0, nil, err
-	}
-	var req claimRequest
-	if err := decodeJSON(c, &req, false); err != nil {
-		return 0, nil, err
-	}
-	spec, err := req.spec()
+	wait, spec, err := readClaim(c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -109,6 +97,24 @@ func (s *Server) prepareClaim(c *gin.Context) (int, any, error) {
 		return http.StatusCreated, job, nil
 	}
 	return http.StatusOK, job, nil
+}
+
+// readClaim reads a PUT's wait parameter and claim job spec.
+func readClaim(c *gin.Context) (int64, jobs.Spec, error) {
+	var req claimRequest
+	q, err := query(c, "wait")
+	if err != nil {
+		return 0, jobs.Spec{}, err
+	}
+	wait, err := intParam(q, "wait", 0, int64(MaxClaimWait/time.Second), 0)
+	if err == nil {
+		err = decodeJSON(c, &req, false)
+	}
+	if err != nil {
+		return 0, jobs.Spec{}, err
+	}
+	spec, err := req.spec()
+	return wait, spec, err
 }
 
 // getClaim serves GET /claims/:uid: the claim's newest job.
