@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test bench lint fuzz screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test test-kube bench lint fuzz screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
@@ -41,6 +41,12 @@ tools:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## test-kube: the DRA driver's flow against a real kube-apiserver and etcd, built once from their Go modules into KUBE_BIN (about 10 CPU-minutes and 2.3 GB the first time; docs/kubernetes.md)
+KUBE_BIN ?= bin/kube
+test-kube:
+	@if [ ! -x $(KUBE_BIN)/kube-apiserver ] || [ ! -x $(KUBE_BIN)/etcd ]; then deployments/kubernetes/test/build-apiserver.sh $(KUBE_BIN); fi
+	MMK_KUBE_APISERVER=$(abspath $(KUBE_BIN))/kube-apiserver MMK_ETCD=$(abspath $(KUBE_BIN))/etcd $(GO) test -race -count=1 -run TestClaimsRealAPIServer -v ./dra/
 
 ## bench: every benchmark, with allocations
 bench:
