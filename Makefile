@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test test-kube bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
 
 all: build
 
@@ -17,9 +17,9 @@ all: build
 VERSION ?= $(shell packaging/version.sh)
 LDFLAGS = -X github.com/mmkgpu/mmk/internal/buildinfo.version=$(VERSION)
 
-## build: bin/mmkd, bin/mmkctl and the hook
+## build: bin/mmkd, bin/mmkctl, bin/mmk-dra and the hook
 build: hook
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/mmkd ./cmd/mmkctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/mmkd ./cmd/mmkctl ./cmd/mmk-dra
 
 ## deb: bin/mmk_VERSION_ARCH.deb (dpkg-deb): the binaries, the hook, mmkd.service, /etc/mmk/mmk.yaml, mmkctl's shell completion
 deb: build
@@ -51,6 +51,12 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
+## test-kube: the DRA driver's flow against a real kube-apiserver and etcd, built once from their Go modules into KUBE_BIN (about 10 CPU-minutes and 2.3 GB the first time; docs/kubernetes.md)
+KUBE_BIN ?= bin/kube
+test-kube:
+	@if [ ! -x $(KUBE_BIN)/kube-apiserver ] || [ ! -x $(KUBE_BIN)/etcd ]; then deployments/kubernetes/test/build-apiserver.sh $(KUBE_BIN); fi
+	MMK_KUBE_APISERVER=$(abspath $(KUBE_BIN))/kube-apiserver MMK_ETCD=$(abspath $(KUBE_BIN))/etcd $(GO) test -race -count=1 -run TestClaimsRealAPIServer -v ./dra/
+
 ## bench: every benchmark, with allocations
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -74,6 +80,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzListQuery -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzPrepareClaim -fuzztime $(FUZZTIME) ./web
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime $(FUZZTIME) ./dra
 	$(GO) test -run '^$$' -fuzz FuzzRecords -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs

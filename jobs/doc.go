@@ -24,4 +24,9 @@
 //
 // A job moves to restarting when a reconfiguration moves it: it is sent
 // SIGTERM (see Runner for the checkpoint contract) and placed again.
+//
+// A claim job (Spec.Claim, claim.go) stands for a Kubernetes
+// ResourceClaim: it has no command, goes from placed to running with a
+// Grant instead of a process, and ends (succeeded) when its claim is
+// released.
 package jobs

@@ -13,6 +13,7 @@ func FuzzSpec(f *testing.F) {
 		`{"command":["x"],"type":"online","priority":3,"memoryMiB":8192,"env":{"A":"b"},"workload":{"model":"resnet50","batch":1,"mode":"infer"}}`,
 		`{"command":[""],"type":"x","priority":-1}`,
 		`{"name":"\u0000","command":["a"],"type":"offline","taskKey":"a b"}`,
+		`{"name":"claim ns/c","type":"online","claim":{"namespace":"ns","name":"c","uid":"u1","instance":"gpu0/7g@0","pods":["ns/p"]}}`,
 	} {
 		f.Add([]byte(s))
 	}

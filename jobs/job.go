@@ -76,6 +76,10 @@ type Spec struct {
 	// TaskKey selects the job's kernel profile; default: derived from the
 	// workload, else the name.
 	TaskKey string `json:"taskKey,omitempty"`
+	// Claim makes the job a claim job: a Kubernetes ResourceClaim whose
+	// containers the kubelet starts with the environment mmk grants
+	// (Job.Grant); mmk runs no process for it (claim.go).
+	Claim *Claim `json:"claim,omitempty"`
 }
 
 // Placement is where a job runs.
@@ -126,6 +130,8 @@ type Job struct {
 	// Owner is the user the job runs as: who submitted it (nil for a job
 	// of an mmk that did not record it: it runs as mmkd's user).
 	Owner *Owner `json:"owner,omitempty"`
+	// Grant is what a claim job's containers get once it is placed.
+	Grant *Grant `json:"grant,omitempty"`
 	// IdempotencyKey is the key it was submitted with, if any.
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
@@ -179,13 +185,13 @@ func (s *Spec) Validate() error {
 	if s.Name != "" && (len(s.Name) > MaxNameLen || !Printable(s.Name)) {
 		return &FieldError{"name", s.Name, fmt.Sprintf("must be printable text of at most %d bytes", MaxNameLen)}
 	}
-	if len(s.Command) == 0 {
+	if len(s.Command) == 0 && s.Claim == nil {
 		return &FieldError{"command", s.Command, "must name a program (an argv: [\"python3\", \"train.py\"])"}
 	}
 	if len(s.Command) > MaxArgs {
 		return &FieldError{"command", len(s.Command), fmt.Sprintf("has more than %d arguments", MaxArgs)}
 	}
-	if s.Command[0] == "" {
+	if len(s.Command) > 0 && s.Command[0] == "" {
 		return &FieldError{"command[0]", "", "the program is empty"}
 	}
 	for i, a := range s.Command {
@@ -233,6 +239,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.TaskKey != "" && (len(s.TaskKey) > MaxTaskKeyLen || !taskKeyPattern.MatchString(s.TaskKey)) {
 		return &FieldError{"taskKey", s.TaskKey, fmt.Sprintf("must be letters, digits and ._:@+-, at most %d bytes", MaxTaskKeyLen)}
+	}
+	if s.Claim != nil {
+		return s.validateClaim()
 	}
 	return nil
 }

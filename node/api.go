@@ -30,7 +30,9 @@ func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string
 		self := jobs.Self()
 		owner = &self
 	}
-	if err := n.mayRunAs(*owner); err != nil {
+	// A claim job runs no process of mmkd's (the kubelet starts the
+	// pod's containers): whom mmkd may run jobs as does not apply.
+	if err := n.mayRunAs(*owner); err != nil && spec.Claim == nil {
 		return jobs.Job{}, false, err
 	}
 	name, prio, mem, key := spec.Defaults(n.cfg.DefaultMemoryMiB)
@@ -134,8 +136,10 @@ func (n *Node) Events(id string) ([]jobs.Event, error) { return n.cfg.Store.Even
 
 // Cancel cancels a job on the placement loop.
 func (n *Node) Cancel(id, reason string) (jobs.Job, error) {
-	if _, ok := n.get(id); !ok {
+	if j, ok := n.get(id); !ok {
 		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	} else if j.IsClaim() {
+		return jobs.Job{}, fmt.Errorf("cancel job %s: %w", id, ErrClaimJob)
 	}
 	var j jobs.Job
 	var err error

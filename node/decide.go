@@ -144,7 +144,14 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 		id := j.ID
 		switch j.State {
 		case jobs.Pending:
-			req.Pending = append(req.Pending, partJob(j))
+			pj := partJob(j)
+			if j.IsClaim() {
+				// A claim waits for the instance it was allocated.
+				if pj.Pin = claimPin(j, gpus, placedOn); pj.Pin == nil {
+					continue
+				}
+			}
+			req.Pending = append(req.Pending, pj)
 		case jobs.Placed, jobs.Running, jobs.Restarting:
 			// A restarting job still holds its place until it exits.
 			pl := j.Placement
@@ -161,7 +168,11 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 				n.cfg.Log.Warn("placement: job's instance is gone", "job", id, "instance", pl.InstanceKey)
 				continue
 			}
-			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: partJob(j), Instance: inst, Percent: pl.MPSPercent, Speed: pl.Speed})
+			pj := partJob(j)
+			if j.IsClaim() {
+				pj.Pin = &partitioner.Pin{GPU: p, Instance: inst}
+			}
+			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: pj, Instance: inst, Percent: pl.MPSPercent, Speed: pl.Speed})
 		}
 	}
 	return req, placedOn

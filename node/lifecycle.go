@@ -53,6 +53,10 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		return true
 	}
 	delete(n.envFailures, id)
+	if j.IsClaim() {
+		n.grant(id, env) // the kubelet starts its containers
+		return false
+	}
 	user, err := runAs(&j)
 	if err != nil {
 		n.fail(id, fmt.Sprintf("run as %s: %v", j.Owner, err))
@@ -297,6 +301,10 @@ func (n *Node) recover(ctx context.Context) {
 		j, _ := n.get(id)
 		if j.State == jobs.Cancelled && (j.ExitCode != nil || j.PID == 0) {
 			continue // ended, or never started
+		}
+		if j.IsClaim() {
+			n.recoverClaim(j)
+			continue
 		}
 		proc, exit, err := n.cfg.Runner.Adopt(id)
 		switch {

@@ -95,6 +95,8 @@ type Node struct {
 	// arrivals are jobs submitted since the loop last looked.
 	arrivals []string
 	scheds   map[string]*sched
+	// claimMu orders the preparation and release of claims (claims.go).
+	claimMu sync.Mutex
 
 	// changed is closed at the next change (Changed).
 	changeMu sync.Mutex

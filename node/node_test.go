@@ -559,18 +559,7 @@ func TestExitOfARestartingJob(t *testing.T) {
 // started but before it recorded it running; the job ended meanwhile.
 // The next mmkd records how it ended instead of leaving it placed.
 func TestRecoverPlacedJobThatEnded(t *testing.T) {
-	dir := t.TempDir()
-	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	log := slog.New(slog.NewTextHandler(testWriter(t), nil))
-	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
-		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, runner := offlineParts(t)
 	now := time.Now()
 	id := jobs.NewID(now)
 	if _, _, err := store.Create(jobs.Job{ID: id, Spec: sh("j", "exit 4", ""), State: jobs.Pending, CreatedAt: now}); err != nil {
@@ -586,16 +575,7 @@ func TestRecoverPlacedJobThatEnded(t *testing.T) {
 	if e := <-runner.Wait(context.Background(), id); e.Code != 4 {
 		t.Fatalf("exit %+v", e)
 	}
-	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: h200})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.Close() })
-	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: curveEstimator{}, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.recover(context.Background())
+	n := recovered(t, store, runner)
 	j, err := n.Job(id)
 	if err != nil {
 		t.Fatal(err)
@@ -637,4 +617,39 @@ func TestRetention(t *testing.T) {
 	if _, err := h.n.Job(recent.ID); err != nil {
 		t.Errorf("a recent job went: %v", err)
 	}
+}
+
+// offlineParts are a store and a runner in a test directory, for a node
+// that is not running yet.
+func offlineParts(t *testing.T) (*jobs.Store, *jobs.Runner) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := jobs.OpenStore(filepath.Join(dir, "mmk.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	runner, err := jobs.NewRunner(jobs.RunnerOptions{Root: filepath.Join(dir, "jobs"), ShimPath: os.Args[0],
+		ShimEnv: []string{"MMK_NODE_TEST_SHIM=1"}, Logger: slog.New(slog.NewTextHandler(testWriter(t), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, runner
+}
+
+// recovered is a node on a fake H200 over store and runner after its
+// recovery (what Run does first), its loop not started.
+func recovered(t *testing.T, store *jobs.Store, runner *jobs.Runner) *Node {
+	t.Helper()
+	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: h200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	n, err := New(Config{Backend: backend, Store: store, Runner: runner, Estimator: curveEstimator{}, Log: slog.New(slog.NewTextHandler(testWriter(t), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.recover(context.Background())
+	return n
 }

@@ -19,6 +19,20 @@ type Job struct {
 	Online bool `json:"online"`
 	// MemoryMiB is the job's device memory, CUDA context included.
 	MemoryMiB int64 `json:"memoryMiB"`
+	// Pin, when set, is the one instance the job may run in: a
+	// Kubernetes claim whose device the cluster's scheduler allocated
+	// (see Pin).
+	Pin *Pin `json:"pin,omitempty"`
+}
+
+// Pin holds a job to one instance that someone else chose. A pinned job
+// is placed there or waits, keeps its percentage once placed (it is never
+// restarted: mmk does not run its process), and the layout of its GPU is
+// never searched while it runs or waits there.
+type Pin struct {
+	// GPU indexes Request.GPUs; Instance that GPU's Layout.Instances.
+	GPU      int `json:"gpu"`
+	Instance int `json:"instance"`
 }
 
 // Share is a job at an MPS active-thread percentage: a co-runner.
@@ -194,10 +208,11 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 		return nil, err
 	}
 
-	// 2. MIG: on each GPU where no online job runs, search every layout.
+	// 2. MIG: on each GPU where no online job runs and none is pinned,
+	//    search every layout (pinned jobs wait for their own instance).
 	if !opt.FixedMIG {
 		for g := range gpus {
-			if !opt.MIGUnderOnline && runsOnline(req.GPUs[g]) {
+			if (!opt.MIGUnderOnline && runsOnline(req.GPUs[g])) || pinnedTo(req, g) {
 				continue
 			}
 			var err error
@@ -233,6 +248,13 @@ func byMemory(jobs []Job) []Job {
 	out := slices.Clone(jobs)
 	slices.SortStableFunc(out, func(a, b Job) int { return cmp.Compare(b.MemoryMiB, a.MemoryMiB) })
 	return out
+}
+
+// pinnedTo reports a GPU that holds a pinned job or that a pending job is
+// pinned to: its layout stays.
+func pinnedTo(req Request, g int) bool {
+	return slices.ContainsFunc(req.GPUs[g].Jobs, func(p Placed) bool { return p.Job.Pin != nil }) ||
+		slices.ContainsFunc(req.Pending, func(j Job) bool { return j.Pin != nil && j.Pin.GPU == g })
 }
 
 func runsOnline(g GPUPlan) bool {
@@ -331,6 +353,9 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 		// Empty instances of one profile on a GPU are alike: try the first.
 		var emptyTried []*Profile
 		for i, in := range gpus[g].Layout.Instances {
+			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) {
+				continue
+			}
 			if !slices.ContainsFunc(gpus[g].Jobs, func(p Placed) bool { return p.Instance == i }) {
 				if slices.Contains(emptyTried, in.Profile) {
 					continue
@@ -364,10 +389,15 @@ func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 		typ    string
 		mem    int64
 		online bool
+		pin    Pin
+		pinned bool
 	}
 	var failed []like // since the last placement; few
 	for _, j := range jobs {
-		k := like{j.Type, j.MemoryMiB, j.Online}
+		k := like{typ: j.Type, mem: j.MemoryMiB, online: j.Online, pinned: j.Pin != nil}
+		if j.Pin != nil {
+			k.pin = *j.Pin
+		}
 		if slices.Contains(failed, k) {
 			left = append(left, j)
 			continue

@@ -61,6 +61,11 @@
 //     greedy placement of the GPU's jobs plus the waiting ones, and must
 //     keep a place for every job already on the GPU. It is adopted when
 //     its predicted total beats the current one by MinGain.
+//   - Pinned jobs. A job with a [Pin] (a Kubernetes claim whose device the
+//     cluster's scheduler chose) is tried only in its instance and waits
+//     if it does not fit there; once placed it keeps its percentage, and
+//     the layout of a GPU it runs on or waits for is never searched:
+//     mmk does not run its process, so it can never restart it.
 //   - Output. The [Plan] gives every GPU's layout and placements, the
 //     jobs still waiting, and per GPU the [Reconfiguration] from
 //     [PlanReconfiguration], the jobs to restart (instance destroyed or

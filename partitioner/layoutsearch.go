@@ -20,7 +20,12 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 	for _, p := range g.Jobs {
 		jobs = append(jobs, p.Job)
 	}
-	jobs = append(jobs, waiting...)
+	for _, w := range waiting {
+		// A pinned job waits for its own instance, on another GPU.
+		if w.Pin == nil {
+			jobs = append(jobs, w)
+		}
+	}
 	if !d.opt.ArrivalOrder {
 		jobs = byMemory(jobs)
 	}

@@ -51,7 +51,7 @@ func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed
 			return nil, false, err
 		}
 		w := want{job: j, curve: c}
-		if d.opt.KeepRunning || (d.opt.FixOnlinePercent && j.Online) {
+		if d.opt.KeepRunning || (d.opt.FixOnlinePercent && j.Online) || j.Pin != nil {
 			if k := slices.IndexFunc(cur, func(p Placed) bool { return p.Job.ID == j.ID }); k >= 0 {
 				w.fixed, w.percent = true, cur[k].Percent
 				remaining -= w.percent
@@ -134,7 +134,7 @@ type want struct {
 	job     Job
 	curve   *curve
 	percent int
-	fixed   bool // a running job's share, kept (FixOnlinePercent, KeepRunning)
+	fixed   bool // a running job's share, kept (FixOnlinePercent, KeepRunning, Pin)
 }
 
 // speeds returns placed with each job's estimated speed next to the others.

@@ -50,6 +50,8 @@ func nodeError(op string, err error) error {
 		return &apiError{Status: http.StatusForbidden, Message: err.Error()}
 	case errors.Is(err, jobs.ErrIdempotencyConflict):
 		return &apiError{Status: http.StatusConflict, Field: "Idempotency-Key", Message: err.Error()}
+	case errors.Is(err, node.ErrClaimJob), errors.Is(err, node.ErrClaimConflict):
+		return &apiError{Status: http.StatusConflict, Message: err.Error()}
 	case errors.Is(err, node.ErrNotReady):
 		return &apiError{Status: http.StatusServiceUnavailable, Message: err.Error()}
 	}

@@ -104,7 +104,9 @@ function draw(j) {
     ['Priority', j.priority],
     ['Memory', fmtMiB(j.memoryMiB)],
     ['GPU memory limit', p && p.memLimitMiB ? fmtMiB(p.memLimitMiB) + ' (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)' : '—'],
-    ['Command', h('ol', {class: 'argv', start: 0, title: 'the argv, one argument per line'}, j.spec.command.map((a) => h('li', null, h('code', {text: a}))))],
+    // A claim job (Kubernetes) has no command: its claim and pods instead.
+    j.spec.claim ? ['Claim', j.spec.claim.namespace + '/' + j.spec.claim.name + ' for ' + ((j.spec.claim.pods || []).join(', ') || 'no pod yet')]
+      : ['Command', h('ol', {class: 'argv', start: 0, title: 'the argv, one argument per line'}, j.spec.command.map((a) => h('li', null, h('code', {text: a}))))],
     ['Environment', j.spec.env ? h('code', {class: 'argv', text: Object.entries(j.spec.env).map(([k, v]) => k + '=' + v).join('\n')}) : '—'],
     ['Working directory', j.spec.workdir || 'its own directory'],
     ['Workload hint', j.spec.workload ? j.spec.workload.model + ' ' + j.spec.workload.mode + (j.spec.workload.batch ? ' bs' + j.spec.workload.batch : '') : '—'],

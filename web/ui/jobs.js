@@ -215,7 +215,7 @@ function fill(r, j) {
   r.updatedAt = j.updatedAt;
   const c = r.cells;
   setText(c.name, j.spec.name);
-  c.name.title = j.spec.command.join(' ');
+  c.name.title = j.spec.claim ? 'Kubernetes claim ' + j.spec.claim.namespace + '/' + j.spec.claim.name : j.spec.command.join(' ');
   setText(c.state, j.state);
   c.state.className = stateClass(j.state);
   c.state.title = j.reason || '';

@@ -1,0 +1,130 @@
+package dra
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/mmkgpu/mmk/jobs"
+)
+
+// ConfigAPIVersion and ConfigKind name the driver's opaque configuration
+// in a DeviceClass or a ResourceClaim.
+const (
+	ConfigAPIVersion = "mmk.dev/v1alpha1"
+	ConfigKind       = "ClaimConfig"
+)
+
+// maxConfigBytes bounds one opaque configuration.
+const maxConfigBytes = 64 << 10
+
+// ClaimConfig is the driver's opaque configuration: the claim job's kind
+// and what mmkd's job spec takes besides. A DeviceClass sets the kind
+// (deployments/kubernetes: mmk-online, mmk-offline); a claim may add a
+// workload hint and priorities. Later configurations override earlier
+// ones field by field: the class's, then the claim's.
+type ClaimConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Type is online (latency-critical: MPS client priority 0) or
+	// offline (client priority 1).
+	Type jobs.Kind `json:"type,omitempty"`
+	// Priority is the kernel scheduler's 0-9; MPSPriority the MPS
+	// client priority, 0 or 1 (default by type).
+	Priority    *int           `json:"priority,omitempty"`
+	MPSPriority *int           `json:"mpsPriority,omitempty"`
+	Workload    *jobs.Workload `json:"workload,omitempty"`
+	TaskKey     string         `json:"taskKey,omitempty"`
+}
+
+// ParseConfig reads one opaque configuration strictly: known fields
+// only, this apiVersion and kind.
+func ParseConfig(raw []byte) (ClaimConfig, error) {
+	var c ClaimConfig
+	if len(raw) > maxConfigBytes {
+		return c, fmt.Errorf("config: %d bytes, more than %d", len(raw), maxConfigBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return ClaimConfig{}, fmt.Errorf("config: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return ClaimConfig{}, fmt.Errorf("config: more than one JSON value")
+	}
+	switch {
+	case c.APIVersion != ConfigAPIVersion:
+		return ClaimConfig{}, fmt.Errorf("config: apiVersion %q, want %s", c.APIVersion, ConfigAPIVersion)
+	case c.Kind != ConfigKind:
+		return ClaimConfig{}, fmt.Errorf("config: kind %q, want %s", c.Kind, ConfigKind)
+	case c.Type != "" && c.Type != jobs.Online && c.Type != jobs.Offline:
+		return ClaimConfig{}, fmt.Errorf("config: type %q is not online or offline", c.Type)
+	}
+	return c, nil
+}
+
+// merge lays o over c.
+func (c *ClaimConfig) merge(o ClaimConfig) {
+	if o.Type != "" {
+		c.Type = o.Type
+	}
+	if o.Priority != nil {
+		c.Priority = o.Priority
+	}
+	if o.MPSPriority != nil {
+		c.MPSPriority = o.MPSPriority
+	}
+	if o.Workload != nil {
+		c.Workload = o.Workload
+	}
+	if o.TaskKey != "" {
+		c.TaskKey = o.TaskKey
+	}
+}
+
+// claimConfig merges the driver's configurations of an allocation that
+// apply to request: the class's first, then the claim's.
+func claimConfig(configs []resourceapi.DeviceAllocationConfiguration, request string) (ClaimConfig, error) {
+	out := ClaimConfig{Type: jobs.Offline}
+	for _, src := range []resourceapi.AllocationConfigSource{resourceapi.AllocationConfigSourceClass, resourceapi.AllocationConfigSourceClaim} {
+		for i, c := range configs {
+			if c.Source != src || c.Opaque == nil || c.Opaque.Driver != DriverName || !appliesTo(c.Requests, request) {
+				continue
+			}
+			cfg, err := ParseConfig(c.Opaque.Parameters.Raw)
+			if err != nil {
+				return ClaimConfig{}, fmt.Errorf("%s config %d: %w", src, i, err)
+			}
+			out.merge(cfg)
+		}
+	}
+	return out, nil
+}
+
+// appliesTo reports a configuration for request: one that names no
+// request applies to all.
+func appliesTo(requests []string, request string) bool {
+	if len(requests) == 0 {
+		return true
+	}
+	for _, r := range requests {
+		if r == request || r == baseRequest(request) {
+			return true
+		}
+	}
+	return false
+}
+
+// baseRequest is a request's name without its subrequest ("gpu/small" is
+// "gpu").
+func baseRequest(r string) string {
+	for i := 0; i < len(r); i++ {
+		if r[i] == '/' {
+			return r[:i]
+		}
+	}
+	return r
+}
