@@ -72,7 +72,8 @@ var (
 )
 
 // ablation is Algorithm 1 with MMK's protections, each named option
-// added alone, mmk, and mmk with each of its options taken away.
+// added alone, mmk, mmk with each of its options taken away, and mmk
+// without MIG changes and with the kernel scheduler's effect.
 func ablation() []string {
 	out := []string{jobsim.JobAlg1}
 	for _, o := range jobsim.Options() {
@@ -82,7 +83,7 @@ func ablation() []string {
 	for _, o := range jobsim.MMKOptions {
 		out = append(out, jobsim.JobMMK+"-"+o)
 	}
-	return out
+	return append(out, jobsim.JobMMK+"+"+jobsim.OptFixedMIG, jobsim.JobMMK+"+"+jobsim.OptKernel)
 }
 
 // run is one simulation.

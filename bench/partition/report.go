@@ -204,13 +204,21 @@ func (p *report) ablation(b *bytes.Buffer) {
 	b.WriteString("- priority: MPS client priority (online 0, offline 1), every new job at 100 %, shares summing above 100 % (mmkd's default where MPS runs); MPSConfig, and so full-demand and online-reclaim, no longer apply.\n")
 	fmt.Fprintf(b, "- slo: an online job goes only into an instance where the predictor's speed alone at its share meets its need: the least speed at which, as an M/D/1 queue, it serves 99 %% within target with %.2fx to spare for what priority leaves (mmkd's goal on the H100, docs/results/mmkd-e2e-h100.md), at most its speed on the whole GPU.\n", jobsim.DefaultSLOHeadroom)
 	b.WriteString("- gate: the restart gate (`partitioner.DecideGated`): a restart only where its predicted gain over the job's run so far beats its save, start-up and restore.\n")
-	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n\n")
-	for _, w := range workloads {
-		fmt.Fprintf(b, "### %s\n\n", w.name)
-		b.WriteString(policyHeader)
+	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n")
+	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n\n")
+	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
 			policyRow(b, pol, p.mean(w, 1, pol, jobsim.DefaultMIGReconfig))
 		}
+	})
+}
+
+// perWorkload writes a table per workload: its header, then its rows.
+func perWorkload(b *bytes.Buffer, header string, rows func(w workload)) {
+	for _, w := range workloads {
+		fmt.Fprintf(b, "### %s\n\n", w.name)
+		b.WriteString(header)
+		rows(w)
 		b.WriteString("\n")
 	}
 }
@@ -218,9 +226,7 @@ func (p *report) ablation(b *bytes.Buffer) {
 func (p *report) sweep(b *bytes.Buffer) {
 	b.WriteString("## Load sweep\n\n")
 	b.WriteString("The same workloads offered 0.5 to 1.5 times the GPUs' capacity, and mmk's change against each policy.\n\n")
-	for _, w := range workloads {
-		fmt.Fprintf(b, "### %s\n\n", w.name)
-		b.WriteString("| load | policy | avg JCT (s) | makespan (s) | STP | SLO attainment | p99 / target | mmk against it: JCT, makespan, STP |\n|---|---|---|---|---|---|---|---|\n")
+	perWorkload(b, "| load | policy | avg JCT (s) | makespan (s) | STP | SLO attainment | p99 / target | mmk against it: JCT, makespan, STP |\n|---|---|---|---|---|---|---|---|\n", func(w workload) {
 		for _, l := range loads {
 			m := p.mean(w, l, jobsim.JobMMK, jobsim.DefaultMIGReconfig)
 			for _, pol := range sweepPols {
@@ -232,24 +238,20 @@ func (p *report) sweep(b *bytes.Buffer) {
 				fmt.Fprintf(b, "| %.2f | %s | %.0f | %.0f | %.2f | %s | %s | %s |\n", l, pol, x.jct, x.makespan, x.stp, slo(x), p99(x.req.Quantile(0.99)), vs)
 			}
 		}
-		b.WriteString("\n")
-	}
+	})
 }
 
 func (p *report) costs(b *bytes.Buffer) {
 	b.WriteString("## What a MIG change costs\n\n")
 	b.WriteString("The time a MIG change stops the instances it touches is not measured (MIG may not be changed on the lent GPUs): the same runs at load 1 with 5, 30 and 60 s.\n\n")
-	for _, w := range workloads {
-		fmt.Fprintf(b, "### %s\n\n", w.name)
-		b.WriteString("| MIG change | policy | avg JCT (s) | makespan (s) | STP | SLO attainment | MIG changes | restarts |\n|---|---|---|---|---|---|---|---|\n")
+	perWorkload(b, "| MIG change | policy | avg JCT (s) | makespan (s) | STP | SLO attainment | MIG changes | restarts |\n|---|---|---|---|---|---|---|---|\n", func(w workload) {
 		for _, c := range migCosts {
 			for _, pol := range costPols {
 				x := p.mean(w, 1, pol, c)
 				fmt.Fprintf(b, "| %.0f s | %s | %.0f | %.0f | %.2f | %s | %.0f | %.0f |\n", c.Seconds(), pol, x.jct, x.makespan, x.stp, slo(x), x.reconfigs, x.restarts)
 			}
 		}
-		b.WriteString("\n")
-	}
+	})
 }
 
 func (p *report) openb(b *bytes.Buffer) {
@@ -284,7 +286,9 @@ func (p *report) why(b *bytes.Buffer) {
 		noSLO := p.mean(w, 1, jobsim.JobMMK+"-"+jobsim.OptSLO, jobsim.DefaultMIGReconfig)
 		fmt.Fprintf(b, "- **%s, makespan.** Jobs arrive over %.0f s on average and no policy can finish before the last arrival: the most any policy could cut MIGER's makespan (%.0f s) is %.0f %%; mmk's is %.0f s (%s).\n", w.name, span, g.makespan, 100*(1-span/g.makespan), m.makespan, pct(m.makespan, g.makespan))
 		fmt.Fprintf(b, "- **%s, SLO.** mmk serves %s of requests within target (p99 %s of it); without the slo option %s (p99 %s), at JCT %.0f s against %.0f s. Of mmk's requests, %s arrived while an offline job shared the service's instance, and %s of those were served in time, against %s of the others: what priority leaves of the offline jobs' interference (memory bandwidth, in the ground truth) is what it misses.\n", w.name, slo(m), p99(m.req.Quantile(0.99)), slo(noSLO), p99(noSLO.req.Quantile(0.99)), noSLO.jct, m.jct, share(m.req.Shared, m.req.Requests), share(m.req.SharedMet, m.req.Shared), share(m.req.Met-m.req.SharedMet, m.req.Requests-m.req.Shared))
-		fmt.Fprintf(b, "- **%s, plain MPS.** mps has JCT %.0f s and STP %.2f (SLO %s) against mmk's %.0f s and %.2f. It runs without MIG on all %d SMs; the same MPS inside the whole-GPU MIG instance mmk uses (%s, %d SMs: mps-mig) has JCT %.0f s and STP %.2f: MIG mode alone costs plain MPS %s of its JCT.\n", w.name, mps.jct, mps.stp, slo(mps), m.jct, m.stp, p.model.SMs, full.Name, full.SMs, inMIG.jct, inMIG.stp, pct(inMIG.jct, mps.jct))
+		fixed := p.mean(w, 1, jobsim.JobMMK+"+"+jobsim.OptFixedMIG, jobsim.DefaultMIGReconfig)
+		fmt.Fprintf(b, "- **%s, JCT against MIGER.** mmk's mean JCT is %.0f s, MIGER's %.0f s (%s); waiting for a first start accounts for %.0f s of the %.0f s between them (MIGER %.0f s, mmk %.0f s), the rest is time running or restarting (batch jobs: %.0f s against %.0f s).\n", w.name, m.jct, g.jct, pct(m.jct, g.jct), g.wait-m.wait, g.jct-m.jct, g.wait, m.wait, m.batch, g.batch)
+		fmt.Fprintf(b, "- **%s, plain MPS.** mps has JCT %.0f s and STP %.2f (SLO %s) against mmk's %.0f s and %.2f. MIG mode alone (mps inside the whole-GPU instance, %s: %d of %d SMs; mps-mig) changes mps's JCT by %s; mmk without MIG changes (mmk+fixed-mig) has JCT %.0f s (%s against mmk) and SLO %s. mmk+fixed-mig and mps-mig run on the same whole-GPU instances; they differ in Algorithm 1's placement (at most %d jobs per instance, by a predictor that knows no priority), priority and the slo option: %s of JCT, and mps-mig's SLO attainment is %s.\n", w.name, mps.jct, mps.stp, slo(mps), m.jct, m.stp, full.Name, full.SMs, p.model.SMs, pct(inMIG.jct, mps.jct), fixed.jct, pct(fixed.jct, m.jct), slo(fixed), jobsim.DefaultMaxShare, pct(fixed.jct, inMIG.jct), slo(inMIG))
 	}
 	b.WriteString("\n")
 }

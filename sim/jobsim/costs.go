@@ -1,10 +1,16 @@
 package jobsim
 
 import (
+	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -63,3 +69,89 @@ type Costs struct {
 // may not change MIG on the lent GPUs, so it is not measured here); the
 // report shows 5, 30 and 60 s side by side.
 const DefaultMIGReconfig = 5 * time.Second
+
+// ckptLine is one JSON line of bench/gpu/ckpt_cost.py (the fields the
+// table needs).
+type ckptLine struct {
+	// What is "process" (the GPU, once) or "job" (one job type).
+	What string `json:"what"`
+	GPU  string `json:"gpu"`
+	// Job is the job type, CkptMiB its checkpoint's size.
+	Job     string  `json:"job"`
+	CkptMiB float64 `json:"ckpt_mib"`
+	// SaveS and RestoreS are the repetitions, in seconds.
+	SaveS    []float64 `json:"save_s"`
+	RestoreS []float64 `json:"restore_s"`
+	// Dry marks lines of a run without a GPU.
+	Dry bool `json:"dry"`
+}
+
+// ReadCheckpointLines derives the table of checkpoint costs from the raw
+// lines bench/gpu/ckpt_cost.py prints (a process line, then one line per
+// job type with its saves and restores): per job type the median save
+// and restore. Lines of a dry run (no GPU) are refused; a job type seen
+// twice keeps its last line. source names the lines in the table.
+func ReadCheckpointLines(r io.Reader, source string) (RestartCosts, error) {
+	out := RestartCosts{Source: source, Types: map[string]CheckpointCost{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		var l ckptLine
+		if err := json.Unmarshal([]byte(text), &l); err != nil {
+			return out, fmt.Errorf("checkpoint lines: line %d: %w", n, err)
+		}
+		if l.Dry {
+			return out, fmt.Errorf("checkpoint lines: line %d comes from a dry run (ckpt_cost.py --dry), not a GPU", n)
+		}
+		switch l.What {
+		case "process":
+			out.GPU = l.GPU
+		case "job":
+			if l.Job == "" {
+				return out, fmt.Errorf("checkpoint lines: line %d: job line without a job", n)
+			}
+			save, err := median(l.SaveS)
+			if err != nil {
+				return out, fmt.Errorf("checkpoint lines: line %d (%s): save_s: %w", n, l.Job, err)
+			}
+			restore, err := median(l.RestoreS)
+			if err != nil {
+				return out, fmt.Errorf("checkpoint lines: line %d (%s): restore_s: %w", n, l.Job, err)
+			}
+			if l.CkptMiB < 0 || math.IsNaN(l.CkptMiB) {
+				return out, fmt.Errorf("checkpoint lines: line %d (%s): ckpt_mib %v: want >= 0", n, l.Job, l.CkptMiB)
+			}
+			out.Types[l.Job] = CheckpointCost{SaveS: save, RestoreS: restore, CkptMiB: l.CkptMiB}
+		default:
+			return out, fmt.Errorf("checkpoint lines: line %d: what %q is not process or job", n, l.What)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("checkpoint lines: %w", err)
+	}
+	if len(out.Types) == 0 {
+		return out, errors.New("checkpoint lines: no job line")
+	}
+	return out, nil
+}
+
+// median is the median of repetitions, each a finite number >= 0.
+func median(xs []float64) (float64, error) {
+	if len(xs) == 0 {
+		return 0, errors.New("no repetition")
+	}
+	for _, x := range xs {
+		if x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("%v: want seconds >= 0", x)
+		}
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return s[n/2-1]/2 + s[n/2]/2, nil
+	}
+	return s[len(s)/2], nil
+}

@@ -45,7 +45,6 @@ type SpeedModel struct {
 	alone        map[string][]float64 // at 10, 20, ... 100 %
 	dram         map[string][]float64 // DRAM use alone, fraction of peak
 	gpuBusy      map[string]float64   // NVML utilisation alone at 100 %, fraction
-	smBusy       map[string]float64   // SM utilisation alone at 100 %, fraction
 	latencyMs    map[string]float64   // online types: iteration time alone at 100 %
 	interference map[string]float64
 	// beta is the oversubscription exponent.
@@ -80,7 +79,7 @@ type coRun struct {
 // NewSpeedModel builds the ground truth from samples that hold every
 // job's alone runs at 10, 20, ... 100 %.
 func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
-	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, gpuBusy: map[string]float64{}, smBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
+	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
 	base := predictor.Bases(samples)
 	rel := func(s predictor.Sample) float64 {
 		r := s.Target() / math.Exp(base[s.Job])
@@ -104,7 +103,7 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 		m.alone[s.Job][k] = rel(s)
 		m.dram[s.Job][k] = s.RunUtil.DRAM / 100
 		if s.MPSPercent == 100 {
-			m.gpuBusy[s.Job], m.smBusy[s.Job] = s.RunUtil.GPU/100, s.RunUtil.SM/100
+			m.gpuBusy[s.Job] = s.RunUtil.GPU / 100
 			if s.Kind == predictor.Online {
 				m.latencyMs[s.Job] = s.IterMs
 			}

@@ -57,11 +57,12 @@ const (
 	OptGate          = "gate"            // partitioner.DecideGated with the restart costs
 	OptKernel        = "kernel"          // the kernel scheduler's measured effect
 	OptSLO           = "slo"             // partitioner.Options.SLOGuard with each service's need
+	OptFixedMIG      = "fixed-mig"       // partitioner.Options.FixedMIG: layouts never change
 )
 
 // Options lists the option names, in the ablation's order.
 func Options() []string {
-	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel}
+	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG}
 }
 
 // MMKOptions are the options JobMMK runs with: the ones that the
@@ -98,42 +99,34 @@ type Policy struct {
 // Has reports whether the policy runs with a named option.
 func (p Policy) Has(opt string) bool { return slices.Contains(p.opts, opt) }
 
+// basePolicies are the policies by base name.
+var basePolicies = map[string]Policy{
+	JobDefault:         {kind: kindDefault},
+	JobMPS:             {kind: kindMPS},
+	JobMPSInMIG:        {kind: kindMPS, mig: true},
+	JobMISO:            {kind: kindMISO},
+	JobMIGER:           {kind: kindMIGER},
+	JobMISOGreedy:      {kind: kindAlg1, greedy: true},
+	JobAlg1Unprotected: {kind: kindAlg1, unprotected: true},
+	JobAlg1:            {kind: kindAlg1},
+	JobMMK:             {kind: kindAlg1, opts: MMKOptions},
+}
+
 // ParsePolicy reads a policy name: one of Policies (or alg1, mps-mig),
 // then any number of +option or -option for Algorithm 1's policies.
 func ParsePolicy(name string) (Policy, error) {
-	bases := []string{JobAlg1Unprotected, JobMISOGreedy, JobMPSInMIG, JobDefault, JobMPS, JobMISO, JobMIGER, JobAlg1, JobMMK}
-	p := Policy{Name: name}
-	rest := ""
-	found := false
-	for _, b := range bases {
+	p, rest, found := Policy{}, "", false
+	// Longer names first: alg1-unprotected before alg1, mps-mig before mps.
+	for _, b := range []string{JobAlg1Unprotected, JobMISOGreedy, JobMPSInMIG, JobDefault, JobMPS, JobMISO, JobMIGER, JobAlg1, JobMMK} {
 		if name == b || strings.HasPrefix(name, b+"+") || strings.HasPrefix(name, b+"-") {
-			rest, found = name[len(b):], true
-			switch b {
-			case JobDefault:
-				p.kind = kindDefault
-			case JobMPS:
-				p.kind = kindMPS
-			case JobMPSInMIG:
-				p.kind, p.mig = kindMPS, true
-			case JobMISO:
-				p.kind = kindMISO
-			case JobMIGER:
-				p.kind = kindMIGER
-			case JobMISOGreedy:
-				p.kind, p.greedy = kindAlg1, true
-			case JobAlg1Unprotected:
-				p.kind, p.unprotected = kindAlg1, true
-			case JobAlg1:
-				p.kind = kindAlg1
-			case JobMMK:
-				p.kind, p.opts = kindAlg1, slices.Clone(MMKOptions)
-			}
+			p, rest, found = basePolicies[b], name[len(b):], true
 			break
 		}
 	}
 	if !found {
 		return Policy{}, fmt.Errorf("policy %q: not one of %s, alg1 (with +option or -option: %s)", name, strings.Join(Policies(), ", "), strings.Join(Options(), ", "))
 	}
+	p.Name, p.opts = name, slices.Clone(p.opts)
 	for rest != "" {
 		sign := rest[0]
 		rest = rest[1:]
@@ -174,6 +167,7 @@ func (p Policy) options(maxShare int) partitioner.Options {
 		OnlineFirst:        p.Has(OptOnlineFirst),
 		PriorityShares:     p.Has(OptPriority),
 		SLOGuard:           p.Has(OptSLO),
+		FixedMIG:           p.Has(OptFixedMIG),
 	}
 	if p.greedy {
 		o.MaxJobsPerInstance, o.ArrivalOrder = 1, true

@@ -81,12 +81,7 @@ func (s *jobSim) sharedSpeeds() {
 	for _, js := range s.shared {
 		busy := 0.0
 		for _, j := range js {
-			b := 1 - s.idle(j)
-			if s.pol.kind == kindDefault {
-				busy += truth.gpuBusy[j.Type] * b
-			} else {
-				busy += truth.smBusy[j.Type] * b
-			}
+			busy += truth.gpuBusy[j.Type] * (1 - s.idle(j))
 		}
 		share := 1 / max(1, busy)
 		for _, j := range js {
@@ -100,16 +95,16 @@ func (s *jobSim) sharedSpeeds() {
 				}
 				continue
 			}
-			// MPS without limits: SM time is shared in proportion to
-			// demand, so each job runs as at share·100 % next to the
-			// others at theirs.
+			// MPS without limits: every client at 100 % of the GPU, at
+			// one priority, as the ground truth has it for
+			// oversubscribed shares.
 			var co []CoShare
 			for _, o := range js {
 				if o != j {
-					co = append(co, CoShare{Job: o.Type, Pct: capacity * share, Idle: s.idle(o)})
+					co = append(co, CoShare{Job: o.Type, Pct: capacity, Idle: s.idle(o)})
 				}
 			}
-			j.speed = truth.Shared(j.Type, capacity*share, capacity, 0, co)
+			j.speed = truth.Shared(j.Type, capacity, capacity, 0, co)
 		}
 	}
 }
