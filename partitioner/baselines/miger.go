@@ -83,8 +83,8 @@ func (m *MIGER) bestFit(j Job) (*partitioner.Profile, float64, error) {
 // with the online job within its target (Calculated_throughput_double,
 // find_optimal_SM; MIGER profiles splits summing to 100 %).
 type pair struct {
-	online, offline, onPct int
-	speed                  float64
+	onPct int     // the online job's share; the offline job has the rest
+	speed float64 // the offline job's
 }
 
 func (m *MIGER) pairSpeed(on, off Job, p *partitioner.Profile) (pair, bool, error) {
