@@ -96,12 +96,29 @@ type run struct {
 	mig      time.Duration
 }
 
+// runner runs simulations; the predictor's forest is trained with each
+// run's seed, as mmkctl sim jobs --seed does, so that one command
+// reproduces any run of the report.
 type runner struct {
 	model  *partitioner.Model
-	models *jobsim.Models
 	traces string
 	mu     sync.Mutex
 	jobs   map[string][]trace.SimJob
+	models map[uint64]*jobsim.Models
+}
+
+func (r *runner) modelsFor(seed uint64) (*jobsim.Models, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.models[seed]; ok {
+		return m, nil
+	}
+	m, err := jobsim.BuiltinModels(seed)
+	if err != nil {
+		return nil, err
+	}
+	r.models[seed] = m
+	return m, nil
 }
 
 func (r *runner) workload(x run) ([]trace.SimJob, error) {
@@ -124,10 +141,14 @@ func (r *runner) simulate(x run) (*jobsim.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	models, err := r.modelsFor(x.seed)
+	if err != nil {
+		return nil, err
+	}
 	res, err := jobsim.Simulate(jobsim.Config{
 		Jobs: jobs, Model: r.model, GPUs: x.gpus, Policy: x.policy,
-		Truth: r.models.Truth, Est: r.models.Est, Effects: r.models.Effects,
-		Costs: jobsim.Costs{MIGReconfig: x.mig, Checkpoint: r.models.Restart.Types},
+		Truth: models.Truth, Est: models.Est, Effects: models.Effects,
+		Costs: jobsim.Costs{MIGReconfig: x.mig, Checkpoint: models.Restart.Types},
 		Seed:  x.seed,
 	})
 	if err != nil {
@@ -185,11 +206,11 @@ func generate(out, traces string, seeds, parallel int) error {
 	if err != nil {
 		return err
 	}
-	models, err := jobsim.BuiltinModels(1)
+	r := &runner{model: model, traces: traces, jobs: map[string][]trace.SimJob{}, models: map[uint64]*jobsim.Models{}}
+	models, err := r.modelsFor(1)
 	if err != nil {
 		return err
 	}
-	r := &runner{model: model, models: models, traces: traces, jobs: map[string][]trace.SimJob{}}
 	seen := map[run]bool{}
 	var runs []run
 	add := func(x run) {
