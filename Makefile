@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test test-kube bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition kernel-effects run clean
+.PHONY: all build hook hook-fakes tools test test-kube bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition restart-costs kernel-effects run clean
 
 all: build
 
@@ -78,6 +78,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadSamples -fuzztime $(FUZZTIME) ./predictor
 	$(GO) test -run '^$$' -fuzz FuzzParseRunKey -fuzztime $(FUZZTIME) ./predictor
 	$(GO) test -run '^$$' -fuzz FuzzReadOpenB -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz FuzzReadCheckpointLines -fuzztime $(FUZZTIME) ./sim/jobsim
 	$(GO) test -run '^$$' -fuzz FuzzSubmit -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzListQuery -fuzztime $(FUZZTIME) ./web
 	$(GO) test -run '^$$' -fuzz FuzzPrepareClaim -fuzztime $(FUZZTIME) ./web
@@ -98,9 +99,12 @@ screenshots: build hook-fakes
 ## results: regenerate docs/results (simulations and the predictor's comparison; a few minutes)
 PROFILES ?= data/profiles/h200-2026-11-22.csv
 results: results-kernelsched results-predictor results-partition
-## results-partition: the job-level policies on testbed, large and openb (needs ../shared/cluster-traces)
+## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost) and openb (needs ../shared/cluster-traces); a few minutes on 2 cores
 results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
+## restart-costs: the simulator's checkpoint costs per job type from the H100 lines of bench/gpu/ckpt_cost.py
+restart-costs:
+	$(GO) run ./bench/restartcost -in docs/results/restart-cost-h100/ckpt.jsonl -o sim/jobsim/data/restart-cost.json
 ## kernel-effects: re-measure the kernel scheduler's effect table the job simulator uses
 kernel-effects:
 	$(GO) run ./bench/kerneleffects -o sim/jobsim/data/kernel-effects.json

@@ -19,6 +19,10 @@ type Job struct {
 	Online bool `json:"online"`
 	// MemoryMiB is the job's device memory, CUDA context included.
 	MemoryMiB int64 `json:"memoryMiB"`
+	// MinSpeed is, for an online job under Options.SLOGuard, the least
+	// speed (relative to alone on the whole GPU) at which it meets its
+	// latency target; 0: none.
+	MinSpeed float64 `json:"minSpeed,omitempty"`
 	// Pin, when set, is the one instance the job may run in: a
 	// Kubernetes claim whose device the cluster's scheduler allocated
 	// (see Pin).
@@ -122,6 +126,33 @@ type Options struct {
 	// percentage and the layouts as they are: the plan restarts nothing
 	// and places pending jobs in what is left (DecideGated's alternative).
 	KeepRunning bool
+	// FullDemand is MPSConfig as MMK's Algorithm 1 writes it (lines
+	// 28-32): a job gets its whole demand or does not go into the
+	// instance. Without it a job takes what is left of the instance down
+	// to one step, and an online job admitted so keeps that sliver for
+	// life under FixOnlinePercent.
+	FullDemand bool
+	// OnlineReclaim lets a running online job whose kept percentage is
+	// below its demand take its demand back when MPSConfig runs again
+	// (a restart of the job, so only where it raises the instance's
+	// predicted total by MinGain).
+	OnlineReclaim bool
+	// MIGKeepOnline allows MIG changes on a GPU where online jobs run, as
+	// long as the new layout keeps each online job's instance (profile and
+	// placement) and its percentage: no online job restarts. MMK's line
+	// 12 freezes the layout under any online job.
+	MIGKeepOnline bool
+	// OnlineFirst places pending online jobs before offline ones (each
+	// group largest memory first, or in arrival order with ArrivalOrder).
+	OnlineFirst bool
+	// SLOGuard places an online job with a MinSpeed only in an instance
+	// where its predicted speed alone at its share reaches it (MIGER's
+	// rule of the smallest slice meeting the target, applied to
+	// Algorithm 1's instances). Its co-runners are not counted: MPS
+	// client priority keeps offline jobs off its SMs, and the caller's
+	// MinSpeed carries the headroom for the memory interference that
+	// priority leaves.
+	SLOGuard bool
 }
 
 // DefaultMinGain is Options.MinGain when unset.
@@ -173,10 +204,7 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 		}
 		gpus[g] = GPUPlan{Layout: cur.Layout, Jobs: slices.Clone(cur.Jobs)}
 	}
-	pending := req.Pending
-	if !opt.ArrivalOrder {
-		pending = byMemory(pending)
-	}
+	pending := d.placeOrder(req.Pending)
 	nrun := 0
 	for _, g := range req.GPUs {
 		nrun += len(g.Jobs)
@@ -209,14 +237,20 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 	}
 
 	// 2. MIG: on each GPU where no online job runs and none is pinned,
-	//    search every layout (pinned jobs wait for their own instance).
+	//    search every layout (Algorithm 1, line 12; pinned jobs wait for
+	//    their own instance); with MIGKeepOnline, every layout that keeps
+	//    the online jobs' instances.
 	if !opt.FixedMIG {
 		for g := range gpus {
-			if (!opt.MIGUnderOnline && runsOnline(req.GPUs[g])) || pinnedTo(req, g) {
+			if pinnedTo(req, g) {
+				continue
+			}
+			keep := !opt.MIGUnderOnline && runsOnline(req.GPUs[g])
+			if keep && !opt.MIGKeepOnline {
 				continue
 			}
 			var err error
-			waiting, err = d.searchLayout(&gpus[g], waiting)
+			waiting, err = d.searchLayout(&gpus[g], waiting, keep)
 			if err != nil {
 				return nil, fmt.Errorf("gpu %d: %w", g, err)
 			}
@@ -255,6 +289,28 @@ func byMemory(jobs []Job) []Job {
 func pinnedTo(req Request, g int) bool {
 	return slices.ContainsFunc(req.GPUs[g].Jobs, func(p Placed) bool { return p.Job.Pin != nil }) ||
 		slices.ContainsFunc(req.Pending, func(j Job) bool { return j.Pin != nil && j.Pin.GPU == g })
+}
+
+// placeOrder is the order jobs are placed in: largest memory first (or
+// arrival order with ArrivalOrder), online jobs before offline ones with
+// OnlineFirst.
+func (d *decider) placeOrder(jobs []Job) []Job {
+	if !d.opt.ArrivalOrder {
+		jobs = byMemory(jobs)
+	}
+	if d.opt.OnlineFirst {
+		jobs = slices.Clone(jobs)
+		slices.SortStableFunc(jobs, func(a, b Job) int {
+			switch {
+			case a.Online == b.Online:
+				return 0
+			case a.Online:
+				return -1
+			}
+			return 1
+		})
+	}
+	return jobs
 }
 
 func runsOnline(g GPUPlan) bool {
@@ -434,6 +490,16 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 	next, ok, err := d.mpsConfig(g.Layout, i, jobs, cur)
 	if err != nil || !ok {
 		return nil, 0, false, err
+	}
+	if d.opt.SLOGuard && j.Online && j.MinSpeed > 0 {
+		c, err := d.est.curve(j, in.Profile.SMs, g.Layout.Model.SMs)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		k := slices.IndexFunc(next, func(p Placed) bool { return p.Job.ID == j.ID })
+		if k < 0 || c.at(next[k].Percent) < j.MinSpeed {
+			return nil, 0, false, nil
+		}
 	}
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
 }

@@ -71,8 +71,29 @@
 //     [PlanReconfiguration], the jobs to restart (instance destroyed or
 //     changed, or percentage changed) and the jobs to start.
 //
-// Options also express the baselines the simulator compares against. With
-// MIGUnderOnline, MIG changes under online jobs too (MIGER-like).
-// MaxJobsPerInstance 1 gives MIG only (MISO-like). ArrivalOrder gives first
-// come, first served.
+// # Options that depart from the paper
+//
+// Each is a named option, so that the simulator's ablation shows what it
+// is worth (docs/results/partition.md):
+//
+//   - FullDemand: MPSConfig as the paper writes it (lines 28-32): a job
+//     gets its whole demand or does not go into the instance. Without
+//     it, a job takes what is left down to 10 %, and an online job
+//     admitted so keeps that sliver for life.
+//   - OnlineReclaim: a running online job below its demand takes it back
+//     when its instance is shared anew (a restart).
+//   - MIGKeepOnline: MIG changes on a GPU where online jobs run, to a
+//     layout that keeps each online job's instance and share.
+//   - OnlineFirst: pending online jobs are placed before offline ones.
+//   - PriorityShares: every new job at 100 %, shares summing above 100 %
+//     where MPS client priority protects online jobs (mmkd's default
+//     where MPS runs).
+//
+// Options also express the unrestricted variants the simulator compares
+// against: with MIGUnderOnline and without FixOnlinePercent, Algorithm 1
+// has neither of MMK's protections (alg1-unprotected);
+// MaxJobsPerInstance 1 with ArrivalOrder gives MIG only, first come,
+// first served (miso-greedy). The published baselines themselves, MIGER
+// and MISO as their papers and code describe them, are in package
+// partitioner/baselines.
 package partitioner

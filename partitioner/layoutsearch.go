@@ -10,14 +10,24 @@ import (
 // searchLayout tries every layout of the GPU's model for the GPU's jobs
 // plus the waiting ones, greedily as in placeBest, and adopts the best if
 // it beats the current state by MinGain. It returns the jobs still waiting.
-func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
+//
+// With keepOnline (MIGKeepOnline on a GPU where online jobs run) only
+// layouts that hold every online job's instance, same profile at the
+// same placement, are tried, the online jobs stay in them at their
+// percentages, and a candidate that would change one is dropped.
+func (d *decider) searchLayout(g *GPUPlan, waiting []Job, keepOnline bool) ([]Job, error) {
 	m := g.Layout.Model
 	profiles, err := m.SelectProfiles(d.opt.Profiles)
 	if err != nil {
 		return nil, err
 	}
+	var online []Placed
 	jobs := make([]Job, 0, len(g.Jobs)+len(waiting))
 	for _, p := range g.Jobs {
+		if keepOnline && p.Job.Online {
+			online = append(online, p)
+			continue
+		}
 		jobs = append(jobs, p.Job)
 	}
 	for _, w := range waiting {
@@ -26,21 +36,32 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 			jobs = append(jobs, w)
 		}
 	}
-	if !d.opt.ArrivalOrder {
-		jobs = byMemory(jobs)
-	}
+	jobs = d.placeOrder(jobs)
 	if len(jobs) == 0 {
 		return waiting, nil
+	}
+	candidates := layoutsFor(m, profiles)
+	if keepOnline {
+		candidates = keepingLayouts(m, profiles, g, online)
 	}
 	bestTotal := g.Total() * (1 + d.opt.MinGain)
 	var best *GPUPlan
 	var bestLeft []Job
 	curKey := g.Layout.Profiles()
-	for _, l := range layoutsFor(m, profiles) {
+	for _, l := range candidates {
 		if l.Profiles() == curKey {
 			l = g.Layout // the same instances where they already are
 		}
 		cand := []GPUPlan{{Layout: l}}
+		if keepOnline {
+			ok, err := d.preplace(&cand[0], g, online)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
 		left, err := d.placeAll(cand, jobs)
 		if err != nil {
 			return nil, err
@@ -49,6 +70,9 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 		if slices.ContainsFunc(left, func(j Job) bool {
 			return slices.ContainsFunc(g.Jobs, func(p Placed) bool { return p.Job.ID == j.ID })
 		}) {
+			continue
+		}
+		if keepOnline && !keepsShares(cand[0], g, online) {
 			continue
 		}
 		if t := cand[0].Total(); t > bestTotal {
@@ -65,12 +89,84 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job) ([]Job, error) {
 	}), nil
 }
 
+// keepingLayouts are the maximal layouts that hold the instances of g's
+// online jobs where they are, one per multiset of profiles (g's own
+// layout standing for its multiset).
+func keepingLayouts(m *Model, profiles []*Profile, g *GPUPlan, online []Placed) []Layout {
+	need := make([]string, 0, len(online))
+	for _, p := range online {
+		need = append(need, g.Layout.Instances[p.Instance].String())
+	}
+	holds := func(l Layout) bool {
+		for _, n := range need {
+			if !slices.ContainsFunc(l.Instances, func(in Instance) bool { return in.String() == n }) {
+				return false
+			}
+		}
+		return true
+	}
+	seen := map[string]bool{g.Layout.Profiles(): true}
+	out := []Layout{g.Layout}
+	for _, l := range maximalFor(m, profiles) {
+		if k := l.Profiles(); !seen[k] && holds(l) {
+			seen[k] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// preplace puts g's online jobs into cand's instances that match theirs,
+// at their percentages, with their speeds there.
+func (d *decider) preplace(cand *GPUPlan, g *GPUPlan, online []Placed) (bool, error) {
+	var touched []int
+	for _, p := range online {
+		name := g.Layout.Instances[p.Instance].String()
+		i := slices.IndexFunc(cand.Layout.Instances, func(in Instance) bool { return in.String() == name })
+		if i < 0 {
+			return false, nil
+		}
+		p.Instance = i
+		cand.Jobs = append(cand.Jobs, p)
+		touched = append(touched, i)
+	}
+	for _, i := range touched {
+		now, err := d.speeds(cand.Layout, i, inInstance(cand, i))
+		if err != nil {
+			return false, err
+		}
+		replaceInstance(cand, i, now)
+	}
+	return true, nil
+}
+
+// keepsShares reports whether every online job of g is in cand at its
+// percentage.
+func keepsShares(cand GPUPlan, g *GPUPlan, online []Placed) bool {
+	for _, p := range online {
+		k := slices.IndexFunc(cand.Jobs, func(q Placed) bool { return q.Job.ID == p.Job.ID })
+		if k < 0 || cand.Jobs[k].Percent != p.Percent || cand.Layout.Instances[cand.Jobs[k].Instance].String() != g.Layout.Instances[p.Instance].String() {
+			return false
+		}
+	}
+	return true
+}
+
 // layoutsFor lists the layouts the search tries, cached per model and
 // profile set: the maximal ones (see the package documentation), one per
 // multiset of profiles (layouts with the same instances at other
 // placements predict the same speeds), without those another layout
 // dominates (as many instances, each at least as large).
 func layoutsFor(m *Model, profiles []*Profile) []Layout {
+	return cachedFor(m, profiles).layouts
+}
+
+// maximalFor lists every maximal layout, cached like layoutsFor.
+func maximalFor(m *Model, profiles []*Profile) []Layout {
+	return cachedFor(m, profiles).maximal
+}
+
+func cachedFor(m *Model, profiles []*Profile) cachedLayouts {
 	names := make([]string, len(profiles))
 	for i, p := range profiles {
 		names[i] = p.Name
@@ -79,11 +175,12 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	layoutCache.Lock()
 	defer layoutCache.Unlock()
 	if ls, ok := layoutCache.m[key]; ok && ls.model == m {
-		return ls.layouts
+		return ls
 	}
+	maximal := m.MaximalLayouts(profiles)
 	seen := map[string]bool{}
 	var distinct []Layout
-	for _, l := range m.MaximalLayouts(profiles) {
+	for _, l := range maximal {
 		if k := l.Profiles(); !seen[k] {
 			seen[k] = true
 			distinct = append(distinct, l)
@@ -95,8 +192,9 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 			ls = append(ls, a)
 		}
 	}
-	layoutCache.m[key] = cachedLayouts{model: m, layouts: ls}
-	return ls
+	c := cachedLayouts{model: m, layouts: ls, maximal: maximal}
+	layoutCache.m[key] = c
+	return c
 }
 
 // dominates reports whether layout b has as many instances as a and can
@@ -130,6 +228,7 @@ func dominates(b, a Layout) bool {
 type cachedLayouts struct {
 	model   *Model
 	layouts []Layout
+	maximal []Layout
 }
 
 // layoutCache keeps each model's maximal layouts: enumerating them costs

@@ -31,13 +31,14 @@ func Demand(speedAt func(percent int) float64) int {
 }
 
 // mpsConfig is MMK's MPSConfig for instance i of layout l holding jobs.
-// Running online jobs keep their percentages (when FixOnlinePercent; every
-// running job under KeepRunning);
+// Running online jobs keep their percentages (when FixOnlinePercent,
+// unless OnlineReclaim and below their demand; every running job under
+// KeepRunning);
 // the others are sorted by speed per SM share at their demand, online
 // first, and each gets its demand while the instance's share lasts; what
 // is left goes, a step at a time, to the offline job (or, unless online
 // shares are kept, any job) whose speed it raises most. ok is false when
-// a job gets no share.
+// a job gets no share (with FullDemand: less than its demand).
 func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed, bool, error) {
 	if d.opt.PriorityShares {
 		return d.priorityShares(l, i, jobs, cur)
@@ -53,8 +54,12 @@ func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed
 		w := want{job: j, curve: c}
 		if d.opt.KeepRunning || (d.opt.FixOnlinePercent && j.Online) || j.Pin != nil {
 			if k := slices.IndexFunc(cur, func(p Placed) bool { return p.Job.ID == j.ID }); k >= 0 {
-				w.fixed, w.percent = true, cur[k].Percent
-				remaining -= w.percent
+				// OnlineReclaim: an online job below its demand is shared
+				// anew, online first, and so gets its demand back.
+				if d.opt.KeepRunning || !d.opt.OnlineReclaim || cur[k].Percent >= c.demand {
+					w.fixed, w.percent = true, cur[k].Percent
+					remaining -= w.percent
+				}
 			}
 		}
 		ws = append(ws, w)
@@ -79,7 +84,9 @@ func (d *decider) mpsConfig(l Layout, i int, jobs []Job, cur []Placed) ([]Placed
 			continue
 		}
 		w.percent = min(w.curve.demand, remaining/PercentStep*PercentStep)
-		if w.percent < PercentStep {
+		// Lines 28-32: a job's demand fits in what is left, or MPSConfig
+		// stops (FullDemand); otherwise what is left, down to one step.
+		if w.percent < PercentStep || (d.opt.FullDemand && w.percent < w.curve.demand) {
 			return nil, false, nil
 		}
 		remaining -= w.percent

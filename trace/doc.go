@@ -6,8 +6,10 @@
 //     per kernel its name, launch geometry, registers, shared memory, GPU
 //     start and duration, and the host time of its launch call; and the
 //     kernel profiles made of them (KernelTrace.Profile, HookProfile);
-//   - job traces (SimJob: SyntheticJobs, ReadOpenB, LoadWorkload) and the
-//     job types they name (JobType, JobTypes);
+//   - job traces (SimJob: SyntheticJobs at a stated load, the pod lists of
+//     the Alibaba openb trace in every variant, ReadOpenBPods, and the
+//     work model that replays them, OpenBJobs; LoadWorkload) and the job
+//     types they name (JobType, JobTypes);
 //   - the profiling phase (ProfilePhase): the hook's trace of a job's first
 //     runs turned into the task's profile for the kernel scheduler.
 //

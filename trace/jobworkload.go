@@ -1,15 +1,11 @@
 package trace
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,49 +17,97 @@ type SimJob struct {
 	Type    string // a JobType name
 	Online  bool
 	Arrival time.Duration
-	// Work is the job's run time alone on the whole GPU, start-up aside.
+	// Work is, for an offline job, its run time alone on the whole GPU,
+	// start-up aside; for an online job (a service), how long requests
+	// keep arriving.
 	Work time.Duration
+	// Load is an online job's request load: the fraction of time its
+	// requests keep it busy alone on the whole GPU (requests arrive at
+	// Load / latency-alone per second). Zero for offline jobs.
+	Load float64
 	// MemoryMiB is the device memory the job needs.
 	MemoryMiB int64
 }
 
-// Workload names: MMK's testbed (40 online + 20 offline Table III jobs,
-// Poisson arrivals every 40 s on average), MMK's large simulation (800 +
-// 400) and the Alibaba openb production trace.
+// Workload names: MMK's testbed (40 online + 20 offline Table III jobs),
+// MMK's large simulation (800 + 400) and the Alibaba openb production
+// trace.
 const (
 	WorkloadTestbed = "testbed"
 	WorkloadLarge   = "large"
 	WorkloadOpenB   = "openb"
 )
 
-// Durations of synthetic jobs alone on the whole GPU, drawn log-uniformly:
-// MMK does not publish its jobs' lengths, so these are mmk's choice (a
-// few minutes of inference service, longer training), the same for every
-// policy.
+// Durations and loads of synthetic jobs, drawn log-uniformly (durations)
+// and uniformly (loads): MMK does not publish its jobs' lengths, so these
+// are mmk's choice (a few minutes of inference service, each busy 5-25 %
+// of a whole GPU, longer training), the same for every policy.
 var (
 	onlineWork  = [2]time.Duration{1 * time.Minute, 5 * time.Minute}
 	offlineWork = [2]time.Duration{2 * time.Minute, 15 * time.Minute}
-	meanGap     = 40 * time.Second
+	onlineLoad  = [2]float64{0.05, 0.25}
 )
 
-// SyntheticJobs draws MMK's testbed-style workload: online and offline
-// jobs of MMK Table III's types, uniformly, shuffled, with Poisson
-// arrivals.
-func SyntheticJobs(online, offline int, seed uint64) []SimJob {
+// Synthetic is a synthetic workload: how many jobs of each kind, and the
+// load they put on GPUs.
+type Synthetic struct {
+	Online, Offline int
+	// GPUs and Load set the arrival rate: jobs arrive (Poisson) so that
+	// the GPU work they bring per second, on average, is Load times the
+	// GPUs (an offline job brings its Work, an online one Work x Load).
+	GPUs int
+	Load float64
+}
+
+// DefaultLoad is the load of the built-in synthetic workloads when none
+// is given: the GPUs are offered as much work as they can do alone.
+const DefaultLoad = 1.0
+
+// logUniformMean is the mean of a log-uniform draw on [lo, hi].
+func logUniformMean(span [2]time.Duration) float64 {
+	lo, hi := span[0].Seconds(), span[1].Seconds()
+	return (hi - lo) / math.Log(hi/lo)
+}
+
+// MeanGap is the mean time between arrivals that gives the load.
+func (s Synthetic) MeanGap() time.Duration {
+	n := s.Online + s.Offline
+	if n == 0 || s.GPUs <= 0 || s.Load <= 0 {
+		return 0
+	}
+	onWork := logUniformMean(onlineWork) * (onlineLoad[0] + onlineLoad[1]) / 2
+	work := (float64(s.Online)*onWork + float64(s.Offline)*logUniformMean(offlineWork)) / float64(n)
+	return time.Duration(work / (s.Load * float64(s.GPUs)) * float64(time.Second))
+}
+
+// SyntheticJobs draws a testbed-style workload: online and offline jobs
+// of MMK Table III's types, uniformly, shuffled, with Poisson arrivals at
+// the workload's load.
+func SyntheticJobs(s Synthetic, seed uint64) ([]SimJob, error) {
+	if s.Online < 0 || s.Offline < 0 || s.Online+s.Offline == 0 {
+		return nil, fmt.Errorf("synthetic workload: %d online and %d offline jobs: want at least one, none negative", s.Online, s.Offline)
+	}
+	if s.GPUs <= 0 {
+		return nil, fmt.Errorf("synthetic workload: gpus %d: want at least 1", s.GPUs)
+	}
+	if !(s.Load > 0) || math.IsInf(s.Load, 0) {
+		return nil, fmt.Errorf("synthetic workload: load %v: want a number > 0", s.Load)
+	}
+	gap := float64(s.MeanGap())
 	rng := rand.New(rand.NewPCG(seed, 0x6a6f6273))
 	on, off := jobTypesByKind()
-	kinds := make([]bool, 0, online+offline)
-	for range online {
+	kinds := make([]bool, 0, s.Online+s.Offline)
+	for range s.Online {
 		kinds = append(kinds, true)
 	}
-	for range offline {
+	for range s.Offline {
 		kinds = append(kinds, false)
 	}
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	var out []SimJob
 	var t time.Duration
 	for i, isOn := range kinds {
-		t += time.Duration(rng.ExpFloat64() * float64(meanGap))
+		t += time.Duration(rng.ExpFloat64() * gap)
 		types, span := off, offlineWork
 		if isOn {
 			types, span = on, onlineWork
@@ -71,116 +115,52 @@ func SyntheticJobs(online, offline int, seed uint64) []SimJob {
 		jt := types[rng.IntN(len(types))]
 		lo, hi := math.Log(float64(span[0])), math.Log(float64(span[1]))
 		work := time.Duration(math.Exp(lo + rng.Float64()*(hi-lo))).Round(time.Second)
-		out = append(out, SimJob{ID: fmt.Sprintf("j%04d", i), Type: jt.Name, Online: isOn, Arrival: t, Work: work, MemoryMiB: jt.MemoryMiB})
-	}
-	return out
-}
-
-// ReadOpenB reads the openb pod list (../shared/cluster-traces) as a job
-// trace of its first n single-GPU tasks by creation time (n <= 0: all).
-// The mapping, documented in docs/results/partition.md:
-//   - qos LS and Guaranteed are online jobs, BE and Burstable offline;
-//   - the job type is one of Table III's of that kind, chosen by a hash of
-//     the pod name (the trace names no model);
-//   - gpu_milli (the GPU share the task asked for) is its memory demand:
-//     that share of the GPU's memory, and at least the type's own;
-//   - arrival is creation_time, work is deletion_time - scheduled_time
-//     (the time it ran), both in seconds, relative to the first arrival.
-func ReadOpenB(r io.Reader, n int, gpuMemMiB int64) ([]SimJob, error) {
-	cr := csv.NewReader(r)
-	head, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("openb: header: %w", err)
-	}
-	col := map[string]int{}
-	for i, h := range head {
-		col[strings.TrimSpace(h)] = i
-	}
-	for _, c := range []string{"name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time"} {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("openb: header lacks column %q", c)
-		}
-	}
-	on, off := jobTypesByKind()
-	var out []SimJob
-	for line := 2; ; line++ {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("openb: %w", err)
-		}
-		num := func(c string) (int64, error) {
-			v, err := strconv.ParseInt(strings.TrimSpace(rec[col[c]]), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("openb line %d: column %s: %q is not an integer", line, c, rec[col[c]])
-			}
-			return v, nil
-		}
-		gpus, err := num("num_gpu")
-		if err != nil {
-			return nil, err
-		}
-		if gpus != 1 || strings.TrimSpace(rec[col["scheduled_time"]]) == "" || strings.TrimSpace(rec[col["deletion_time"]]) == "" {
-			continue // several GPUs, or never scheduled or never ended
-		}
-		var v [4]int64
-		for k, c := range []string{"gpu_milli", "creation_time", "scheduled_time", "deletion_time"} {
-			if v[k], err = num(c); err != nil {
-				return nil, err
-			}
-		}
-		milli, created, sched, deleted := v[0], v[1], v[2], v[3]
-		if milli <= 0 || milli > 1000 || deleted <= sched {
-			continue // no GPU share, or never ran
-		}
-		name := rec[col["name"]]
-		var isOn bool
-		switch q := rec[col["qos"]]; q {
-		case "LS", "Guaranteed":
-			isOn = true
-		case "BE", "Burstable":
-		default:
-			return nil, fmt.Errorf("openb line %d: qos %q is not one of LS, Guaranteed, BE, Burstable", line, q)
-		}
-		types := off
+		j := SimJob{ID: fmt.Sprintf("j%04d", i), Type: jt.Name, Online: isOn, Arrival: t, Work: work, MemoryMiB: jt.MemoryMiB}
 		if isOn {
-			types = on
+			j.Load = onlineLoad[0] + rng.Float64()*(onlineLoad[1]-onlineLoad[0])
 		}
-		h := fnv.New32a()
-		h.Write([]byte(name))
-		jt := types[int(h.Sum32()%uint32(len(types)))]
-		mem := max(jt.MemoryMiB, milli*gpuMemMiB/1000)
-		out = append(out, SimJob{ID: name, Type: jt.Name, Online: isOn, Arrival: time.Duration(created) * time.Second, Work: time.Duration(deleted-sched) * time.Second, MemoryMiB: mem})
-	}
-	slices.SortStableFunc(out, func(a, b SimJob) int { return int(a.Arrival - b.Arrival) })
-	if n > 0 && len(out) > n {
-		out = out[:n]
-	}
-	if len(out) == 0 {
-		return nil, errors.New("openb: no single-GPU task with a GPU share")
-	}
-	first := out[0].Arrival
-	for i := range out {
-		out[i].Arrival -= first
+		out = append(out, j)
 	}
 	return out, nil
 }
 
+// WorkloadOptions are what LoadWorkload needs besides the workload's name.
+type WorkloadOptions struct {
+	// Traces is the folder of openb_pod_list_default.csv, or a pod list
+	// file of any variant of the openb trace.
+	Traces string
+	// Seed draws the synthetic workloads.
+	Seed uint64
+	// GPUs and Load set a synthetic workload's arrival rate (Load 0:
+	// DefaultLoad).
+	GPUs int
+	Load float64
+	// GPUMemMiB is the simulated GPU's memory: openb's GPU shares are
+	// shares of it.
+	GPUMemMiB int64
+}
+
 // LoadWorkload resolves a --workload value: testbed, large, or
-// openb[:N] read from dir (the cluster-traces folder).
-func LoadWorkload(spec, dir string, seed uint64, gpuMemMiB int64) ([]SimJob, error) {
+// openb[:N] read from opt.Traces.
+func LoadWorkload(spec string, opt WorkloadOptions) ([]SimJob, error) {
 	name, arg, hasArg := strings.Cut(spec, ":")
 	switch name {
 	case WorkloadTestbed, WorkloadLarge:
 		if hasArg {
 			return nil, fmt.Errorf("workload %q: %s takes no :N", spec, name)
 		}
-		if name == WorkloadTestbed {
-			return SyntheticJobs(40, 20, seed), nil
+		s := Synthetic{Online: 40, Offline: 20, GPUs: opt.GPUs, Load: opt.Load}
+		if name == WorkloadLarge {
+			s.Online, s.Offline = 800, 400
 		}
-		return SyntheticJobs(800, 400, seed), nil
+		if s.Load == 0 {
+			s.Load = DefaultLoad
+		}
+		jobs, err := SyntheticJobs(s, opt.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %w", spec, err)
+		}
+		return jobs, nil
 	case WorkloadOpenB:
 		n := 0
 		if hasArg {
@@ -190,13 +170,24 @@ func LoadWorkload(spec, dir string, seed uint64, gpuMemMiB int64) ([]SimJob, err
 			}
 			n = v
 		}
-		path := dir + "/openb_pod_list_default.csv"
+		path := opt.Traces
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			path += "/openb_pod_list_default.csv"
+		}
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("workload %s: %w (set --traces to the cluster-traces folder)", spec, err)
+			return nil, fmt.Errorf("workload %s: %w (set --traces to the cluster-traces folder or a pod list)", spec, err)
 		}
 		defer f.Close()
-		return ReadOpenB(f, n, gpuMemMiB)
+		pods, err := ReadOpenBPods(f)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %s: %w", spec, path, err)
+		}
+		jobs, err := OpenBJobs(pods, n, opt.GPUMemMiB)
+		if err != nil {
+			return nil, fmt.Errorf("workload %s: %s: %w", spec, path, err)
+		}
+		return jobs, nil
 	}
-	return nil, fmt.Errorf("workload %q is not one of testbed, large, openb[:N]", spec)
+	return nil, errors.New("workload " + strconv.Quote(spec) + " is not one of testbed, large, openb[:N]")
 }

@@ -1,18 +1,26 @@
-// Command partition regenerates docs/results/partition.md: every job-level
-// policy (default, mps, miso, miger, mmk, mmk-alg1) on the testbed, large
-// and openb workloads, normalised to default, with MMK's change against
-// MIGER-like next to the MMK paper's claims, and a JCT CDF per workload.
+// Command partition regenerates docs/results/partition.md: the job-level
+// policies (default, mps, the published MIGER and MISO, the unrestricted
+// Algorithm 1 variants, mmk) on the testbed and large workloads at load
+// 1, seeds 1-5, against the MMK paper's claims; the ablation of
+// Algorithm 1's named options; a load sweep from 0.5 to 1.5; the cost of
+// a MIG change at 5, 30 and 60 s; and the openb trace. Runs go in
+// parallel, one per core; progress goes to stderr.
 //
 //	go run ./bench/partition -o docs/results/partition.md
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
@@ -21,163 +29,280 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// run is one workload of the report.
-type run struct {
-	workload string
-	gpus     int
-	// paper is MMK's claim against MIGER: JCT, makespan, throughput (%).
-	paper string
-}
-
-var runs = []run{
-	{"testbed", 2, "JCT -28 %, makespan -32 %, throughput +35 %"},
-	{"large", 8, "JCT -41 %, makespan -36 %, throughput +31 %"},
-	{"openb:200", 12, "(not in the paper)"},
-}
-
 func main() {
 	out := flag.String("o", "docs/results/partition.md", "output file")
-	traces := flag.String("traces", "../shared/cluster-traces", "folder of openb_pod_list_default.csv")
-	seed := flag.Uint64("seed", 1, "random seed")
+	traces := flag.String("traces", "../shared/cluster-traces", "folder of openb_pod_list_default.csv, or an openb pod list")
+	seeds := flag.Int("seeds", 5, "seeds 1..N of the synthetic workloads and the requests")
+	parallel := flag.Int("parallel", runtime.GOMAXPROCS(0), "simulations run at once")
 	flag.Parse()
-	if err := generate(*out, *traces, *seed); err != nil {
+	if *seeds < 1 || *parallel < 1 {
+		fmt.Fprintln(os.Stderr, "partition: -seeds and -parallel must be at least 1")
+		os.Exit(2)
+	}
+	if err := generate(*out, *traces, *seeds, *parallel); err != nil {
 		fmt.Fprintln(os.Stderr, "partition:", err)
 		os.Exit(1)
 	}
 }
 
-func generate(out, traces string, seed uint64) error {
+// workload is one synthetic workload of the report.
+type workload struct {
+	name string
+	gpus int
+	// paper is MMK's claim against MIGER: JCT, makespan, throughput (%).
+	paper [3]float64
+}
+
+var workloads = []workload{
+	{"testbed", 2, [3]float64{-28, -32, 35}},
+	{"large", 8, [3]float64{-41, -36, 31}},
+}
+
+const (
+	openbSpec = "openb:200"
+	openbGPUs = 12
+)
+
+// The sections' policies and settings.
+var (
+	loads     = []float64{0.5, 0.75, 1, 1.25, 1.5}
+	migCosts  = []time.Duration{5 * time.Second, 30 * time.Second, 60 * time.Second}
+	sweepPols = []string{jobsim.JobMPS, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK}
+	costPols  = []string{jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobAlg1Unprotected, jobsim.JobMMK}
+)
+
+// ablation is Algorithm 1 with MMK's protections, each named option
+// added alone, mmk, mmk with each of its options taken away, and mmk
+// without MIG changes and with the kernel scheduler's effect.
+func ablation() []string {
+	out := []string{jobsim.JobAlg1}
+	for _, o := range jobsim.Options() {
+		out = append(out, jobsim.JobAlg1+"+"+o)
+	}
+	out = append(out, jobsim.JobMMK)
+	for _, o := range jobsim.MMKOptions {
+		out = append(out, jobsim.JobMMK+"-"+o)
+	}
+	return append(out, jobsim.JobMMK+"+"+jobsim.OptFixedMIG, jobsim.JobMMK+"+"+jobsim.OptKernel)
+}
+
+// run is one simulation.
+type run struct {
+	workload string
+	gpus     int
+	load     float64
+	seed     uint64
+	policy   string
+	mig      time.Duration
+}
+
+// runner runs simulations; the predictor's forest is trained with each
+// run's seed, as mmkctl sim jobs --seed does, so that one command
+// reproduces any run of the report.
+type runner struct {
+	model  *partitioner.Model
+	traces string
+	mu     sync.Mutex
+	jobs   map[string][]trace.SimJob
+	models map[uint64]*jobsim.Models
+}
+
+func (r *runner) modelsFor(seed uint64) (*jobsim.Models, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.models[seed]; ok {
+		return m, nil
+	}
+	m, err := jobsim.BuiltinModels(seed)
+	if err != nil {
+		return nil, err
+	}
+	r.models[seed] = m
+	return m, nil
+}
+
+func (r *runner) workload(x run) ([]trace.SimJob, error) {
+	key := fmt.Sprintf("%s|%d|%g|%d", x.workload, x.gpus, x.load, x.seed)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j, ok := r.jobs[key]; ok {
+		return j, nil
+	}
+	j, err := trace.LoadWorkload(x.workload, trace.WorkloadOptions{Traces: r.traces, Seed: x.seed, GPUs: x.gpus, Load: x.load, GPUMemMiB: r.model.Profiles[len(r.model.Profiles)-1].MemoryMiB})
+	if err != nil {
+		return nil, err
+	}
+	r.jobs[key] = j
+	return j, nil
+}
+
+func (r *runner) simulate(x run) (*jobsim.Result, error) {
+	jobs, err := r.workload(x)
+	if err != nil {
+		return nil, err
+	}
+	models, err := r.modelsFor(x.seed)
+	if err != nil {
+		return nil, err
+	}
+	res, err := jobsim.Simulate(jobsim.Config{
+		Jobs: jobs, Model: r.model, GPUs: x.gpus, Policy: x.policy,
+		Truth: models.Truth, Est: models.Est, Effects: models.Effects,
+		Costs: jobsim.Costs{MIGReconfig: x.mig, Checkpoint: models.Restart.Types},
+		Seed:  x.seed,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v: %w", x.workload, x.load, x.seed, x.mig, err)
+	}
+	res.Workload = x.workload
+	return res, nil
+}
+
+// runAll simulates every run, parallel at once, and reports progress.
+func (r *runner) runAll(runs []run, parallel int) (map[run]*jobsim.Result, error) {
+	out := make(map[run]*jobsim.Result, len(runs))
+	took := map[run]time.Duration{}
+	var mu sync.Mutex
+	var firstErr error
+	work := make(chan run)
+	var wg sync.WaitGroup
+	start, done := time.Now(), 0
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := range work {
+				t0 := time.Now()
+				res, err := r.simulate(x)
+				mu.Lock()
+				took[x] = time.Since(t0)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				out[x] = res
+				done++
+				fmt.Fprintf(os.Stderr, "\rpartition: %d/%d simulations (%s)   ", done, len(runs), time.Since(start).Round(time.Second))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, x := range runs {
+		work <- x
+	}
+	close(work)
+	wg.Wait()
+	fmt.Fprintln(os.Stderr)
+	slow := slices.SortedFunc(maps.Keys(took), func(a, b run) int { return cmp.Compare(took[b], took[a]) })
+	fmt.Fprintf(os.Stderr, "partition: the slowest simulations:")
+	for _, x := range slow[:min(8, len(slow))] {
+		fmt.Fprintf(os.Stderr, " %s %s load %g seed %d MIG %v (%s);", x.workload, x.policy, x.load, x.seed, x.mig, took[x].Round(10*time.Millisecond))
+	}
+	fmt.Fprintln(os.Stderr)
+	return out, firstErr
+}
+
+func generate(out, traces string, seeds, parallel int) error {
 	model, err := partitioner.LookupModel("A100-80GB")
 	if err != nil {
 		return err
 	}
-	models, err := jobsim.BuiltinModels(seed)
+	r := &runner{model: model, traces: traces, jobs: map[string][]trace.SimJob{}, models: map[uint64]*jobsim.Models{}}
+	models, err := r.modelsFor(1)
 	if err != nil {
 		return err
 	}
+	seen := map[run]bool{}
+	var runs []run
+	add := func(x run) {
+		if !seen[x] {
+			seen[x] = true
+			runs = append(runs, x)
+		}
+	}
+	for _, w := range workloads {
+		for s := 1; s <= seeds; s++ {
+			base := run{workload: w.name, gpus: w.gpus, load: 1, seed: uint64(s), mig: jobsim.DefaultMIGReconfig}
+			for _, p := range append(append(jobsim.Policies(), jobsim.JobMPSInMIG), ablation()...) {
+				x := base
+				x.policy = p
+				add(x)
+			}
+			for _, l := range loads {
+				for _, p := range sweepPols {
+					x := base
+					x.load, x.policy = l, p
+					add(x)
+				}
+			}
+			for _, c := range migCosts {
+				for _, p := range costPols {
+					x := base
+					x.mig, x.policy = c, p
+					add(x)
+				}
+			}
+		}
+	}
+	openb := true
+	if _, err := os.Stat(traces); err != nil {
+		openb = false
+		fmt.Fprintf(os.Stderr, "partition: %s: %v; the openb section is left out\n", traces, err)
+	}
+	if openb {
+		for _, p := range jobsim.Policies() {
+			add(run{workload: openbSpec, gpus: openbGPUs, seed: 1, policy: p, mig: jobsim.DefaultMIGReconfig})
+		}
+	}
+	res, err := r.runAll(runs, parallel)
+	if err != nil {
+		return err
+	}
+	rep := &report{res: res, seeds: seeds, models: models, model: model}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Job-level partition policies in simulation\n\n")
-	fmt.Fprintf(&b, "Generated by `go run ./bench/partition -o %s` (seed %d) on %s.\n", out, seed, time.Now().UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "Reproduce one table with `mmkctl sim jobs --workload W --gpus N --policy %s`.\n\n", strings.Join(jobsim.Policies(), ","))
-	b.WriteString(method)
-	fmt.Fprintf(&b, "Ground truth fit: mean relative error %.1f %% on the measured co-located runs.\n\n", 100*models.TruthError)
-	for _, r := range runs {
-		start := time.Now()
-		jobs, err := trace.LoadWorkload(r.workload, traces, seed, model.Profiles[len(model.Profiles)-1].MemoryMiB)
+	fmt.Fprintf(&b, "Generated by `make results-partition` (`go run ./bench/partition -o %s`) on %s: seeds 1-%d, every number a mean over the seeds unless it says otherwise.\n", out, time.Now().UTC().Format("2006-01-02"), seeds)
+	fmt.Fprintf(&b, "Reproduce one run with `mmkctl sim jobs --workload W --gpus N --load L --seed S --policy P`.\n\n")
+	rep.method(&b)
+	rep.acceptance(&b)
+	for _, w := range workloads {
+		svg, err := rep.plot(filepath.Dir(out), w)
 		if err != nil {
 			return err
 		}
-		e := jobsim.Experiment{Workload: r.workload, Jobs: jobs, Model: model, GPUs: r.gpus, Policies: jobsim.Policies(), Models: models,
-			Progress: func(p string, done, total int) {
-				fmt.Fprintf(os.Stderr, "\r%s %s: %d/%d   ", r.workload, p, done, total)
-			}}
-		res, err := e.Run()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "\r%s done in %s\n", r.workload, time.Since(start).Round(time.Second))
-		svg := fmt.Sprintf("partition-%s.svg", strings.ReplaceAll(r.workload, ":", "-"))
-		var plot bytes.Buffer
-		if err := jobsim.WriteJCTCDF(&plot, fmt.Sprintf("%s on %d x %s: CDF of JCT / JCT alone", r.workload, r.gpus, model.Key), res); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(filepath.Join(filepath.Dir(out), svg), plot.Bytes()); err != nil {
-			return err
-		}
-		table(&b, r, len(jobs), model.Key, res, svg)
+		rep.mainTable(&b, w, svg)
 	}
-	why(&b, models.Truth)
+	rep.ablation(&b)
+	rep.sweep(&b)
+	rep.costs(&b)
+	if openb {
+		rep.openb(&b)
+	}
+	rep.why(&b)
 	return atomicfile.Write(out, b.Bytes())
 }
 
-// why writes what keeps MMK from the paper's margins here, with the
-// ground-truth figures behind it.
-func why(b *bytes.Buffer, truth *jobsim.SpeedModel) {
-	half, n, full, online := 0.0, 0, 0, 0
-	for _, t := range trace.JobTypes() {
-		half += truth.Alone(t.Name, 50)
-		n++
-		if !t.Online {
-			continue
-		}
-		online++
-		demand := partitioner.Demand(func(p int) float64 { return truth.Alone(t.Name, float64(p)) })
-		if demand >= 90 {
-			full++
+// seedsOf lists the runs of one setting over the seeds.
+func (p *report) seedsOf(w workload, load float64, policy string, mig time.Duration) []*jobsim.Result {
+	var out []*jobsim.Result
+	for s := 1; s <= p.seeds; s++ {
+		if r, ok := p.res[run{workload: w.name, gpus: w.gpus, load: load, seed: uint64(s), policy: policy, mig: mig}]; ok && r != nil {
+			out = append(out, r)
 		}
 	}
-	fmt.Fprintf(b, `## Why MMK falls short of the paper here
-
-- **The measured jobs scale with SMs almost to 100 %%.** Alone at 50 %% of the
-  GPU, the %d job types run at %.2f of their full speed on average (ground truth).
-  Space sharing has little idle capacity to hand out.
-- **Online jobs fill their instance.** MPSConfig gives a job the smallest
-  percentage reaching 95 %% of its speed at 100 %%. For %d of the %d online types
-  that is 90 or 100 %%, which leaves an instance with an online job at most
-  10 %% for co-runners.
-- **MMK keeps MIG still under online jobs.** The layout chosen when a GPU last
-  ran no online job stays while online jobs keep arriving. Under load
-  (testbed) MIGER-like re-partitions at every event into more instances and
-  runs more jobs per GPU (see "jobs / GPU"); queueing dominates JCT there.
-- **Co-located online jobs slow down.** Under light load (large, openb) MMK
-  packs offline jobs next to online ones with their percentages kept, and the
-  ground truth's interference slows the online job ("online JCT / alone"),
-  which the modelled kernel-scheduler effect does not offset.
-- **The kernel scheduler's effect is small in this model.** The kernel-level
-  simulator's MPS model has no memory-bandwidth contention, so prioritising
-  online kernels brings online jobs no speed-up there
-  (`+"`sim/jobsim/data/kernel-effects.json`"+`), while offline jobs keep 36-100 %% of
-  their throughput.
-`, n, half/float64(n), full, online)
+	return out
 }
 
-func table(b *bytes.Buffer, r run, n int, gpu string, res []*jobsim.Result, svg string) {
-	by := map[string]*jobsim.Result{}
-	for _, x := range res {
-		by[x.Policy] = x
-	}
-	d := by[jobsim.JobDefault]
-	fmt.Fprintf(b, "## %s: %d jobs on %d x %s\n\n", r.workload, n, r.gpus, gpu)
-	b.WriteString("| policy | avg JCT (s) | makespan (s) | STP | JCT / default | makespan / default | STP / default | online JCT / alone | MIG changes | restarts | predictor error | jobs / GPU | layout held longest |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, x := range res {
-		layout := "-"
-		if x.MainLayout != "" {
-			layout = fmt.Sprintf("%s (%.0f %%)", x.MainLayout, 100*x.MainLayoutShare)
+func (p *report) plot(dir string, w workload) (string, error) {
+	var res []*jobsim.Result
+	for _, pol := range jobsim.Policies() {
+		if rs := p.seedsOf(w, 1, pol, jobsim.DefaultMIGReconfig); len(rs) > 0 {
+			res = append(res, rs[0])
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2fx | %d | %d | %.1f %% | %.1f | %s |\n", x.Policy, x.AvgJCTS, x.Makespan, x.STP,
-			x.AvgJCTS/d.AvgJCTS, x.Makespan/d.Makespan, x.STP/d.STP, x.OnlineSlowdown, x.Reconfigs, x.Restarts, 100*x.PredictionError, x.JobsPerGPU, layout)
 	}
-	m, g := by[jobsim.JobMMK], by[jobsim.JobMIGER]
-	pct := func(a, b float64) string { return fmt.Sprintf("%+.0f %%", 100*(a/b-1)) }
-	fmt.Fprintf(b, "\nMMK against MIGER-like: JCT %s, makespan %s, throughput %s. Paper: %s.\n", pct(m.AvgJCTS, g.AvgJCTS), pct(m.Makespan, g.Makespan), pct(m.STP, g.STP), r.paper)
-	fmt.Fprintf(b, "Jobs running per GPU: MMK %.1f, MIGER-like %.1f.\n\n", m.JobsPerGPU, g.JobsPerGPU)
-	fmt.Fprintf(b, "![JCT CDF](%s)\n\n", svg)
+	svg := fmt.Sprintf("partition-%s.svg", strings.ReplaceAll(w.name, ":", "-"))
+	var plot bytes.Buffer
+	if err := jobsim.WriteJCTCDF(&plot, fmt.Sprintf("%s on %d x %s, load 1, seed 1: CDF of JCT / JCT alone", w.name, w.gpus, p.model.Key), res); err != nil {
+		return "", err
+	}
+	return svg, atomicfile.Write(filepath.Join(dir, svg), plot.Bytes())
 }
-
-const method = `## Method
-
-- **Simulator:** ` + "`jobsim.Simulate`" + `, event driven. MIG policies call the real
-  ` + "`partitioner.Decide`" + ` (Algorithm 1) at every arrival and completion.
-- **Ground truth:** ` + "`jobsim.SpeedModel`" + `, built from the 620 measured H200 samples.
-  - Alone, the measured speed curve at 10..100 %.
-  - Next to co-runners, divided by 1 + a·(their DRAM use), with a fitted per job.
-  - A MIG slice counts as its SM fraction of the GPU.
-- **Predictor:** the policies decide with the random forest trained on the same samples.
-  It is a different model from the ground truth; its error on the placements made is in the last column.
-- **Baselines** (described in ` + "`trace/jobsim.go`" + `):
-  - default: time slicing, FCFS with backfilling by memory.
-  - mps: MPS without limits.
-  - miso: MIG only, one job per instance, layout from predicted speeds, FCFS.
-  - miger: MIG + MPS, re-tuned at every event, online jobs included.
-  - mmk: Algorithm 1 plus the kernel scheduler's effect, from ` + "`sim/jobsim/data/kernel-effects.json`" + `.
-  - mmk-alg1: Algorithm 1 alone.
-- **Costs:**
-  - A start or restart costs the job's measured start-up time (7-14 s, ` + "`docs/results/job-footprint-h200.jsonl`" + `).
-  - A MIG change costs 5 s. This is assumed, not measured: MIG may not be changed on the lent GPU.
-- **MPS packing:** miger and mmk put at most 3 jobs in one instance.
-  The profiles hold at most 3 jobs together, and the predictor knows nothing beyond that.
-- **Metrics:**
-  - STP is the sum over jobs of time alone / JCT.
-  - JCT includes queueing.
-
-`

@@ -77,7 +77,7 @@ func TestSimJobs(t *testing.T) {
 	if len(got.Results) != 2 || got.Results[1]["policy"] != "mmk" || got.Results[1]["workload"] != "testbed" {
 		t.Fatalf("results: %s", out)
 	}
-	for _, key := range []string{"avg_jct_s", "makespan_s", "stp", "reconfigs"} {
+	for _, key := range []string{"avg_jct_s", "makespan_s", "stp", "reconfigs", "slo_attainment"} {
 		if v, ok := got.Results[1][key].(float64); !ok || (key != "reconfigs" && v <= 0) {
 			t.Errorf("result %q = %v", key, got.Results[1][key])
 		}
@@ -90,7 +90,10 @@ func TestSimJobs(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--policy", "fair"}, `flag --policy: "fair"`},
+		{[]string{"--policy", "fair"}, `flag --policy: policy "fair"`},
+		{[]string{"--policy", "mmk+turbo"}, `option "turbo"`},
+		{[]string{"--load", "0"}, "flag --load: 0"},
+		{[]string{"--slo-factor", "-2"}, "flag --slo-factor: -2"},
 		{[]string{"--gpus", "0"}, "flag --gpus: 0"},
 		{[]string{"--gpu-model", "V100"}, "flag --gpu-model"},
 		{[]string{"--workload", "openb:x"}, "flag --workload"},

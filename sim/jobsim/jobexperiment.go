@@ -14,14 +14,19 @@ import (
 
 // Experiment runs several job-level policies on one job trace.
 type Experiment struct {
-	Workload    string
-	Jobs        []trace.SimJob
-	Model       *partitioner.Model
-	GPUs        int
-	Policies    []string
-	Models      *Models
+	Workload string
+	Jobs     []trace.SimJob
+	Model    *partitioner.Model
+	GPUs     int
+	Policies []string
+	Models   *Models
+	// MIGReconfig is the MIG change time (0: DefaultMIGReconfig); the
+	// checkpoint costs are the Models' table.
 	MIGReconfig time.Duration
 	MaxShare    int
+	SLOFactor   float64
+	// Seed draws the online jobs' requests.
+	Seed uint64
 	// Progress, when set, is called with each policy's finished jobs.
 	Progress func(policy string, done, total int)
 }
@@ -36,7 +41,8 @@ func (e Experiment) Run() ([]*Result, error) {
 		cfg := Config{
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
 			Truth: e.Models.Truth, Est: est, Effects: e.Models.Effects,
-			MIGReconfig: e.MIGReconfig, MaxShare: e.MaxShare,
+			Costs:    Costs{MIGReconfig: e.MIGReconfig, Checkpoint: e.Models.Restart.Types},
+			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, Seed: e.Seed,
 		}
 		if e.Progress != nil {
 			cfg.Progress = func(done, total int) { e.Progress(p, done, total) }

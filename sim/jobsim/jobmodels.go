@@ -15,14 +15,17 @@ type Models struct {
 	Truth   *SpeedModel
 	Est     partitioner.Estimator
 	Effects []KernelEffect
-	// TruthError is the ground truth's mean relative error on the
-	// measured co-located runs.
-	TruthError float64
+	// Fit is how well the ground truth reproduces the measured
+	// co-located runs.
+	Fit Fit
+	// Restart is the table of measured checkpoint costs.
+	Restart RestartCosts
 }
 
 // BuiltinModels builds the job models from the built-in H200 dataset:
-// the ground truth from its measurements, and a random forest (mmk's
-// default, 100 trees) trained on all of it with the given seed.
+// the ground truth from its measurements, a random forest (mmk's
+// default, 100 trees) trained on all of it with the given seed, the
+// kernel effects and the checkpoint costs.
 func BuiltinModels(seed uint64) (*Models, error) {
 	_, samples, err := data.Samples()
 	if err != nil {
@@ -40,8 +43,9 @@ func BuiltinModels(seed uint64) (*Models, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Models{
-		Truth: truth, Est: est,
-		Effects: effects, TruthError: truth.FitError(samples),
-	}, nil
+	restart, err := BuiltinRestartCosts()
+	if err != nil {
+		return nil, err
+	}
+	return &Models{Truth: truth, Est: est, Effects: effects, Fit: truth.Fit(), Restart: restart}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/mmkgpu/mmk/predictor"
 )
@@ -16,11 +18,24 @@ import (
 //   - alone, a job's relative speed at p % of the whole GPU is the
 //     measured one, linear between the measured percentages (10, 20, ...
 //     100) and proportional to p below the smallest;
-//   - next to co-runners it is divided by 1 + a·x, where x is the sum of
-//     the co-runners' DRAM-bandwidth use alone at their shares (fraction
-//     of peak) and a is fitted per job type by least squares to the
-//     measured co-located runs (the interference the SM partitioning of
-//     MPS does not remove is the memory system's).
+//   - next to co-runners whose shares sum to S above what the instance
+//     has (C, 100 for a whole GPU), each job runs as at p·(C/S)^β: MPS
+//     caps a client's share but does not reserve it, so oversubscribed
+//     clients split the SMs. β is fitted so that the measured runs with
+//     shares summing above 100 % are predicted without bias (the model
+//     before this term over-predicted them by 10.9 %);
+//   - a co-runner counts with the fraction of time it is busy (a service
+//     between requests takes no SMs), and co-runners at a lower MPS
+//     client priority (offline jobs at 1, online at 0) do not take SMs
+//     from a job above them, while those above take theirs first: the
+//     measured H100 runs kept an online job near its alone latency next
+//     to a trainer at priority 1 (GPU-FACTS.md);
+//   - the result is divided by 1 + a·x, where x is the sum of the
+//     co-runners' DRAM-bandwidth use alone at their shares (fraction of
+//     peak, times their busy fraction) and a is fitted per job type by
+//     least squares to the measured co-located runs (the interference
+//     that neither MPS shares nor priority remove is the memory
+//     system's).
 //
 // Speeds are relative to the job alone on the whole GPU at 100 %: a
 // throughput ratio for offline jobs, the inverse latency ratio for online
@@ -30,16 +45,41 @@ type SpeedModel struct {
 	alone        map[string][]float64 // at 10, 20, ... 100 %
 	dram         map[string][]float64 // DRAM use alone, fraction of peak
 	gpuBusy      map[string]float64   // NVML utilisation alone at 100 %, fraction
-	smBusy       map[string]float64   // SM utilisation alone at 100 %, fraction
+	latencyMs    map[string]float64   // online types: iteration time alone at 100 %
 	interference map[string]float64
+	// beta is the oversubscription exponent.
+	beta float64
+	fit  Fit
+}
+
+// Fit is how well the ground truth reproduces the measured co-located
+// runs.
+type Fit struct {
+	// MeanError is the mean relative error over all co-located runs.
+	MeanError float64 `json:"mean_error"`
+	// OverBias is the mean signed relative error (prediction above the
+	// measurement positive) over the runs whose shares sum above 100 %,
+	// Over of them.
+	OverBias float64 `json:"over_bias"`
+	Over     int     `json:"over"`
+	// Beta is the fitted oversubscription exponent.
+	Beta float64 `json:"beta"`
 }
 
 const steps = 10 // measured percentages: 10, 20, ... 100
 
+// coRun is a co-located sample with its co-runners' shares.
+type coRun struct {
+	s   predictor.Sample
+	rel float64 // measured speed relative to alone at 100 %
+	co  []CoShare
+	sum float64 // shares summed, the job's own included
+}
+
 // NewSpeedModel builds the ground truth from samples that hold every
 // job's alone runs at 10, 20, ... 100 %.
 func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
-	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, gpuBusy: map[string]float64{}, smBusy: map[string]float64{}, interference: map[string]float64{}}
+	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
 	base := predictor.Bases(samples)
 	rel := func(s predictor.Sample) float64 {
 		r := s.Target() / math.Exp(base[s.Job])
@@ -63,7 +103,10 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 		m.alone[s.Job][k] = rel(s)
 		m.dram[s.Job][k] = s.RunUtil.DRAM / 100
 		if s.MPSPercent == 100 {
-			m.gpuBusy[s.Job], m.smBusy[s.Job] = s.RunUtil.GPU/100, s.RunUtil.SM/100
+			m.gpuBusy[s.Job] = s.RunUtil.GPU / 100
+			if s.Kind == predictor.Online {
+				m.latencyMs[s.Job] = s.IterMs
+			}
 		}
 	}
 	for job, c := range m.alone {
@@ -71,8 +114,7 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 			return nil, fmt.Errorf("speed model: %s lacks an alone run at some of 10, 20, ... 100 %%", job)
 		}
 	}
-	// a = sum(x·y) / sum(x²) with y = alone/measured - 1.
-	sxy, sxx := map[string]float64{}, map[string]float64{}
+	var runs []coRun
 	for _, s := range samples {
 		if s.CoRunners == 0 {
 			continue
@@ -80,21 +122,110 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 		if _, ok := m.alone[s.Job]; !ok {
 			return nil, fmt.Errorf("speed model: %s ran co-located but never alone", s.Job)
 		}
-		x := s.CoUtil.DRAM / 100
-		y := m.Alone(s.Job, float64(s.MPSPercent))/rel(s) - 1
-		sxy[s.Job] += x * y
-		sxx[s.Job] += x * x
+		co, err := coRunners(s)
+		if err != nil {
+			return nil, fmt.Errorf("speed model: %w", err)
+		}
+		for _, c := range co {
+			if _, ok := m.alone[c.Job]; !ok {
+				return nil, fmt.Errorf("speed model: run %s: co-runner %s never ran alone", s.Run, c.Job)
+			}
+		}
+		r := coRun{s: s, rel: rel(s), co: co, sum: float64(s.MPSPercent)}
+		for _, c := range co {
+			r.sum += c.Pct
+		}
+		runs = append(runs, r)
 	}
-	for job := range m.alone {
-		if sxx[job] > 0 {
-			m.interference[job] = max(0, sxy[job]/sxx[job])
+	// β on a grid: the one whose refitted model is least biased on the
+	// oversubscribed runs.
+	bestBias := math.Inf(1)
+	var best *SpeedModel
+	for b := 0; b <= 20; b++ {
+		cand := *m
+		cand.beta = float64(b) / 20
+		cand.interference = cand.fitInterference(runs)
+		f := cand.evaluate(runs)
+		if math.Abs(f.OverBias) < bestBias {
+			bestBias, best = math.Abs(f.OverBias), &cand
+			best.fit = f
 		}
 	}
-	return m, nil
+	return best, nil
 }
+
+// coRunners parses a co-located sample's run key ("a@40+b@60") into its
+// co-runners: every member but the sample's own job at its share.
+func coRunners(s predictor.Sample) ([]CoShare, error) {
+	var co []CoShare
+	self := false
+	for _, m := range strings.Split(s.Run, "+") {
+		job, pct, ok := strings.Cut(m, "@")
+		p, err := strconv.Atoi(pct)
+		if !ok || err != nil || p < steps || p > 100 {
+			return nil, fmt.Errorf("run %q: member %q is not job@percent", s.Run, m)
+		}
+		if !self && job == s.Job && p == s.MPSPercent {
+			self = true
+			continue
+		}
+		co = append(co, CoShare{Job: job, Pct: float64(p)})
+	}
+	if !self || len(co) != s.CoRunners {
+		return nil, fmt.Errorf("run %q: does not hold %s@%d and %d co-runners", s.Run, s.Job, s.MPSPercent, s.CoRunners)
+	}
+	return co, nil
+}
+
+// fitInterference fits a per job type: a = sum(x·y) / sum(x²) with y =
+// predicted-without-interference / measured - 1.
+func (m *SpeedModel) fitInterference(runs []coRun) map[string]float64 {
+	sxy, sxx := map[string]float64{}, map[string]float64{}
+	for _, r := range runs {
+		x := r.s.CoUtil.DRAM / 100
+		y := m.Alone(r.s.Job, m.effective(float64(r.s.MPSPercent), 100, 0, r.co))/r.rel - 1
+		sxy[r.s.Job] += x * y
+		sxx[r.s.Job] += x * x
+	}
+	out := map[string]float64{}
+	for job := range m.alone {
+		if sxx[job] > 0 {
+			out[job] = max(0, sxy[job]/sxx[job])
+		}
+	}
+	return out
+}
+
+// evaluate is the model's fit on the co-located runs.
+func (m *SpeedModel) evaluate(runs []coRun) Fit {
+	f := Fit{Beta: m.beta}
+	for _, r := range runs {
+		got := m.Alone(r.s.Job, m.effective(float64(r.s.MPSPercent), 100, 0, r.co)) / (1 + m.interference[r.s.Job]*r.s.CoUtil.DRAM/100)
+		e := (got - r.rel) / r.rel
+		f.MeanError += math.Abs(e)
+		if r.sum > 100 {
+			f.OverBias += e
+			f.Over++
+		}
+	}
+	if len(runs) > 0 {
+		f.MeanError /= float64(len(runs))
+	}
+	if f.Over > 0 {
+		f.OverBias /= float64(f.Over)
+	}
+	return f
+}
+
+// Fit reports how well the model reproduces the measured co-located runs.
+func (m *SpeedModel) Fit() Fit { return m.fit }
 
 // Has reports whether the model knows a job type.
 func (m *SpeedModel) Has(job string) bool { _, ok := m.alone[job]; return ok }
+
+// LatencyMs is an online job type's latency alone on the whole GPU at
+// 100 % (one batch of the measured size), 0 for offline types.
+func (m *SpeedModel) LatencyMs(job string) float64 { return m.latencyMs[job] }
 
 // Alone is the job's speed alone at pct % of the whole GPU.
 func (m *SpeedModel) Alone(job string, pct float64) float64 {
@@ -119,41 +250,47 @@ func (m *SpeedModel) dramAt(job string, pct float64) float64 {
 	return m.dram[job][k]
 }
 
-// CoShare is a co-runner at a share of the whole GPU.
+// CoShare is a co-runner in the same instance at a share of the whole GPU.
 type CoShare struct {
 	Job string
 	Pct float64
+	// Idle is the fraction of time the co-runner runs no kernels: 0 for a
+	// batch job, 1 - utilisation for a service between requests.
+	Idle float64
+	// Prio is its MPS client priority: 0 normal, 1 below normal.
+	Prio int
 }
 
-// Shared is the job's speed at pct % of the whole GPU next to co-runners
-// of the same instance.
-func (m *SpeedModel) Shared(job string, pct float64, co []CoShare) float64 {
+// busy is the fraction of time a co-runner takes its share.
+func (c CoShare) busy() float64 { return 1 - min(1, max(0, c.Idle)) }
+
+// effective is the share of the whole GPU a job at pct and priority prio
+// gets in an instance of capacity % of the whole GPU next to co.
+func (m *SpeedModel) effective(pct, capacity float64, prio int, co []CoShare) float64 {
+	above, same := 0.0, pct
+	for _, c := range co {
+		switch {
+		case c.Prio < prio:
+			above += c.Pct * c.busy()
+		case c.Prio == prio:
+			same += c.Pct * c.busy()
+		}
+	}
+	avail := max(0, capacity-above)
+	eff := min(pct, avail)
+	if same > avail && same > 0 {
+		eff *= math.Pow(avail/same, m.beta)
+	}
+	return eff
+}
+
+// Shared is the job's speed at pct % of the whole GPU and MPS client
+// priority prio, in an instance of capacity % of the whole GPU (its SMs
+// over the GPU's, times 100), next to co-runners of the same instance.
+func (m *SpeedModel) Shared(job string, pct, capacity float64, prio int, co []CoShare) float64 {
 	x := 0.0
 	for _, c := range co {
-		x += m.dramAt(c.Job, c.Pct)
+		x += m.dramAt(c.Job, c.Pct) * c.busy()
 	}
-	return m.Alone(job, pct) / (1 + m.interference[job]*x)
-}
-
-// FitError is the mean relative error of Shared against the measured
-// co-located samples: how faithful the ground truth is.
-func (m *SpeedModel) FitError(samples []predictor.Sample) float64 {
-	base := predictor.Bases(samples)
-	sum, n := 0.0, 0
-	for _, s := range samples {
-		if s.CoRunners == 0 || !m.Has(s.Job) {
-			continue
-		}
-		r := s.Target() / math.Exp(base[s.Job])
-		if s.Kind == predictor.Online {
-			r = 1 / r
-		}
-		got := m.Alone(s.Job, float64(s.MPSPercent)) / (1 + m.interference[s.Job]*s.CoUtil.DRAM/100)
-		sum += math.Abs(got-r) / r
-		n++
-	}
-	if n == 0 {
-		return 0
-	}
-	return sum / float64(n)
+	return m.Alone(job, m.effective(pct, capacity, prio, co)) / (1 + m.interference[job]*x)
 }

@@ -1,0 +1,185 @@
+package jobsim
+
+import (
+	"math"
+	"slices"
+
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/sim"
+	"github.com/mmkgpu/mmk/trace"
+)
+
+// maxMPSClients is the most clients one MPS server takes (Volta and later).
+const maxMPSClients = 48
+
+// decideShared places waiting jobs under default sharing or plain MPS:
+// first come, first served, backfilling: each waiting job goes to the GPU
+// with the most free memory that holds it.
+func (s *jobSim) decideShared() {
+	var still []*simJob
+	for _, j := range s.pending {
+		best, bestFree := -1, int64(-1)
+		for g, js := range s.shared {
+			free := s.cfg.Model.MemoryMiB
+			for _, o := range js {
+				free -= o.MemoryMiB
+			}
+			if free >= j.MemoryMiB && free > bestFree && (s.pol.kind != kindMPS || len(js) < maxMPSClients) {
+				best, bestFree = g, free
+			}
+		}
+		if best < 0 {
+			still = append(still, j)
+			continue
+		}
+		j.gpu, j.paused, j.ran, j.started = best, s.now+j.startup, true, s.now
+		s.shared[best] = append(s.shared[best], j)
+	}
+	s.pending = still
+}
+
+// idle is the share of time a running job leaves the GPU to others: a
+// starting job computes nothing yet, a service between requests is idle
+// unless its queue is backed up.
+func (s *jobSim) idle(j *simJob) float64 {
+	if !s.up(j) {
+		return 1
+	}
+	if j.svc == nil || j.svc.backlog > 0 {
+		return 0
+	}
+	if j.speed <= 0 {
+		return 0
+	}
+	return 1 - min(1, j.svc.load/j.speed)
+}
+
+// speeds sets every running job's true speed and records the services'
+// rates.
+func (s *jobSim) speeds() {
+	if s.shared != nil {
+		s.sharedSpeeds()
+	} else {
+		s.partitionedSpeeds()
+	}
+	for _, j := range s.jobs {
+		if j.svc == nil || j.done || j.gpu < 0 {
+			continue
+		}
+		j.svc.setRate(s.now, j.paused, j.speed, j.shared)
+	}
+}
+
+func (s *jobSim) sharedSpeeds() {
+	truth := s.cfg.Truth
+	gpu := sim.DefaultGPU()
+	capacity := 100.0
+	if s.pol.mig {
+		full := s.cfg.Model.Profiles[len(s.cfg.Model.Profiles)-1]
+		capacity = 100 * float64(full.SMs) / float64(s.cfg.Model.SMs)
+	}
+	for _, js := range s.shared {
+		busy := 0.0
+		for _, j := range js {
+			busy += truth.gpuBusy[j.Type] * (1 - s.idle(j))
+		}
+		share := 1 / max(1, busy)
+		for _, j := range js {
+			j.shared = slices.ContainsFunc(js, func(o *simJob) bool { return !o.Online && s.up(o) })
+			if s.pol.kind == kindDefault {
+				// Time slicing: each context gets its turn; a switch
+				// costs what the calibrated kernel-level GPU says.
+				j.speed = truth.Alone(j.Type, 100) * share
+				if len(js) > 1 {
+					j.speed *= gpu.Slice.Seconds() / (gpu.Slice + gpu.Switch).Seconds()
+				}
+				continue
+			}
+			// MPS without limits: every client at 100 % of the GPU, at
+			// one priority, as the ground truth has it for
+			// oversubscribed shares.
+			var co []CoShare
+			for _, o := range js {
+				if o != j {
+					co = append(co, CoShare{Job: o.Type, Pct: capacity, Idle: s.idle(o)})
+				}
+			}
+			j.speed = truth.Shared(j.Type, capacity, capacity, 0, co)
+		}
+	}
+}
+
+func (s *jobSim) partitionedSpeeds() {
+	truth := s.cfg.Truth
+	gpuSMs := s.cfg.Model.SMs
+	prio := func(p partitioner.Placed) int {
+		if s.pol.priority() && !p.Job.Online {
+			return 1
+		}
+		return 0
+	}
+	for g, p := range s.plans {
+		mps := s.miso != nil && s.miso.inPhase(g)
+		for i, in := range p.Layout.Instances {
+			var here []partitioner.Placed
+			for _, pl := range p.Jobs {
+				if pl.Instance == i {
+					here = append(here, pl)
+				}
+			}
+			frac := float64(in.Profile.SMs) / float64(gpuSMs)
+			for _, pl := range here {
+				j := s.byID[pl.Job.ID]
+				j.shared = slices.ContainsFunc(here, func(o partitioner.Placed) bool { return !o.Job.Online && s.up(s.byID[o.Job.ID]) })
+				pct := float64(pl.Percent) * frac
+				if s.pol.migOnly() && !mps {
+					pct = 100 * frac // MIG only: no MPS limit
+				}
+				var co []CoShare
+				for _, o := range here {
+					if o.Job.ID != pl.Job.ID {
+						co = append(co, CoShare{Job: o.Job.Type, Pct: float64(o.Percent) * frac, Idle: s.idle(s.byID[o.Job.ID]), Prio: prio(o)})
+					}
+				}
+				j.speed = truth.Shared(j.Type, pct, 100*frac, prio(pl), co)
+				if pl.Speed > 0 && j.speed > 0 {
+					s.predErr = append(s.predErr, math.Abs(pl.Speed-j.speed)/j.speed)
+				}
+				if s.pol.Has(OptKernel) {
+					j.speed = s.kernelEffect(j, pct, here, j.speed)
+				}
+			}
+		}
+	}
+}
+
+// kernelEffect applies the kernel scheduler's measured effect to a job
+// sharing an instance: an online job gains the mean speed-up measured
+// against its offline co-runners (never beyond its speed alone at its
+// share), an offline job keeps the smallest share measured next to its
+// online co-runners.
+func (s *jobSim) kernelEffect(j *simJob, pct float64, here []partitioner.Placed, speed float64) float64 {
+	jt, _ := trace.LookupJobType(j.Type)
+	gain, n, kept := 0.0, 0, 1.0
+	for _, o := range here {
+		if o.Job.Online == j.Online {
+			continue
+		}
+		ot, _ := trace.LookupJobType(o.Job.Type)
+		if j.Online {
+			if e, ok := s.effect[[2]string{jt.Trace, ot.Trace}]; ok {
+				gain += e.OnlineSpeedup
+				n++
+			}
+		} else if e, ok := s.effect[[2]string{ot.Trace, jt.Trace}]; ok {
+			kept = min(kept, e.OfflineKept)
+		}
+	}
+	if j.Online {
+		if n == 0 {
+			return speed
+		}
+		return min(s.cfg.Truth.Alone(j.Type, pct), speed*gain/float64(n))
+	}
+	return speed * kept
+}
