@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/predictor"
 	"github.com/mmkgpu/mmk/sim/jobsim"
 	"github.com/mmkgpu/mmk/trace"
 )
@@ -26,6 +29,11 @@ type simJobsFlags struct {
 	migReconfig time.Duration
 	maxShare    int
 	sloFactor   float64
+	// placementsOut, placementsTop and placementsPercents: the groups
+	// Algorithm 1 placed together, as the profiling campaign's runs.
+	placementsOut      string
+	placementsTop      int
+	placementsPercents string
 }
 
 func newSimJobsCommand(a *app) *cobra.Command {
@@ -65,6 +73,9 @@ the model.`,
 	fl.DurationVar(&f.migReconfig, "mig-reconfig", jobsim.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
 	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (Algorithm 1's policies)")
 	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "services' latency target as a multiple of their latency alone")
+	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
+	fl.IntVar(&f.placementsTop, "placements-top", 40, "most groups --placements-out writes (0: all)")
+	fl.StringVar(&f.placementsPercents, "placements-percents", "10,20,30,50,70,100", "the campaign's alone percentages, which the groups' shares are rounded to")
 	return cmd
 }
 
@@ -117,9 +128,33 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 			}
 		},
 	}
+	var placements *predictor.Placements
+	if f.placementsOut != "" {
+		var pcts []int
+		for _, v := range splitList(f.placementsPercents) {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("flag --placements-percents: %q is not a percentage 1..100", v)
+			}
+			pcts = append(pcts, n)
+		}
+		if len(pcts) == 0 {
+			return fmt.Errorf("flag --placements-percents: no percentage")
+		}
+		if f.placementsTop < 0 {
+			return fmt.Errorf("flag --placements-top: %d is negative", f.placementsTop)
+		}
+		placements = predictor.NewPlacements(pcts)
+		e.OnPlan = func(_ string, plan *partitioner.Plan) { placements.Add(plan) }
+	}
 	results, err := e.Run()
 	if err != nil {
 		return err
+	}
+	if placements != nil {
+		if err := writePlacements(f.placementsOut, placements, f.placementsTop, f); err != nil {
+			return fmt.Errorf("flag --placements-out: %w", err)
+		}
 	}
 	if f.plot != "" {
 		out, err := os.Create(f.plot)
@@ -146,4 +181,18 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 			fmt.Sprint(r.Unfinished)})
 	}
 	return p.Table("", []string{"POLICY", "WORKLOAD", "AVG_JCT_S", "MAKESPAN_S", "STP", "SLO", "P99/TARGET", "RECONFIGS", "RESTARTS", "UNFINISHED"}, rows)
+}
+
+// writePlacements writes the most frequent groups as run keys, one per
+// line, each after a comment with how often it was placed.
+func writePlacements(path string, p *predictor.Placements, top int, f *simJobsFlags) error {
+	runs, counts := p.Top(top)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# groups Algorithm 1 placed together: mmkctl sim jobs --workload %s --gpus %d --gpu-model %s --policy %s --seed %d --load %g\n",
+		f.workload, f.gpus, f.gpuModel, f.policies, f.seed, f.load)
+	fmt.Fprintf(&b, "# as whole-GPU runs at the alone percentages %s, at mmkd's client priorities; most frequent first\n", f.placementsPercents)
+	for i, r := range runs {
+		fmt.Fprintf(&b, "# placed %d times\n%s\n", counts[i], r.Key())
+	}
+	return atomicfile.Write(path, []byte(b.String()))
 }

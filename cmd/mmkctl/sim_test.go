@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,9 +65,24 @@ func TestSimKernelsErrors(t *testing.T) {
 
 func TestSimJobs(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "cdf.svg")
-	out, err := mmkctl(t, "sim", "jobs", "--workload", "testbed", "--gpus", "2", "--policy", "default,mmk", "-o", "json", "--plot", svg)
+	placed := filepath.Join(t.TempDir(), "placements.txt")
+	out, err := mmkctl(t, "sim", "jobs", "--workload", "testbed", "--gpus", "2", "--policy", "default,mmk", "-o", "json", "--plot", svg,
+		"--placements-out", placed, "--placements-top", "5")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The groups mmk placed together: run keys the campaign reads, the
+	// most frequent first, each at a campaign percentage.
+	runs, err := readRunKeys(placed)
+	if err != nil || len(runs) != 5 {
+		t.Fatalf("placements: %v, %v", runs, err)
+	}
+	for _, r := range runs {
+		for _, m := range r {
+			if !slices.Contains([]int{10, 20, 30, 50, 70, 100}, m.Percent) || len(r) < 2 {
+				t.Errorf("placement %s: not a group at a campaign percentage", r.Key())
+			}
+		}
 	}
 	var got struct {
 		Results []map[string]any `json:"results"`
@@ -97,6 +113,7 @@ func TestSimJobs(t *testing.T) {
 		{[]string{"--gpus", "0"}, "flag --gpus: 0"},
 		{[]string{"--gpu-model", "V100"}, "flag --gpu-model"},
 		{[]string{"--workload", "openb:x"}, "flag --workload"},
+		{[]string{"--placements-out", filepath.Join(t.TempDir(), "p"), "--placements-percents", "5,x"}, `flag --placements-percents: "x"`},
 	} {
 		_, err := mmkctl(t, append([]string{"sim", "jobs"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -29,6 +29,8 @@ type Experiment struct {
 	Seed uint64
 	// Progress, when set, is called with each policy's finished jobs.
 	Progress func(policy string, done, total int)
+	// OnPlan, when set, is given each plan of each policy (Config.OnPlan).
+	OnPlan func(policy string, plan *partitioner.Plan)
 }
 
 // Run simulates each policy in turn, in the order given. The policies
@@ -46,6 +48,9 @@ func (e Experiment) Run() ([]*Result, error) {
 		}
 		if e.Progress != nil {
 			cfg.Progress = func(done, total int) { e.Progress(p, done, total) }
+		}
+		if e.OnPlan != nil {
+			cfg.OnPlan = func(plan *partitioner.Plan) { e.OnPlan(p, plan) }
 		}
 		r, err := Simulate(cfg)
 		if err != nil {

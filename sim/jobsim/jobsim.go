@@ -43,6 +43,10 @@ type Config struct {
 	Seed uint64
 	// Progress, when set, is called now and then with finished jobs.
 	Progress func(done, total int)
+	// OnPlan, when set, is given every plan Algorithm 1's policies make:
+	// what they placed together (predictor.Placements turns the groups
+	// into the profiling campaign's runs).
+	OnPlan func(plan *partitioner.Plan)
 }
 
 // Result is a policy's outcome on a job trace.
@@ -487,6 +491,9 @@ func (s *jobSim) decideAlg1() error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.cfg.OnPlan != nil {
+		s.cfg.OnPlan(plan)
 	}
 	for _, ch := range plan.Changes {
 		s.apply(ch.GPU, plan.GPUs[ch.GPU], ch.MIG, ch.Restart, ch.Start)
