@@ -73,26 +73,16 @@ func Evaluate(m *Model, samples []Sample) (*Evaluation, error) {
 	}
 	ev := &Evaluation{}
 	var relSum, normSum float64
-	byCo := map[int]*Errors{}
+	byCo := coSums{}
 	for i, s := range samples {
 		a := per[s.Job]
 		rel := math.Abs(preds[i]-s.Target()) / s.Target()
 		norm := math.Abs(preds[i]-s.Target()) / (a.target / a.n)
 		relSum += rel
 		normSum += norm
-		e := byCo[s.CoRunners]
-		if e == nil {
-			e = &Errors{}
-			byCo[s.CoRunners] = e
-		}
-		e.N++
-		e.RelError += rel
-		e.AbsError += norm
+		byCo.add(s.CoRunners, 1, rel, norm)
 	}
-	for _, co := range slices.Sorted(maps.Keys(byCo)) {
-		e := byCo[co]
-		ev.PerCoRunner = append(ev.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
-	}
+	ev.PerCoRunner = byCo.means()
 	n := float64(len(samples))
 	ev.Overall = Errors{N: len(samples), RelError: relSum / n, AbsError: normSum / n}
 	for _, j := range slices.Sorted(maps.Keys(per)) {
@@ -148,4 +138,30 @@ func Compare(train, test []Sample, cfg ForestConfig) ([]Comparison, error) {
 		out = append(out, Comparison{Model: name, Errors: ev.Overall, PerJob: ev.PerJob, PerCoRunner: ev.PerCoRunner})
 	}
 	return out, nil
+}
+
+// coSums adds up errors by number of co-runners: sums of relative and
+// normalised errors over N samples.
+type coSums map[int]*Errors
+
+// add counts n samples of co co-runners whose errors sum to rel and abs.
+func (c coSums) add(co, n int, rel, abs float64) {
+	e := c[co]
+	if e == nil {
+		e = &Errors{}
+		c[co] = e
+	}
+	e.N += n
+	e.RelError += rel
+	e.AbsError += abs
+}
+
+// means are the mean errors per number of co-runners, fewest first.
+func (c coSums) means() []CoErrors {
+	var out []CoErrors
+	for _, co := range slices.Sorted(maps.Keys(c)) {
+		e := c[co]
+		out = append(out, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N), AbsError: e.AbsError / float64(e.N)}})
+	}
+	return out
 }

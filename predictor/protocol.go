@@ -44,7 +44,7 @@ func Floor(samples []Sample) NoiseFloor {
 	}
 	var f NoiseFloor
 	configs := map[string]bool{}
-	byCo := map[int]*Errors{}
+	byCo := coSums{}
 	var cvSum float64
 	var cvN int
 	for _, g := range groups {
@@ -62,13 +62,7 @@ func Floor(samples []Sample) NoiseFloor {
 			rel := math.Abs(others-s.Target()) / s.Target()
 			f.Samples++
 			f.RelError += rel
-			e := byCo[s.CoRunners]
-			if e == nil {
-				e = &Errors{}
-				byCo[s.CoRunners] = e
-			}
-			e.N++
-			e.RelError += rel
+			byCo.add(s.CoRunners, 1, rel, 0)
 			if s.IterCV > 0 {
 				cvSum += s.IterCV
 				cvN++
@@ -79,10 +73,7 @@ func Floor(samples []Sample) NoiseFloor {
 	if f.Samples > 0 {
 		f.RelError /= float64(f.Samples)
 	}
-	for _, co := range slices.Sorted(maps.Keys(byCo)) {
-		e := byCo[co]
-		f.PerCoRunner = append(f.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: e.N, RelError: e.RelError / float64(e.N)}})
-	}
+	f.PerCoRunner = byCo.means()
 	if cvN > 0 {
 		f.WithinWindow = cvSum / float64(cvN)
 	}
@@ -222,7 +213,7 @@ func RunProtocol(samples []Sample, spec ProtocolSpec) (*ProtocolResult, error) {
 			return nil, fmt.Errorf("protocol: model %q is not one of %s", name, strings.Join(slices.Sorted(maps.Keys(ModelNames)), ", "))
 		}
 		pm := ProtocolModel{Model: name, ConfigsMin: math.Inf(1), ConfigsMax: math.Inf(-1)}
-		byCo := map[int]*Errors{}
+		byCo := coSums{}
 		fit := func(train, test []Sample, seed uint64, fold string) (*Evaluation, error) {
 			if spec.Progress != nil {
 				spec.Progress(name, fold)
@@ -253,19 +244,10 @@ func RunProtocol(samples []Sample, spec ProtocolSpec) (*ProtocolResult, error) {
 			pm.ConfigsMean += e / float64(len(spec.Seeds))
 			pm.ConfigsMin, pm.ConfigsMax = min(pm.ConfigsMin, e), max(pm.ConfigsMax, e)
 			for _, c := range ev.PerCoRunner {
-				a := byCo[c.CoRunners]
-				if a == nil {
-					a = &Errors{}
-					byCo[c.CoRunners] = a
-				}
-				a.N += c.N
-				a.RelError += c.RelError * float64(c.N)
+				byCo.add(c.CoRunners, c.N, c.RelError*float64(c.N), c.AbsError*float64(c.N))
 			}
 		}
-		for _, co := range slices.Sorted(maps.Keys(byCo)) {
-			a := byCo[co]
-			pm.PerCoRunner = append(pm.PerCoRunner, CoErrors{CoRunners: co, Errors: Errors{N: a.N, RelError: a.RelError / float64(a.N)}})
-		}
+		pm.PerCoRunner = byCo.means()
 		if spec.TypeOut {
 			for _, job := range jobs {
 				train, test := LeaveTypeOut(samples, job)
