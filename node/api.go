@@ -32,8 +32,10 @@ func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string
 	}
 	// A claim job runs no process of mmkd's (the kubelet starts the
 	// pod's containers): whom mmkd may run jobs as does not apply.
-	if err := n.mayRunAs(*owner); err != nil && spec.Claim == nil {
-		return jobs.Job{}, false, err
+	if spec.Claim == nil {
+		if err := n.mayRunAs(*owner); err != nil {
+			return jobs.Job{}, false, err
+		}
 	}
 	name, prio, mem, key := spec.Defaults(n.cfg.DefaultMemoryMiB)
 	if n.maxMemoryMiB > 0 && mem > n.maxMemoryMiB {

@@ -80,12 +80,16 @@ type Step struct {
 	Rep int
 }
 
-// ID names a step: the run's key and "#rep" after the first.
-func (s Step) ID() string {
-	if s.Rep == 0 {
-		return s.Run.Key()
+// ID names a step: StepID of its run's key.
+func (s Step) ID() string { return StepID(s.Run.Key(), s.Rep) }
+
+// StepID names repetition rep of the run with this key: the key, and
+// "#rep" after the first.
+func StepID(key string, rep int) string {
+	if rep == 0 {
+		return key
 	}
-	return s.Run.Key() + "#" + strconv.Itoa(s.Rep)
+	return key + "#" + strconv.Itoa(rep)
 }
 
 // Priorities says which MPS client priorities a campaign's co-located

@@ -32,6 +32,9 @@ const (
 	KindPerType = "per-type-forest"
 )
 
+// kinds are the model kinds Train knows.
+var kinds = []string{KindForest, KindBoost, KindPerType, KindLinear, KindTree}
+
 // regressor predicts a log target from a feature row.
 type regressor interface {
 	Predict(x []float64) float64
@@ -168,7 +171,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 		return nil, fmt.Errorf("version: %d is not supported (this build reads %d)", m.Version, ModelVersion)
 	case len(m.Schema.Jobs) == 0 || !slices.IsSorted(m.Schema.Jobs) || len(slices.Compact(slices.Clone(m.Schema.Jobs))) != len(m.Schema.Jobs):
 		return nil, errors.New("schema.jobs: empty, not sorted or with a job twice")
-	case !knownKind(m.Kind):
+	case !slices.Contains(kinds, m.Kind):
 		return nil, fmt.Errorf("kind: %q is not one of %s", m.Kind, strings.Join(kinds, ", "))
 	case (m.Forest != nil) != (m.Kind == KindForest) || (m.Tree != nil) != (m.Kind == KindTree) || (m.Linear != nil) != (m.Kind == KindLinear) ||
 		(m.Boost != nil) != (m.Kind == KindBoost) || (m.PerType != nil) != (m.Kind == KindPerType):

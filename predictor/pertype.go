@@ -1,9 +1,6 @@
 package predictor
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // PerType is one forest per job type: a row goes to the forest of the
 // job type its one-hot columns name. A job type with no rows but its
@@ -72,9 +69,3 @@ func (p *PerType) validate(jobs, features int) error {
 	}
 	return nil
 }
-
-// kinds are the model kinds Train knows, in the order Compare shows them.
-var kinds = []string{KindForest, KindBoost, KindPerType, KindLinear, KindTree}
-
-// knownKind reports whether kind is one of kinds.
-func knownKind(kind string) bool { return slices.Contains(kinds, kind) }

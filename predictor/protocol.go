@@ -207,6 +207,7 @@ func RunProtocol(samples []Sample, spec ProtocolSpec) (*ProtocolResult, error) {
 	}
 	res.Configs = len(configs)
 	jobs := SchemaOf(samples).Jobs
+	bestErr := 0.0
 	for _, name := range spec.Models {
 		mk, ok := ModelNames[name]
 		if !ok {
@@ -266,19 +267,9 @@ func RunProtocol(samples []Sample, spec ProtocolSpec) (*ProtocolResult, error) {
 			}
 		}
 		res.Models = append(res.Models, pm)
-		if res.Best == "" || pm.ConfigsMean < bestOf(res) {
-			res.Best = name
+		if res.Best == "" || pm.ConfigsMean < bestErr {
+			res.Best, bestErr = name, pm.ConfigsMean
 		}
 	}
 	return res, nil
-}
-
-// bestOf is the mean config-split error of res.Best.
-func bestOf(res *ProtocolResult) float64 {
-	for _, m := range res.Models {
-		if m.Model == res.Best {
-			return m.ConfigsMean
-		}
-	}
-	return math.Inf(1)
 }

@@ -153,7 +153,7 @@ wait_pids() {
 # together ROUND PHASE: the six at once as plain processes; under mps-prio
 # in one MPS daemon's clients, offline at client priority 1.
 together() {
-	local r=$1 phase=$2 t0 name kind hint args e
+	local r=$1 phase=$2 t0 name kind hint args e g
 	local pids=()
 	mps_env=()
 	if [ "$phase" = mps-prio ] && [ ${#dry[@]} = 0 ]; then
@@ -167,7 +167,8 @@ together() {
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		e=("${mps_env[@]}")
-		[ -n "$(on_gpu $i)" ] && e+=("$(on_gpu $i)")
+		g=$(on_gpu $i)
+		[ -n "$g" ] && e+=("$g")
 		i=$((i + 1))
 		if [ "$phase" = mps-prio ]; then
 			if [ "$kind" = offline ]; then e+=(CUDA_MPS_CLIENT_PRIORITY=1); else e+=(CUDA_MPS_CLIENT_PRIORITY=0); fi

@@ -152,7 +152,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 		return err
 	}
 	if placements != nil {
-		if err := writePlacements(f.placementsOut, placements, f.placementsTop, f); err != nil {
+		if err := writePlacements(placements, f); err != nil {
 			return fmt.Errorf("flag --placements-out: %w", err)
 		}
 	}
@@ -183,10 +183,11 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	return p.Table("", []string{"POLICY", "WORKLOAD", "AVG_JCT_S", "MAKESPAN_S", "STP", "SLO", "P99/TARGET", "RECONFIGS", "RESTARTS", "UNFINISHED"}, rows)
 }
 
-// writePlacements writes the most frequent groups as run keys, one per
-// line, each after a comment with how often it was placed.
-func writePlacements(path string, p *predictor.Placements, top int, f *simJobsFlags) error {
-	runs, counts := p.Top(top)
+// writePlacements writes the most frequent groups (--placements-top) as
+// run keys to --placements-out, one per line, each after a comment with
+// how often it was placed.
+func writePlacements(p *predictor.Placements, f *simJobsFlags) error {
+	runs, counts := p.Top(f.placementsTop)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# groups Algorithm 1 placed together: mmkctl sim jobs --workload %s --gpus %d --gpu-model %s --policy %s --seed %d --load %g\n",
 		f.workload, f.gpus, f.gpuModel, f.policies, f.seed, f.load)
@@ -194,5 +195,5 @@ func writePlacements(path string, p *predictor.Placements, top int, f *simJobsFl
 	for i, r := range runs {
 		fmt.Fprintf(&b, "# placed %d times\n%s\n", counts[i], r.Key())
 	}
-	return atomicfile.Write(path, []byte(b.String()))
+	return atomicfile.Write(f.placementsOut, []byte(b.String()))
 }

@@ -200,11 +200,9 @@ func readDone(cfg Config) (map[string]bool, map[string]predictor.Util, error) {
 		}
 	}
 	for _, s := range samples {
-		run, err := predictor.ParseRunKey(s.Run)
-		if err != nil {
-			return nil, nil, fmt.Errorf("profile: resume from %s: %w", cfg.Out, err)
-		}
-		done[predictor.Step{Run: run, Rep: s.Rep}.ID()] = true
+		// completeRuns parsed every run's key: they are the keys the
+		// campaign wrote.
+		done[predictor.StepID(s.Run, s.Rep)] = true
 		if s.CoRunners == 0 && s.Rep == 0 {
 			utils[s.Run] = s.RunUtil
 		}
