@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/mps"
@@ -85,9 +86,13 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 	return env, nil
 }
 
+// truncate cuts s to at most n bytes, at the start of a UTF-8 character.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

@@ -136,11 +136,5 @@ func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n - 3
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return truncate(s, n-3) + "..."
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
