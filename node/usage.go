@@ -15,8 +15,8 @@ import (
 const usageKeep = 600
 
 // JobUsage is a running job's use of its GPU device at the last sample:
-// the sum over the job's processes (its process group) that NVML lists on
-// the device.
+// the sum over the job's processes (its cgroup, else its process group)
+// that NVML lists on the device.
 type JobUsage struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -166,8 +166,8 @@ func (n *Node) runUsage(ctx context.Context, r partitioner.UsageReader) {
 }
 
 // sampleUsage reads every device's compute processes and gives each
-// running job the sum of its processes (those of its process group) on
-// its device.
+// running job the sum of its processes (those of its cgroup, else its
+// process group) on its device.
 func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 	devs, err := r.Usage()
 	if err != nil {
@@ -180,10 +180,12 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 		pl       jobs.Placement
 	}
 	byGroup := map[int]run{}
+	byID := map[string]run{}
 	n.mu.RLock()
 	for _, j := range n.order {
 		if j.State == jobs.Running && j.Placement != nil && j.PID > 0 {
-			byGroup[j.PID] = run{id: j.ID, name: j.Spec.Name, started: j.StartedAt, pl: *j.Placement}
+			r := run{id: j.ID, name: j.Spec.Name, started: j.StartedAt, pl: *j.Placement}
+			byGroup[j.PID], byID[j.ID] = r, r
 		}
 	}
 	n.mu.RUnlock()
@@ -192,7 +194,14 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 	for _, d := range devs {
 		byDevice[d.Device] = d
 		for _, p := range d.Processes {
+			// A process belongs to the job whose cgroup holds it (a child
+			// that left the job's process group too), else to the job
+			// whose process group it is in: as the kernel schedulers
+			// identify their tasks (jobOfProcess).
 			j, ok := byGroup[p.PID]
+			if !ok {
+				j, ok = byID[jobs.JobOfProcess(p.PID)]
+			}
 			if !ok {
 				pg, err := jobs.ProcessGroup(p.PID)
 				if err != nil {

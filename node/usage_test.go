@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,4 +118,44 @@ func TestJobUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobUsageCountsItsCgroup: where jobs run in cgroups, a child that
+// left the job's process group (setsid) still counts toward the job's
+// use, as the kernel schedulers count it among the job's processes.
+func TestJobUsageCountsItsCgroup(t *testing.T) {
+	f, b := fakeBackend(t, h200)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) {
+		c.Backend, c.UsageEvery = b, 10*time.Millisecond
+	})
+	child := filepath.Join(t.TempDir(), "child")
+	_, gate := gated(t, "0")
+	spec := sh("trainer", "setsid sh -c 'echo $$ > "+child+"; exec sleep 30' & while [ ! -e "+gate+" ]; do sleep 0.01; done; exit 0", "")
+	j := h.state(h.submit(spec).ID, jobs.Running)
+	defer open(t, gate)
+	var kid int
+	h.until(j.ID, "its child's pid written", func(jobs.Job) bool {
+		b, err := os.ReadFile(child)
+		kid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && kid > 0
+	})
+	defer syscall.Kill(kid, syscall.SIGKILL)
+	if jobs.JobOfProcess(kid) != j.ID {
+		t.Skip("jobs do not run in cgroups here (cgroup v2 not writable)")
+	}
+	if pg, _ := jobs.ProcessGroup(kid); pg == j.PID {
+		t.Fatalf("the child is still in the job's process group %d", pg)
+	}
+	if err := f.AttachProcess(j.Placement.GPU, "", uint32(kid), 900); err != nil {
+		t.Fatal(err)
+	}
+	defer f.DetachProcess(uint32(kid))
+	h.until(j.ID, "its child's memory sampled", func(jobs.Job) bool {
+		for _, x := range h.n.Usage().Jobs {
+			if x.ID == j.ID && x.Processes == 1 && x.UsedMemoryMiB == 900 {
+				return true
+			}
+		}
+		return false
+	})
 }
