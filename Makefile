@@ -46,10 +46,11 @@ hook-fakes:
 tools:
 	$(GO) build -o bin/ ./bench/nvmlprobe ./bench/pareto
 
-## test: go vet and every test with the race detector
+## test: go vet, every test with the race detector, and the API load test without it (it measures mmkd, not the detector)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run TestStreamsDoNotSlowSubmits ./bench/apiload
 
 ## test-kube: the DRA driver's flow against a real kube-apiserver and etcd, built once from their Go modules into KUBE_BIN (about 10 CPU-minutes and 2.3 GB the first time; docs/kubernetes.md)
 KUBE_BIN ?= bin/kube
