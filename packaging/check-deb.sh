@@ -8,7 +8,8 @@
 #   - mmkctl's bash completion loads;
 #   - mmkd starts as the unit starts it (its command line and
 #     /etc/mmk/mmk.yaml), on the fake GPUs in a temporary state directory,
-#     and answers /readyz, /api/v1/gpus and mmkctl;
+#     and answers /readyz, /api/v1/gpus and mmkctl with its token (and
+#     /readyz refuses a caller without it);
 #   - dpkg --purge removes it.
 # With ROOT, dpkg installs into that directory instead of this system
 # (--root, maintainer scripts run with DPKG_ROOT set, touching nothing
@@ -71,10 +72,15 @@ hook=()
 env "${hook[@]}" "$r/usr/bin/mmkd" --config "$r/etc/mmk/mmk.yaml" --backend fake --data-dir "$state" --listen "127.0.0.1:$port" 2>"$state/mmkd.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$state"; "${dpkg[@]}" --purge mmk >/dev/null || true' EXIT
-for _ in $(seq 300); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fs "http://127.0.0.1:$port/readyz" >/dev/null || { cat "$state/mmkd.log" >&2; fail "the installed mmkd did not answer /readyz"; }
-curl -fs "http://127.0.0.1:$port/api/v1/gpus" | grep -q '"model":"H100-80GB"' || fail "the installed mmkd serves no GPU"
-"$r/usr/bin/mmkctl" --addr "127.0.0.1:$port" jobs >/dev/null || fail "mmkctl cannot talk to the installed mmkd"
+# Only /healthz answers without mmkd's token (DATA_DIR/token, 0600).
+for _ in $(seq 300); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && [ -s "$state/token" ] && break; sleep 0.1; done
+[ -s "$state/token" ] || { cat "$state/mmkd.log" >&2; fail "the installed mmkd wrote no token to $state/token"; }
+token=$(cat "$state/token")
+auth=(-H "Authorization: Bearer $token")
+curl -fs "${auth[@]}" "http://127.0.0.1:$port/readyz" >/dev/null || { cat "$state/mmkd.log" >&2; fail "the installed mmkd did not answer /readyz"; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 401 ] || fail "the installed mmkd answered /readyz without its token"
+curl -fs "${auth[@]}" "http://127.0.0.1:$port/api/v1/gpus" | grep -q '"model":"H100-80GB"' || fail "the installed mmkd serves no GPU"
+MMK_TOKEN=$token "$r/usr/bin/mmkctl" --addr "127.0.0.1:$port" jobs >/dev/null || fail "mmkctl cannot talk to the installed mmkd"
 grep -q "version=$version" "$state/mmkd.log" || fail "mmkd's log does not name version $version"
 grep -q "kernelsched=true" "$state/mmkd.log" || fail "mmkd did not find the installed hook: $(grep -i kernel "$state/mmkd.log")"
 kill "$pid"
