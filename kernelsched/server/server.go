@@ -106,7 +106,10 @@ type Server struct {
 	cfg      Config
 	core     *kernelsched.Scheduler
 	profiles map[string]*kernelsched.TaskProfile
-	wake     int // eventfd
+	wake     int // eventfd, -1 outside Serve
+	// wakeMu guards wake against poke from outside the loop (SetPolicy
+	// before or after Serve must not write to another file).
+	wakeMu sync.RWMutex
 
 	mu     sync.Mutex // guards events and each task's names
 	events []event
@@ -218,7 +221,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}}
+	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1}
 	s.policyName.Store(&cfg.Policy)
 	s.view.init()
 	for _, p := range cfg.Profiles {
@@ -292,8 +295,15 @@ func (s *Server) Serve(ctx context.Context) error {
 		ln.Close()
 		return fmt.Errorf("kernel scheduler server: eventfd: %w", err)
 	}
+	s.wakeMu.Lock()
 	s.wake = wake
-	defer unix.Close(wake)
+	s.wakeMu.Unlock()
+	defer func() {
+		s.wakeMu.Lock()
+		s.wake = -1
+		s.wakeMu.Unlock()
+		unix.Close(wake)
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := s.serving(ctx); err != nil {
@@ -323,10 +333,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	return nil
 }
 
-// poke wakes the loop.
+// poke wakes the loop; outside Serve there is none to wake (the loop
+// applies the events queued before it on its first turn).
 func (s *Server) poke() {
 	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-	_, _ = unix.Write(s.wake, one)
+	s.wakeMu.RLock()
+	defer s.wakeMu.RUnlock()
+	if s.wake >= 0 {
+		_, _ = unix.Write(s.wake, one)
+	}
 }
 
 func (s *Server) accept(ctx context.Context, ln *net.UnixListener) {
