@@ -1,9 +1,12 @@
 // Command partition regenerates docs/results/partition.md: the job-level
-// policies (default, mps, the published MIGER and MISO, the unrestricted
-// Algorithm 1 variants, mmk) on the testbed and large workloads at load
-// 1, seeds 1-5, against the MMK paper's claims; the ablation of
-// Algorithm 1's named options; a load sweep from 0.5 to 1.5; the cost of
-// a MIG change at 5, 30 and 60 s; and the openb trace. Runs go in
+// policies (default, mps, mps with client priority set by hand, the
+// published MIGER and MISO, the unrestricted Algorithm 1 variants, mmk)
+// on the testbed and large workloads at load 1, seeds 1-5, against the
+// MMK paper's claims and against the strongest simple alternative
+// (mps-prio); the ablation of Algorithm 1's named options; a load sweep
+// from 0.5 to 1.5; the cost of a MIG change at 5, 30 and 60 s; mmk's
+// cap on jobs per instance; the same on H100 geometry; and the openb
+// trace. Runs go in
 // parallel, one per core; progress goes to stderr.
 //
 //	go run ./bench/partition -o docs/results/partition.md
@@ -67,7 +70,14 @@ const (
 var (
 	loads     = []float64{0.5, 0.75, 1, 1.25, 1.5}
 	migCosts  = []time.Duration{5 * time.Second, 30 * time.Second, 60 * time.Second}
-	sweepPols = []string{jobsim.JobMPS, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK}
+	sweepPols = []string{jobsim.JobMPS, jobsim.JobMPSPrio, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK}
+	// capShares are the caps on jobs per instance mmk is run with beside
+	// the default (jobsim.DefaultMaxShare).
+	capShares = []int{2, 4}
+	// h100Model and h100Pols: the main comparison on H100 geometry, where
+	// the whole-GPU MIG instance has all the GPU's SMs.
+	h100Model = "H100-80GB"
+	h100Pols  = []string{jobsim.JobMPS, jobsim.JobMPSPrio, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK, jobsim.JobMMK + "+" + jobsim.OptFixedMIG}
 	costPols  = []string{jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobAlg1Unprotected, jobsim.JobMMK}
 )
 
@@ -94,13 +104,17 @@ type run struct {
 	seed     uint64
 	policy   string
 	mig      time.Duration
+	// maxShare caps the jobs per instance (0: jobsim.DefaultMaxShare).
+	maxShare int
+	// gpuModel is the GPU's geometry ("": the report's, A100-80GB).
+	gpuModel string
 }
 
 // runner runs simulations; the predictor's forest is trained with each
 // run's seed, as mmkctl sim jobs --seed does, so that one command
 // reproduces any run of the report.
 type runner struct {
-	model  *partitioner.Model
+	model  *partitioner.Model // the default geometry
 	traces string
 	mu     sync.Mutex
 	jobs   map[string][]trace.SimJob
@@ -121,14 +135,26 @@ func (r *runner) modelsFor(seed uint64) (*jobsim.Models, error) {
 	return m, nil
 }
 
+// modelOf is the run's GPU geometry.
+func (r *runner) modelOf(x run) (*partitioner.Model, error) {
+	if x.gpuModel == "" {
+		return r.model, nil
+	}
+	return partitioner.LookupModel(x.gpuModel)
+}
+
 func (r *runner) workload(x run) ([]trace.SimJob, error) {
-	key := fmt.Sprintf("%s|%d|%g|%d", x.workload, x.gpus, x.load, x.seed)
+	model, err := r.modelOf(x)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s|%d|%g|%d|%s", x.workload, x.gpus, x.load, x.seed, model.Key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j, ok := r.jobs[key]; ok {
 		return j, nil
 	}
-	j, err := trace.LoadWorkload(x.workload, trace.WorkloadOptions{Traces: r.traces, Seed: x.seed, GPUs: x.gpus, Load: x.load, GPUMemMiB: r.model.Profiles[len(r.model.Profiles)-1].MemoryMiB})
+	j, err := trace.LoadWorkload(x.workload, trace.WorkloadOptions{Traces: r.traces, Seed: x.seed, GPUs: x.gpus, Load: x.load, GPUMemMiB: model.Profiles[len(model.Profiles)-1].MemoryMiB})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +171,18 @@ func (r *runner) simulate(x run) (*jobsim.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	model, err := r.modelOf(x)
+	if err != nil {
+		return nil, err
+	}
 	res, err := jobsim.Simulate(jobsim.Config{
-		Jobs: jobs, Model: r.model, GPUs: x.gpus, Policy: x.policy,
+		Jobs: jobs, Model: model, GPUs: x.gpus, Policy: x.policy, MaxShare: x.maxShare,
 		Truth: models.Truth, Est: models.Est, Effects: models.Effects,
 		Costs: jobsim.Costs{MIGReconfig: x.mig, Checkpoint: models.Restart.Types},
 		Seed:  x.seed,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v: %w", x.workload, x.load, x.seed, x.mig, err)
+		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v, max share %d, model %q: %w", x.workload, x.load, x.seed, x.mig, x.maxShare, x.gpuModel, err)
 	}
 	res.Workload = x.workload
 	return res, nil
@@ -241,6 +271,16 @@ func generate(out, traces string, seeds, parallel int) error {
 					add(x)
 				}
 			}
+			for _, c := range capShares {
+				x := base
+				x.maxShare, x.policy = c, jobsim.JobMMK
+				add(x)
+			}
+			for _, p := range h100Pols {
+				x := base
+				x.gpuModel, x.policy = h100Model, p
+				add(x)
+			}
 		}
 	}
 	openb := true
@@ -274,6 +314,8 @@ func generate(out, traces string, seeds, parallel int) error {
 	rep.ablation(&b)
 	rep.sweep(&b)
 	rep.costs(&b)
+	rep.caps(&b)
+	rep.h100(&b)
 	if openb {
 		rep.openb(&b)
 	}
@@ -283,9 +325,15 @@ func generate(out, traces string, seeds, parallel int) error {
 
 // seedsOf lists the runs of one setting over the seeds.
 func (p *report) seedsOf(w workload, load float64, policy string, mig time.Duration) []*jobsim.Result {
+	return p.seedsLike(run{workload: w.name, gpus: w.gpus, load: load, policy: policy, mig: mig})
+}
+
+// seedsLike lists the runs like x (its seed aside) over the seeds.
+func (p *report) seedsLike(x run) []*jobsim.Result {
 	var out []*jobsim.Result
 	for s := 1; s <= p.seeds; s++ {
-		if r, ok := p.res[run{workload: w.name, gpus: w.gpus, load: load, seed: uint64(s), policy: policy, mig: mig}]; ok && r != nil {
+		x.seed = uint64(s)
+		if r, ok := p.res[x]; ok && r != nil {
 			out = append(out, r)
 		}
 	}

@@ -54,7 +54,8 @@ func config(t testing.TB, policy string, gpus int, jobs ...trace.SimJob) Config 
 }
 
 // TestJobAloneRunsAtItsAloneSpeed: one job on one GPU finishes after its
-// start-up plus its work under default sharing and plain MPS (STP 1);
+// start-up plus its work under default sharing and plain MPS, with or
+// without priority (STP 1);
 // under MIG policies it gets the whole-GPU instance (98 of 108 SMs) and
 // is slower.
 func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
@@ -68,7 +69,7 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch p {
-			case JobDefault, JobMPS:
+			case JobDefault, JobMPS, JobMPSPrio:
 				if math.Abs(r.AvgJCTS-alone) > 1e-6 || math.Abs(r.STP-1) > 1e-9 {
 					t.Errorf("JCT %.3f s, STP %.4f: want %.3f s and 1", r.AvgJCTS, r.STP, alone)
 				}
@@ -85,7 +86,7 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 				t.Errorf("jobs per GPU %.4f, want 1", r.JobsPerGPU)
 			}
 			wantLayout, wantShare := "7g.80gb", 1.0
-			if p == JobDefault || p == JobMPS || p == JobMPSInMIG {
+			if p == JobDefault || p == JobMPS || p == JobMPSPrio || p == JobMPSInMIG {
 				wantLayout, wantShare = "", 0
 			}
 			if r.MainLayout != wantLayout || math.Abs(r.MainLayoutShare-wantShare) > 1e-9 {
@@ -119,6 +120,29 @@ func TestServiceAlone(t *testing.T) {
 	l := jm.Truth.LatencyMs(job.Type) / 1000
 	if n := r.Requests.Requests; math.Abs(n-1800*0.4/l) > 4*math.Sqrt(1800*0.4/l) {
 		t.Errorf("%.0f requests, want about %.0f", n, 1800*0.4/l)
+	}
+}
+
+// TestMPSPrioProtectsServices: a service beside a trainer under plain
+// MPS shares the GPU's SMs with it; under mps-prio the trainer runs below
+// the service's priority, so the service meets more of its target and
+// the trainer goes slower, on the same trace.
+func TestMPSPrioProtectsServices(t *testing.T) {
+	svc := trace.SimJob{ID: "s", Type: "resnet50_infer", Online: true, Work: 10 * time.Minute, Load: 0.6, MemoryMiB: 1246}
+	trainer := trace.SimJob{ID: "t", Type: "vgg19_train", Work: 10 * time.Minute, MemoryMiB: 9000}
+	run := func(policy string) *Result {
+		r, err := Simulate(config(t, policy, 1, svc, trainer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	plain, prio := run(JobMPS), run(JobMPSPrio)
+	if !(prio.SLOAttainment > plain.SLOAttainment) {
+		t.Errorf("SLO attainment %.4f under %s, %.4f under %s: want priority to raise it", prio.SLOAttainment, JobMPSPrio, plain.SLOAttainment, JobMPS)
+	}
+	if !(prio.BatchJCTS > plain.BatchJCTS) {
+		t.Errorf("trainer JCT %.1f s under %s, %.1f s under %s: want it slower below the service", prio.BatchJCTS, JobMPSPrio, plain.BatchJCTS, JobMPS)
 	}
 }
 

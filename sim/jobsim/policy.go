@@ -20,6 +20,10 @@ const (
 	// JobMPSInMIG is JobMPS inside each GPU's whole-GPU MIG instance
 	// (98 of the A100's 108 SMs): what MIG mode alone costs plain MPS.
 	JobMPSInMIG = "mps-mig"
+	// JobMPSPrio is JobMPS with MPS client priority set by hand (online
+	// jobs at 0, offline at 1, CUDA_MPS_CLIENT_PRIORITY): the strongest
+	// simple alternative measured on the H100 (docs/results/mmkd-e2e-h100.md).
+	JobMPSPrio = "mps-prio"
 	// JobMISO is MISO (Li et al., SoCC 2022) as its paper and code
 	// describe it: one job per MIG slice, the layout of least mean
 	// slowdown, strict first come first served, and on each arrival that
@@ -71,7 +75,7 @@ var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate}
 
 // Policies lists the policies of the main comparison.
 func Policies() []string {
-	return []string{JobDefault, JobMPS, JobMISO, JobMISOGreedy, JobMIGER, JobAlg1Unprotected, JobMMK}
+	return []string{JobDefault, JobMPS, JobMPSPrio, JobMISO, JobMISOGreedy, JobMIGER, JobAlg1Unprotected, JobMMK}
 }
 
 // kind is how a policy shares GPUs.
@@ -94,6 +98,8 @@ type Policy struct {
 	unprotected, greedy bool
 	// mig: JobMPSInMIG
 	mig bool
+	// prio: JobMPSPrio
+	prio bool
 }
 
 // Has reports whether the policy runs with a named option.
@@ -104,6 +110,7 @@ var basePolicies = map[string]Policy{
 	JobDefault:         {kind: kindDefault},
 	JobMPS:             {kind: kindMPS},
 	JobMPSInMIG:        {kind: kindMPS, mig: true},
+	JobMPSPrio:         {kind: kindMPS, prio: true},
 	JobMISO:            {kind: kindMISO},
 	JobMIGER:           {kind: kindMIGER},
 	JobMISOGreedy:      {kind: kindAlg1, greedy: true},
@@ -116,8 +123,9 @@ var basePolicies = map[string]Policy{
 // then any number of +option or -option for Algorithm 1's policies.
 func ParsePolicy(name string) (Policy, error) {
 	p, rest, found := Policy{}, "", false
-	// Longer names first: alg1-unprotected before alg1, mps-mig before mps.
-	for _, b := range []string{JobAlg1Unprotected, JobMISOGreedy, JobMPSInMIG, JobDefault, JobMPS, JobMISO, JobMIGER, JobAlg1, JobMMK} {
+	// Longer names first: alg1-unprotected before alg1, mps-mig and
+	// mps-prio before mps.
+	for _, b := range []string{JobAlg1Unprotected, JobMISOGreedy, JobMPSInMIG, JobMPSPrio, JobDefault, JobMPS, JobMISO, JobMIGER, JobAlg1, JobMMK} {
 		if name == b || strings.HasPrefix(name, b+"+") || strings.HasPrefix(name, b+"-") {
 			p, rest, found = basePolicies[b], name[len(b):], true
 			break
@@ -177,7 +185,7 @@ func (p Policy) options(maxShare int) partitioner.Options {
 
 // priority reports whether MPS client priority runs (online jobs at 0,
 // offline at 1).
-func (p Policy) priority() bool { return p.Has(OptPriority) }
+func (p Policy) priority() bool { return p.prio || p.Has(OptPriority) }
 
 // migOnly reports whether jobs run alone in MIG instances without an MPS
 // limit.

@@ -38,6 +38,15 @@ func (s *jobSim) decideShared() {
 	s.pending = still
 }
 
+// prioOf is a job's MPS client priority under the policy: 1 for an
+// offline job where priority runs, else 0.
+func (s *jobSim) prioOf(j *simJob) int {
+	if s.pol.priority() && !j.Online {
+		return 1
+	}
+	return 0
+}
+
 // idle is the share of time a running job leaves the GPU to others: a
 // starting job computes nothing yet, a service between requests is idle
 // unless its queue is backed up.
@@ -96,15 +105,15 @@ func (s *jobSim) sharedSpeeds() {
 				continue
 			}
 			// MPS without limits: every client at 100 % of the GPU, at
-			// one priority, as the ground truth has it for
-			// oversubscribed shares.
+			// one priority (or online 0, offline 1 under mps-prio), as
+			// the ground truth has it for oversubscribed shares.
 			var co []CoShare
 			for _, o := range js {
 				if o != j {
-					co = append(co, CoShare{Job: o.Type, Pct: capacity, Idle: s.idle(o)})
+					co = append(co, CoShare{Job: o.Type, Pct: capacity, Idle: s.idle(o), Prio: s.prioOf(o)})
 				}
 			}
-			j.speed = truth.Shared(j.Type, capacity, capacity, 0, co)
+			j.speed = truth.Shared(j.Type, capacity, capacity, s.prioOf(j), co)
 		}
 	}
 }
@@ -112,12 +121,7 @@ func (s *jobSim) sharedSpeeds() {
 func (s *jobSim) partitionedSpeeds() {
 	truth := s.cfg.Truth
 	gpuSMs := s.cfg.Model.SMs
-	prio := func(p partitioner.Placed) int {
-		if s.pol.priority() && !p.Job.Online {
-			return 1
-		}
-		return 0
-	}
+	prio := func(p partitioner.Placed) int { return s.prioOf(s.byID[p.Job.ID]) }
 	for g, p := range s.plans {
 		mps := s.miso != nil && s.miso.inPhase(g)
 		for i, in := range p.Layout.Instances {
