@@ -108,6 +108,9 @@ type Options struct {
 	// MaxJobsPerInstance caps the jobs an instance holds (0: no cap; 1:
 	// MIG only, MISO-like).
 	MaxJobsPerInstance int
+	// Spread places each job in the instance holding the fewest jobs,
+	// the predicted gain breaking ties.
+	Spread bool
 	// ArrivalOrder places pending jobs first come, first served instead
 	// of largest memory first.
 	ArrivalOrder bool
@@ -422,6 +425,10 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if err != nil {
 				return false, err
 			}
+			if ok && d.opt.Spread {
+				// The instance with the fewest jobs first, then gain.
+				gain -= float64(jobsIn(gpus[g].Jobs, i)) * spreadWeight
+			}
 			if ok && (bestG < 0 || gain > bestGain) {
 				bestG, bestI, bestGain, best = g, i, gain, next
 			}
@@ -502,6 +509,22 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 		}
 	}
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
+}
+
+// spreadWeight makes one job more in an instance outweigh any gain in
+// predicted speed under Options.Spread (speeds are at most a few
+// hundred per job).
+const spreadWeight = 1e6
+
+// jobsIn counts the jobs placed in instance i.
+func jobsIn(ps []Placed, i int) int {
+	n := 0
+	for _, p := range ps {
+		if p.Instance == i {
+			n++
+		}
+	}
+	return n
 }
 
 // change compares a GPU's current and planned states.

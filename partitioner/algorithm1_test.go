@@ -242,6 +242,38 @@ func TestDecideSpreadsOverGPUs(t *testing.T) {
 	}
 }
 
+// TestSpread: under Options.Spread a job goes to the instance holding the
+// fewest jobs even where the predicted gain is higher in a fuller one:
+// next to one running job on a whole GPU a new "slow" job gains 0.9 - 0.1
+// = 0.8, alone on a 1g slice (14 of 98 SMs) 0.14.
+func TestSpread(t *testing.T) {
+	m := a100(t)
+	est := &curveEstimator{saturate: map[string]float64{"slow": 98}, interference: 0.1}
+	running := Placed{Job: Job{ID: "r", Type: "slow", MemoryMiB: 1000}, Instance: 0, Percent: 100}
+	for _, tc := range []struct {
+		spread  bool
+		wantGPU int
+	}{{false, 0}, {true, 1}} {
+		t.Run(fmt.Sprintf("spread=%v", tc.spread), func(t *testing.T) {
+			gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{running}}, {Layout: layout(t, m, "1g.10gb")}}
+			opt := Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, Spread: tc.spread}
+			plan, err := Decide(Request{GPUs: gpus, Pending: []Job{{ID: "n", Type: "slow", MemoryMiB: 1000}}}, est, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := -1
+			for g, gp := range plan.GPUs {
+				if slices.ContainsFunc(gp.Jobs, func(p Placed) bool { return p.Job.ID == "n" }) {
+					got = g
+				}
+			}
+			if got != tc.wantGPU {
+				t.Errorf("new job on GPU %d, want %d (plan %+v)", got, tc.wantGPU, plan.GPUs)
+			}
+		})
+	}
+}
+
 // TestDecideErrors: bad requests and estimator failures are errors that
 // say what is wrong, never panics.
 func TestDecideErrors(t *testing.T) {

@@ -88,6 +88,9 @@
 //   - PriorityShares: every new job at 100 %, shares summing above 100 %
 //     where MPS client priority protects online jobs (mmkd's default
 //     where MPS runs).
+//   - Spread: each job into the instance holding the fewest jobs, the
+//     predicted gain breaking ties (docs/results/partition.md: with
+//     priority it lowers mmk's JCT and raises its SLO attainment).
 //
 // Options also express the unrestricted variants the simulator compares
 // against: with MIGUnderOnline and without FixOnlinePercent, Algorithm 1

@@ -127,7 +127,7 @@ func (p *report) method(b *bytes.Buffer) {
 	b.WriteString("  - miger: MIGER as published (services in the smallest slice meeting their target, one offline job beside a service at <= 0.7 of target, <= 4 jobs per GPU, the least-loaded GPU, the queue's head retried every 35 s).\n")
 	b.WriteString("  - alg1-unprotected: Algorithm 1 without MMK's protections (MIG changed under online jobs, online shares re-shared: the \"MIGER-like\" policy before issue 21).\n")
 	b.WriteString("  - alg1: Algorithm 1 with MMK's protections (online shares kept, MIG left alone under online jobs) and MPSConfig handing out slivers (the simulator's \"mmk-alg1\" before issue 21).\n")
-	fmt.Fprintf(b, "  - mmk: alg1 + %s (each defined in the ablation below). mmkd's defaults are mmk+fixed-mig-slo-mig-keep-online: it leaves MIG alone unless mig.manage is on, and its jobs carry no latency target.\n", strings.Join(jobsim.MMKOptions, ", "))
+	fmt.Fprintf(b, "  - mmk: alg1 + %s (each defined in the ablation below). mmkd's defaults are mmk+fixed-mig-slo-mig-keep-online-spread: it leaves MIG alone unless mig.manage is on, and its jobs carry no latency target.\n", strings.Join(jobsim.MMKOptions, ", "))
 	fmt.Fprintf(b, "  At most %d jobs share an instance under Algorithm 1 (the profiles hold at most 3 jobs together; the predictor knows nothing beyond that).\n\n", jobsim.DefaultMaxShare)
 }
 
@@ -214,7 +214,8 @@ func (p *report) ablation(b *bytes.Buffer) {
 	fmt.Fprintf(b, "- slo: an online job goes only into an instance where the predictor's speed alone at its share meets its need: the least speed at which, as an M/D/1 queue, it serves 99 %% within target with %.2fx to spare for what priority leaves (mmkd's goal on the H100, docs/results/mmkd-e2e-h100.md), at most its speed on the whole GPU.\n", jobsim.DefaultSLOHeadroom)
 	b.WriteString("- gate: the restart gate (`partitioner.DecideGated`): a restart only where its predicted gain over the job's run so far beats its save, start-up and restore.\n")
 	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n")
-	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n\n")
+	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n")
+	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
 			policyRow(b, pol, p.mean(w, 1, pol, jobsim.DefaultMIGReconfig))

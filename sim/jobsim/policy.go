@@ -62,16 +62,17 @@ const (
 	OptKernel        = "kernel"          // the kernel scheduler's measured effect
 	OptSLO           = "slo"             // partitioner.Options.SLOGuard with each service's need
 	OptFixedMIG      = "fixed-mig"       // partitioner.Options.FixedMIG: layouts never change
+	OptSpread        = "spread"          // partitioner.Options.Spread
 )
 
 // Options lists the option names, in the ablation's order.
 func Options() []string {
-	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG}
+	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG, OptSpread}
 }
 
 // MMKOptions are the options JobMMK runs with: the ones that the
 // ablation in docs/results/partition.md shows help.
-var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate}
+var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate, OptSpread}
 
 // Policies lists the policies of the main comparison.
 func Policies() []string {
@@ -176,6 +177,7 @@ func (p Policy) options(maxShare int) partitioner.Options {
 		PriorityShares:     p.Has(OptPriority),
 		SLOGuard:           p.Has(OptSLO),
 		FixedMIG:           p.Has(OptFixedMIG),
+		Spread:             p.Has(OptSpread),
 	}
 	if p.greedy {
 		o.MaxJobsPerInstance, o.ArrivalOrder = 1, true
