@@ -347,6 +347,17 @@ func appendInstance(out []Placed, g *GPUPlan, i int) []Placed {
 	return out
 }
 
+// jobsIn counts the jobs placed in instance i.
+func jobsIn(ps []Placed, i int) int {
+	n := 0
+	for _, p := range ps {
+		if p.Instance == i {
+			n++
+		}
+	}
+	return n
+}
+
 // replaceInstance sets instance i's jobs.
 func replaceInstance(g *GPUPlan, i int, jobs []Placed) {
 	g.Jobs = slices.DeleteFunc(g.Jobs, func(p Placed) bool { return p.Instance == i })
@@ -406,7 +417,7 @@ func (d *decider) reshare(g *GPUPlan, i int) error {
 // predicted total most (Algorithm 1's greedy step). It reports false when
 // no instance has the memory and an SM share left for it.
 func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
-	bestG, bestI, bestGain := -1, -1, 0.0
+	bestG, bestI, bestN, bestGain := -1, -1, 0, 0.0
 	var best []Placed
 	for g := range gpus {
 		// Empty instances of one profile on a GPU are alike: try the first.
@@ -415,7 +426,8 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) {
 				continue
 			}
-			if !slices.ContainsFunc(gpus[g].Jobs, func(p Placed) bool { return p.Instance == i }) {
+			n := jobsIn(gpus[g].Jobs, i)
+			if n == 0 {
 				if slices.Contains(emptyTried, in.Profile) {
 					continue
 				}
@@ -425,12 +437,16 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if ok && d.opt.Spread {
-				// The instance with the fewest jobs first, then gain.
-				gain -= float64(jobsIn(gpus[g].Jobs, i)) * spreadWeight
+			if !ok {
+				continue
 			}
-			if ok && (bestG < 0 || gain > bestGain) {
-				bestG, bestI, bestGain, best = g, i, gain, next
+			// Under Spread the instance with the fewest jobs wins, the
+			// gain breaking ties; otherwise the gain alone decides.
+			if !d.opt.Spread {
+				n = 0
+			}
+			if bestG < 0 || n < bestN || (n == bestN && gain > bestGain) {
+				bestG, bestI, bestN, bestGain, best = g, i, n, gain, next
 			}
 		}
 	}
@@ -509,22 +525,6 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 		}
 	}
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
-}
-
-// spreadWeight makes one job more in an instance outweigh any gain in
-// predicted speed under Options.Spread (speeds are at most a few
-// hundred per job).
-const spreadWeight = 1e6
-
-// jobsIn counts the jobs placed in instance i.
-func jobsIn(ps []Placed, i int) int {
-	n := 0
-	for _, p := range ps {
-		if p.Instance == i {
-			n++
-		}
-	}
-	return n
 }
 
 // change compares a GPU's current and planned states.

@@ -139,9 +139,9 @@ func (p *report) acceptance(b *bytes.Buffer) {
 	b.WriteString("mmk against each baseline, means over the seeds. The goal: the MMK paper's margins against MIGER (JCT <= -28 %, makespan <= -32 %, STP >= +35 %) with SLO attainment >= 99 %, and better than MISO on all four. The strongest simple alternative is **mps-prio** (MPS with the trainers' client priority set by hand); a policy counts only where it beats it, so it is held to the same rule as MISO.\n\n")
 	b.WriteString("| workload | against | JCT | makespan | STP | mmk's SLO attainment | the baseline's | verdict |\n|---|---|---|---|---|---|---|---|\n")
 	for _, w := range workloads {
-		m := p.mean(w, 1, jobsim.JobMMK, jobsim.DefaultMIGReconfig)
+		m := p.at1(w, jobsim.JobMMK)
 		for _, base := range []string{jobsim.JobMIGER, jobsim.JobMISO, jobsim.JobMPSPrio} {
-			o := p.mean(w, 1, base, jobsim.DefaultMIGReconfig)
+			o := p.at1(w, base)
 			jct, mk, stp := 100*(m.jct/o.jct-1), 100*(m.makespan/o.makespan-1), 100*(m.stp/o.stp-1)
 			var missed []string
 			sloOK := m.req.Attainment() >= 0.99
@@ -195,10 +195,10 @@ func (p *report) mainTable(b *bytes.Buffer, w workload, svg string) {
 	b.WriteString("Wait is from arrival to first start; the predictor error is the median relative error of the speeds the policy decided with against the ground truth's.\n\n")
 	b.WriteString(policyHeader)
 	for _, pol := range jobsim.Policies() {
-		policyRow(b, pol, p.mean(w, 1, pol, jobsim.DefaultMIGReconfig))
+		policyRow(b, pol, p.at1(w, pol))
 	}
-	m := p.mean(w, 1, jobsim.JobMMK, jobsim.DefaultMIGReconfig)
-	g := p.mean(w, 1, jobsim.JobMIGER, jobsim.DefaultMIGReconfig)
+	m := p.at1(w, jobsim.JobMMK)
+	g := p.at1(w, jobsim.JobMIGER)
 	fmt.Fprintf(b, "\nmmk against MIGER: JCT %s, makespan %s, STP %s; the MMK paper: JCT %+.0f %%, makespan %+.0f %%, STP %+.0f %%.\n\n", pct(m.jct, g.jct), pct(m.makespan, g.makespan), pct(m.stp, g.stp), w.paper[0], w.paper[1], w.paper[2])
 	fmt.Fprintf(b, "![JCT CDF](%s)\n\n", svg)
 }
@@ -218,7 +218,7 @@ func (p *report) ablation(b *bytes.Buffer) {
 	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
-			policyRow(b, pol, p.mean(w, 1, pol, jobsim.DefaultMIGReconfig))
+			policyRow(b, pol, p.at1(w, pol))
 		}
 	})
 }
@@ -337,12 +337,12 @@ func (p *report) why(b *bytes.Buffer) {
 				span += jobs[len(jobs)-1].Arrival.Seconds() / float64(p.seeds)
 			}
 		}
-		m := p.mean(w, 1, jobsim.JobMMK, jobsim.DefaultMIGReconfig)
-		g := p.mean(w, 1, jobsim.JobMIGER, jobsim.DefaultMIGReconfig)
-		mps := p.mean(w, 1, jobsim.JobMPS, jobsim.DefaultMIGReconfig)
-		inMIG := p.mean(w, 1, jobsim.JobMPSInMIG, jobsim.DefaultMIGReconfig)
-		noSLO := p.mean(w, 1, jobsim.JobMMK+"-"+jobsim.OptSLO, jobsim.DefaultMIGReconfig)
-		fixed := p.mean(w, 1, jobsim.JobMMK+"+"+jobsim.OptFixedMIG, jobsim.DefaultMIGReconfig)
+		m := p.at1(w, jobsim.JobMMK)
+		g := p.at1(w, jobsim.JobMIGER)
+		mps := p.at1(w, jobsim.JobMPS)
+		inMIG := p.at1(w, jobsim.JobMPSInMIG)
+		noSLO := p.at1(w, jobsim.JobMMK+"-"+jobsim.OptSLO)
+		fixed := p.at1(w, jobsim.JobMMK+"+"+jobsim.OptFixedMIG)
 		fmt.Fprintf(b, "- **%s, makespan.** Jobs arrive over %.0f s on average and no policy can finish before the last arrival: the most any policy could cut MIGER's makespan (%.0f s) is %.0f %%; mmk's is %.0f s (%s).\n", w.name, span, g.makespan, 100*(1-span/g.makespan), m.makespan, pct(m.makespan, g.makespan))
 		fmt.Fprintf(b, "- **%s, SLO.** mmk serves %s of requests within target (p99 %s of it); without the slo option %s (p99 %s), at JCT %.0f s against %.0f s. Of mmk's requests, %s arrived while an offline job shared the service's instance, and %s of those were served in time, against %s of the others: what priority leaves of the offline jobs' interference (memory bandwidth, in the ground truth) is what it misses.\n", w.name, slo(m), p99(m.req.Quantile(0.99)), slo(noSLO), p99(noSLO.req.Quantile(0.99)), noSLO.jct, m.jct, share(m.req.Shared, m.req.Requests), share(m.req.SharedMet, m.req.Shared), share(m.req.Met-m.req.SharedMet, m.req.Requests-m.req.Shared))
 		fmt.Fprintf(b, "- **%s, JCT against MIGER.** mmk's mean JCT is %.0f s, MIGER's %.0f s (%s). A job waits for its first start %.0f s on average under MIGER (its queue's head is tried every 35 s, on one GPU, at most 4 jobs each) and %.0f s under mmk; from its first start to its end it takes %.0f s under MIGER and %.0f s under mmk (jobs running per GPU: mmk %.1f, MIGER %.1f).\n", w.name, m.jct, g.jct, pct(m.jct, g.jct), g.wait, m.wait, g.jct-g.wait, m.jct-m.wait, m.jobsGPU, g.jobsGPU)
