@@ -33,6 +33,7 @@ backend=${2:-nvml}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/mmkd-ready.sh"
 bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 LIMIT_GIB=${LIMIT_GIB:-2}
 FIT_GIB=${FIT_GIB:-6}
@@ -73,12 +74,8 @@ trap cleanup EXIT
 nvidia-smi --query-gpu=name,driver_version,mig.mode.current --format=csv,noheader >"$out/gpu.txt" 2>/dev/null || echo "no nvidia-smi" >"$out/gpu.txt"
 env "${envs[@]}" "$bin/mmkd" --backend "$backend" --data-dir "$tmp/data" --listen "$addr" 2>"$out/mmkd.log" &
 mmkd_pid=$!
-# Over TCP mmkd asks for the token it writes to its data directory on
-# start; mmkctl reads it there (MMK_DATA_DIR).
-token=$tmp/data/token
-for _ in $(seq 300); do [ -s "$token" ] && curl -fs -H "Authorization: Bearer $(cat "$token")" "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-[ -s "$token" ] && curl -fs -H "Authorization: Bearer $(cat "$token")" "http://$addr/readyz" >/dev/null || { echo "mmkd did not start; see $out/mmkd.log" >&2; exit 1; }
-auth=(-H "Authorization: Bearer $(cat "$token")")
+mmkd_ready "$tmp/data" "$addr" || { echo "mmkd did not start; see $out/mmkd.log" >&2; exit 1; }
+auth=("${mmkd_auth[@]}")
 mk=(env MMK_DATA_DIR="$tmp/data" "$bin/mmkctl" --addr "$addr")
 
 # submit NAME MMKCTL-ARGS... -- COMMAND...: the job's id.

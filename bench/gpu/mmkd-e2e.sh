@@ -46,6 +46,7 @@ out=${1:?usage: mmkd-e2e.sh OUTDIR [nvml|fake]}
 backend=${2:-nvml}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/mmkd-ready.sh"
 bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 SERVE_S=${SERVE_S:-25}
 ALONE_S=${ALONE_S:-10}
@@ -213,9 +214,7 @@ with_mmk() {
 	# as root, which mmkd then must allow: jobs.allow_root).
 	MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
-	# Over TCP mmkd asks for the token it writes to its data directory on
-	# start; mmkctl reads it there (MMK_DATA_DIR).
-	for _ in $(seq 300); do [ -s "$data/token" ] && curl -fs -H "Authorization: Bearer $(cat "$data/token")" "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+	mmkd_ready "$data" "$addr" || echo "mmkd not ready after 30 s; see $out/r$r-$phase-mmkd.log" >&2
 	local auth=(-H "Authorization: Bearer $(cat "$data/token")")
 	local mk=(env MMK_DATA_DIR="$data" "$bin/mmkctl" --addr "$addr")
 	declare -A ids
