@@ -6,17 +6,13 @@ import (
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mmkgpu/mmk/internal/unixsock"
 )
 
 // Peer is the process at the other end of a Unix socket connection as
 // the kernel recorded it when it connected (SO_PEERCRED): it cannot be
 // forged by the caller.
-type Peer struct {
-	PID, UID, GID int
-}
+type Peer = unixsock.Peer
 
 type peerKey struct{}
 
@@ -69,7 +65,7 @@ func (l peerListener) Accept() (net.Conn, error) {
 			c.Close()
 			return nil, fmt.Errorf("peer listener: %T is not a Unix socket connection", c)
 		}
-		p, err := peerCred(uc)
+		p, err := unixsock.PeerCred(uc)
 		if err != nil {
 			// Without its peer a request could not be told apart from
 			// mmkd's own: drop it, keep serving.
@@ -78,25 +74,6 @@ func (l peerListener) Accept() (net.Conn, error) {
 		}
 		return &peerConn{Conn: uc, peer: p}, nil
 	}
-}
-
-// peerCred reads SO_PEERCRED.
-func peerCred(c *net.UnixConn) (Peer, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return Peer{}, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return Peer{}, err
-	}
-	if cerr != nil {
-		return Peer{}, cerr
-	}
-	return Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }
 
 // ListenUnix serves on a Unix socket at path with the given mode and

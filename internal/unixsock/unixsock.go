@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxPath is the longest path a Unix socket address holds.
@@ -56,4 +58,31 @@ func Listen(path string, mode os.FileMode, uid, gid int) (*net.UnixListener, err
 		return fail(err)
 	}
 	return ln, nil
+}
+
+// Peer is the process at the other end of a Unix socket connection as
+// the kernel recorded it when it connected (SO_PEERCRED): it cannot be
+// forged by the caller.
+type Peer struct {
+	PID, UID, GID int
+}
+
+// PeerCred reads the peer of c as the kernel recorded it at connect
+// (SO_PEERCRED).
+func PeerCred(c *net.UnixConn) (Peer, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	if cerr != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }

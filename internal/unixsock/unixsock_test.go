@@ -39,3 +39,35 @@ func TestModeWhateverTheUmask(t *testing.T) {
 		t.Error("a regular file was replaced by a socket")
 	}
 }
+
+// TestPeerCred: both ends of a connection read the other as this
+// process, as the kernel recorded it.
+func TestPeerCred(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := Listen(path, 0o600, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	want := Peer{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid()}
+	for name, c := range map[string]*net.UnixConn{"server": server, "client": client} {
+		got, err := PeerCred(c)
+		if err != nil || got != want {
+			t.Errorf("%s side: PeerCred = %+v, %v; want %+v", name, got, err, want)
+		}
+	}
+	client.Close()
+	if _, err := PeerCred(client); err == nil {
+		t.Error("PeerCred of a closed connection: want an error")
+	}
+}

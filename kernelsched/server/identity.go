@@ -3,14 +3,12 @@ package server
 import (
 	"net"
 
-	"golang.org/x/sys/unix"
+	"github.com/mmkgpu/mmk/internal/unixsock"
 )
 
 // Peer is a connecting process as the kernel recorded it at connect
 // (SO_PEERCRED): the hook cannot make it say anything else.
-type Peer struct {
-	PID, UID, GID int
-}
+type Peer = unixsock.Peer
 
 // Identity is who a connecting task is, as the one who runs the server
 // knows it (Config.Identify): it replaces what the hook declares.
@@ -25,19 +23,12 @@ type Identity struct {
 const DefaultMaxTasks = 256
 
 // peerOf reads the socket's peer; ok is false where it cannot be read.
-func peerOf(c *net.UnixConn) (p Peer, ok bool) {
-	raw, err := c.SyscallConn()
-	if err != nil {
+func peerOf(c *net.UnixConn) (Peer, bool) {
+	p, err := unixsock.PeerCred(c)
+	if err != nil || p.PID <= 0 {
 		return Peer{}, false
 	}
-	if err := raw.Control(func(fd uintptr) {
-		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
-			p, ok = Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, true
-		}
-	}); err != nil {
-		return Peer{}, false
-	}
-	return p, ok
+	return p, true
 }
 
 // identify applies Config.Identify to a hello: the declared priority,
