@@ -100,7 +100,8 @@ func (nc *nodeCollector) collectJobs(ch chan<- prometheus.Metric) {
 }
 
 func (nc *nodeCollector) collectPlan(ch chan<- prometheus.Metric, p node.PlanView) {
-	ch <- prometheus.MustNewConstMetric(nc.waiting, prometheus.GaugeValue, float64(len(p.Waiting)))
+	// Waiting lists the first node.MaxWaitingShown; WaitingTotal counts all.
+	ch <- prometheus.MustNewConstMetric(nc.waiting, prometheus.GaugeValue, float64(p.WaitingTotal))
 	ch <- prometheus.MustNewConstMetric(nc.decisions, prometheus.CounterValue, float64(p.Decisions))
 	ch <- prometheus.MustNewConstMetric(nc.throughput, prometheus.GaugeValue, p.Total)
 	for _, g := range p.GPUs {

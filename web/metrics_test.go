@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +11,22 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
 )
+
+// TestMetricsCountEveryWaitingJob: mmk_jobs_waiting counts every
+// waiting job, not only the node.MaxWaitingShown the plan lists.
+func TestMetricsCountEveryWaitingJob(t *testing.T) {
+	ts := newTestServer(t)
+	p := samplePlan()
+	p.WaitingTotal = node.MaxWaitingShown + 500
+	ts.node.SetPlan(p)
+	r := ts.do(t, "GET", "/metrics", "")
+	want := fmt.Sprintf("mmk_jobs_waiting %d", node.MaxWaitingShown+500)
+	if r.code != 200 || !slices.Contains(strings.Split(r.body, "\n"), want) {
+		t.Errorf("metrics = %d, want the line %s", r.code, want)
+	}
+}
 
 func TestMetrics(t *testing.T) {
 	ts := newTestServer(t)

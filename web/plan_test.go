@@ -27,9 +27,10 @@ func samplePlan() node.PlanView {
 			{Index: 1, UUID: "GPU-b", Name: "NVIDIA H200", Model: "H200-141GB", SMs: 132, MemoryMiB: 143771,
 				Instances: []node.InstanceView{{Index: 0, Key: "gpu1", Profile: "7g.141gb", Size: 8, ComputeSlices: 7, SMs: 132, MemoryMiB: 143771, Device: "GPU-b", MPS: true}}},
 		},
-		Waiting:   []string{"0000000000000003"},
-		Total:     0.63,
-		Decisions: 7,
+		Waiting:      []string{"0000000000000003"},
+		WaitingTotal: 1,
+		Total:        0.63,
+		Decisions:    7,
 	}
 }
 
