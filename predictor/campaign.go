@@ -139,7 +139,7 @@ type PlanSpec struct {
 	Priorities Priorities
 	// Placements are co-located runs to measure before the drawn ones:
 	// the groups Algorithm 1 placed together in simulation
-	// (RunsFromPlacements). Members whose job type is not in Jobs are
+	// (Placements.Top). Members whose job type is not in Jobs are
 	// an error.
 	Placements []Run
 }

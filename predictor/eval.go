@@ -113,33 +113,6 @@ func Split(samples []Sample, test float64, seed uint64) (train, held []Sample) {
 	return append(train, s[:k]...), s[k:]
 }
 
-// Comparison is one model kind's errors on the held-out samples.
-type Comparison struct {
-	Model string `json:"model"`
-	Errors
-	PerJob      []JobErrors `json:"per_job"`
-	PerCoRunner []CoErrors  `json:"per_co_runners"`
-}
-
-// Compare trains a random forest, a linear regression and a single tree
-// on the training split and evaluates them on the held-out one.
-func Compare(train, test []Sample, cfg ForestConfig) ([]Comparison, error) {
-	var out []Comparison
-	for _, kind := range []string{KindForest, KindLinear, KindTree} {
-		m, err := Train(kind, train, cfg)
-		if err != nil {
-			return nil, err
-		}
-		ev, err := Evaluate(m, test)
-		if err != nil {
-			return nil, fmt.Errorf("compare %s: %w", kind, err)
-		}
-		name := map[string]string{KindForest: "rf", KindLinear: "lr", KindTree: "tree"}[kind]
-		out = append(out, Comparison{Model: name, Errors: ev.Overall, PerJob: ev.PerJob, PerCoRunner: ev.PerCoRunner})
-	}
-	return out, nil
-}
-
 // coSums adds up errors by number of co-runners: sums of relative and
 // normalised errors over N samples.
 type coSums map[int]*Errors

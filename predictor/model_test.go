@@ -53,19 +53,23 @@ func TestTrainEvaluateCompare(t *testing.T) {
 		}
 	}
 	schema := SchemaOf(train)
-	cmp, err := Compare(train, test, DefaultForest(len(schema.Features())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]Comparison{}
-	for _, c := range cmp {
-		byName[c.Model] = c
-		if c.N != len(test) || len(c.PerJob) != 4 {
-			t.Fatalf("%s: %+v", c.Model, c)
+	byKind := map[string]*Evaluation{}
+	for _, kind := range []string{KindForest, KindLinear, KindTree} {
+		m, err := Train(kind, train, DefaultForest(len(schema.Features())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := Evaluate(m, test)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKind[kind] = ev
+		if ev.Overall.N != len(test) || len(ev.PerJob) != 4 {
+			t.Fatalf("%s: %+v", kind, ev)
 		}
 	}
-	if rf := byName["rf"].RelError; rf > 0.05 || rf >= byName["lr"].RelError {
-		t.Fatalf("rf relative error %.3f (lr %.3f): want under 5 %% and below linear", rf, byName["lr"].RelError)
+	if rf := byKind[KindForest].Overall.RelError; rf > 0.05 || rf >= byKind[KindLinear].Overall.RelError {
+		t.Fatalf("rf relative error %.3f (lr %.3f): want under 5 %% and below linear", rf, byKind[KindLinear].Overall.RelError)
 	}
 }
 
