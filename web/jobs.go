@@ -153,9 +153,8 @@ func (s *Server) listJobs(c *gin.Context) (any, error) {
 		list = []jobs.Job{}
 	}
 	if len(list) == f.Limit {
-		next := c.Request.URL.Query()
-		next.Set("before", list[len(list)-1].ID)
-		c.Header("Link", "</api/v1/jobs?"+next.Encode()+`>; rel="next"`)
+		q.Set("before", list[len(list)-1].ID) // the same query, on from the page's last job
+		c.Header("Link", "</api/v1/jobs?"+q.Encode()+`>; rel="next"`)
 	}
 	return list, nil
 }

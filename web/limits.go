@@ -40,29 +40,22 @@ const (
 	IdleTimeout       = 60 * time.Second
 )
 
-// ConnLimit is the connection cap to serve with: max (DefaultMaxConns
+// ConnLimit is the connection cap to serve with: conns (DefaultMaxConns
 // when 0), lowered so that ReservedFDs descriptors stay free under the
 // process's descriptor limit (RLIMIT_NOFILE, which Go raises to its hard
 // limit at start), and at least minConns.
-func ConnLimit(max int) (int, error) {
-	if max <= 0 {
-		max = DefaultMaxConns
+func ConnLimit(conns int) (int, error) {
+	if conns <= 0 {
+		conns = DefaultMaxConns
 	}
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, fmt.Errorf("descriptor limit: %w", err)
 	}
-	if room := int64(lim.Cur) - ReservedFDs; room < int64(max) {
-		max = int(max64(room, minConns))
+	if room := int64(lim.Cur) - ReservedFDs; room < int64(conns) {
+		conns = int(max(room, minConns))
 	}
-	return max, nil
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
+	return conns, nil
 }
 
 // NewHTTPServer is the http.Server mmkd serves h with: read and idle

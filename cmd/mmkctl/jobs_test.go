@@ -308,3 +308,12 @@ func TestSocketByDefault(t *testing.T) {
 		t.Errorf("no socket: %v", err)
 	}
 }
+
+// TestListPageIsMMKDsLargest: mmkctl asks for pages of mmkd's largest
+// size (web.MaxListLimit, which mmkctl does not import): a larger one
+// would be refused with 400, a smaller one costs requests.
+func TestListPageIsMMKDsLargest(t *testing.T) {
+	if listPage != web.MaxListLimit {
+		t.Errorf("listPage %d, web.MaxListLimit %d: want them equal", listPage, web.MaxListLimit)
+	}
+}

@@ -82,13 +82,9 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 	if len(jobs) == 0 {
 		return fmt.Errorf("flag --jobs: no job")
 	}
-	var percents []int
-	for _, p := range splitList(f.percents) {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 100 {
-			return fmt.Errorf("flag --percents: %q is not a percentage 1..100", p)
-		}
-		percents = append(percents, n)
+	percents, err := parsePercents("percents", f.percents)
+	if err != nil {
+		return err
 	}
 	if f.pairs < 0 || f.triples < 0 {
 		return fmt.Errorf("flags --pairs and --triples: %d and %d must not be negative", f.pairs, f.triples)
@@ -186,6 +182,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parsePercents reads flag --name's comma-separated percentages, each
+// 1..100.
+func parsePercents(name, s string) ([]int, error) {
+	var out []int
+	for _, v := range splitList(s) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return nil, fmt.Errorf("flag --%s: %q is not a percentage 1..100", name, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // readRunKeys reads run keys, one per line; blank lines and lines

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,13 +129,9 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	}
 	var placements *predictor.Placements
 	if f.placementsOut != "" {
-		var pcts []int
-		for _, v := range splitList(f.placementsPercents) {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				return fmt.Errorf("flag --placements-percents: %q is not a percentage 1..100", v)
-			}
-			pcts = append(pcts, n)
+		pcts, err := parsePercents("placements-percents", f.placementsPercents)
+		if err != nil {
+			return err
 		}
 		if len(pcts) == 0 {
 			return fmt.Errorf("flag --placements-percents: no percentage")

@@ -49,21 +49,21 @@ type listeners struct {
 // the socket keeps a quarter (at most 64) of its own, so that clients
 // holding TCP connections idle cannot keep the node's users out.
 func listen(cfg *configs.Config, log *slog.Logger) (*listeners, error) {
-	max, err := web.ConnLimit(cfg.Server.MaxConns)
+	conns, err := web.ConnLimit(cfg.Server.MaxConns)
 	if err != nil {
 		return nil, err
 	}
-	if max < cfg.Server.MaxConns {
+	if conns < cfg.Server.MaxConns {
 		log.Warn("server.max_conns lowered to keep descriptors for jobs (raise the descriptor limit, LimitNOFILE under systemd)",
-			"maxConns", max, "configured", cfg.Server.MaxConns, "reserved", web.ReservedFDs)
+			"maxConns", conns, "configured", cfg.Server.MaxConns, "reserved", web.ReservedFDs)
 	}
-	socketConns := min(64, max/4)
-	l := &listeners{maxConns: max}
+	socketConns := min(64, conns/4)
+	l := &listeners{maxConns: conns}
 	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (server.listen): %w", cfg.Server.Listen, err)
 	}
-	l.tcp = web.NewConnCap(max - socketConns).Wrap(tcp)
+	l.tcp = web.NewConnCap(conns - socketConns).Wrap(tcp)
 	l.all = append(l.all, l.tcp)
 	path, err := cli.SocketPath(cfg)
 	if err != nil {
