@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"github.com/mmkgpu/mmk/jobs"
 )
@@ -105,26 +107,8 @@ func claimConfig(configs []resourceapi.DeviceAllocationConfiguration, request st
 }
 
 // appliesTo reports a configuration for request: one that names no
-// request applies to all.
+// request applies to all, one that names a request to each of its
+// subrequests too ("gpu" to "gpu/small").
 func appliesTo(requests []string, request string) bool {
-	if len(requests) == 0 {
-		return true
-	}
-	for _, r := range requests {
-		if r == request || r == baseRequest(request) {
-			return true
-		}
-	}
-	return false
-}
-
-// baseRequest is a request's name without its subrequest ("gpu/small" is
-// "gpu").
-func baseRequest(r string) string {
-	for i := 0; i < len(r); i++ {
-		if r[i] == '/' {
-			return r[:i]
-		}
-	}
-	return r
+	return len(requests) == 0 || slices.Contains(requests, request) || slices.Contains(requests, resourceclaim.BaseRequestRef(request))
 }
