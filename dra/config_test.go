@@ -79,3 +79,25 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestAppliesTo: a configuration naming no request applies to every
+// request; one naming a request applies to it and its subrequests only.
+func TestAppliesTo(t *testing.T) {
+	for _, tc := range []struct {
+		requests []string
+		request  string
+		want     bool
+	}{
+		{nil, "gpu", true},
+		{[]string{"gpu"}, "gpu", true},
+		{[]string{"gpu"}, "gpu/small", true},
+		{[]string{"gpu/small"}, "gpu/small", true},
+		{[]string{"gpu/small"}, "gpu", false},
+		{[]string{"gpu/small"}, "gpu/large", false},
+		{[]string{"other"}, "gpu", false},
+	} {
+		if got := appliesTo(tc.requests, tc.request); got != tc.want {
+			t.Errorf("appliesTo(%q, %q) = %v, want %v", tc.requests, tc.request, got, tc.want)
+		}
+	}
+}
