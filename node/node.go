@@ -275,14 +275,18 @@ func New(cfg Config) (*Node, error) {
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)
 	}
-	if adopted, err := n.adoptOrphans(); err != nil {
+	all, err := cfg.Store.All()
+	if err != nil {
+		return nil, fmt.Errorf("node: recovery: %w", err)
+	}
+	if adopted, err := n.adoptOrphans(all); err != nil {
 		return nil, fmt.Errorf("node: recovery: %w", err)
 	} else if adopted > 0 {
 		cfg.Log.Warn("recovery: jobs adopted from their directories", "jobs", adopted)
-	}
-	all, err := cfg.Store.All()
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		// Read again: the store now holds the adopted jobs.
+		if all, err = cfg.Store.All(); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
 	}
 	for i := range all {
 		j := all[i]

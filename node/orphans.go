@@ -22,13 +22,10 @@ const adoptedReason = "adopted from its job directory: the store did not know th
 // exit status, or pending when it never started. A directory whose shim
 // still runs a job that left no record to adopt it from (an mmk that
 // wrote none) stops mmkd from starting: it would run beside jobs it
-// cannot see. It returns how many jobs it adopted.
-func (n *Node) adoptOrphans() (int, error) {
+// cannot see. all is the store's jobs (Store.All) as New read them. It
+// returns how many jobs it adopted.
+func (n *Node) adoptOrphans(all []jobs.Job) (int, error) {
 	ids, err := n.cfg.Runner.JobIDs()
-	if err != nil {
-		return 0, err
-	}
-	all, err := n.cfg.Store.All()
 	if err != nil {
 		return 0, err
 	}
