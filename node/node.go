@@ -451,8 +451,14 @@ func (n *Node) setLocked(j jobs.Job) {
 	n.feed.Set(p)
 	// Ids sort by creation time; concurrent submissions may land out of
 	// order.
-	i, _ := slices.BinarySearchFunc(n.order, j.ID, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })
-	n.order = slices.Insert(n.order, i, p)
+	n.order = slices.Insert(n.order, n.orderIndex(j.ID), p)
+}
+
+// orderIndex is the index of job id in n.order (sorted by id), or where
+// it would go. The caller holds n.mu.
+func (n *Node) orderIndex(id string) int {
+	i, _ := slices.BinarySearchFunc(n.order, id, func(x *jobs.Job, want string) int { return strings.Compare(x.ID, want) })
+	return i
 }
 
 // move writes a transition to the store, then to memory.
