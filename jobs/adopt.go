@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,43 +19,6 @@ import (
 // stops or reports: mmkd reads the record back, asks the shim how the
 // job stands (Adopt) and writes the job into the store again
 // (Store.Recover).
-
-// writePrivate writes data to path atomically, readable by its owner
-// only (writeAtomic).
-func writePrivate(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomic writes a file through write: a temporary file beside path
-// (0600), synced, renamed over path, the directory synced; a crash leaves
-// the old file or the new one.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	err = write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
 
 // JobIDs lists the jobs that have a directory under the root.
 func (r *Runner) JobIDs() ([]string, error) {

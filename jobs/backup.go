@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 )
 
 // BackupSuffix names a store's backup beside it: mmk.db.bak.
@@ -21,7 +23,7 @@ const BackupSuffix = ".bak"
 // bbolt's WriteTo: submissions go on meanwhile) to path, atomically and
 // 0600 (it holds the jobs' environments, as the store does).
 func (s *Store) Backup(path string) error {
-	err := writeAtomic(path, func(w io.Writer) error {
+	err := atomicfile.WriteFunc(path, 0o600, func(w io.Writer) error {
 		return s.db.View(func(tx *bolt.Tx) error {
 			_, err := tx.WriteTo(w)
 			return err
@@ -77,7 +79,7 @@ func RestoreStore(path string) (kept string, err error) {
 	}
 	defer src.Close()
 	restored := path + ".restored"
-	if err := writeAtomic(restored, func(w io.Writer) error {
+	if err := atomicfile.WriteFunc(restored, 0o600, func(w io.Writer) error {
 		_, err := io.Copy(w, src)
 		return err
 	}); err != nil {
@@ -93,14 +95,5 @@ func RestoreStore(path string) (kept string, err error) {
 	if err := os.Rename(restored, path); err != nil {
 		return "", fmt.Errorf("restore the job store: %w", err)
 	}
-	return kept, syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return kept, atomicfile.SyncDir(filepath.Dir(path))
 }

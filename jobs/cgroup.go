@@ -101,19 +101,31 @@ func unescapeMount(s string) string {
 // ownCgroup is the calling process's cgroup v2 path ("0::/path" in
 // /proc/self/cgroup).
 func ownCgroup() (string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
+	p, err := cgroupV2Path("self")
 	if err != nil {
 		return "", fmt.Errorf("own cgroup: %w", err)
 	}
+	if !strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+		return "", fmt.Errorf("own cgroup: odd path %q", p)
+	}
+	return p, nil
+}
+
+// cgroupV2Path is the cgroup v2 path of process pid ("self" for the
+// calling process), as its "0::/path" line in /proc/PID/cgroup has it,
+// unchecked. Its errors name the file.
+func cgroupV2Path(pid string) (string, error) {
+	file := filepath.Join("/proc", pid, "cgroup")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			if !strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
-				return "", fmt.Errorf("own cgroup: odd path %q", p)
-			}
 			return p, nil
 		}
 	}
-	return "", errors.New("own cgroup: no cgroup v2 entry in /proc/self/cgroup")
+	return "", fmt.Errorf("no cgroup v2 entry in %s", file)
 }
 
 // jobCgroup is a job's cgroup directory, open for CLONE_INTO_CGROUP.
@@ -229,16 +241,12 @@ func (rec pidRecord) killRest(jobID string) (bool, error) {
 // process that left its job's process group (setsid) is still in its
 // cgroup, and cannot leave it.
 func JobOfProcess(pid int) string {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	p, err := cgroupV2Path(strconv.Itoa(pid))
 	if err != nil {
 		return ""
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			if id, ok := strings.CutPrefix(filepath.Base(p), cgroupPrefix); ok && ValidID(id) {
-				return id
-			}
-		}
+	if id, ok := strings.CutPrefix(filepath.Base(p), cgroupPrefix); ok && ValidID(id) {
+		return id
 	}
 	return ""
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 )
 
 // Runner defaults.
@@ -253,7 +255,11 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 	}
 	if l.Record != nil {
-		if err := writePrivate(filepath.Join(dir, jobFile), l.Record); err != nil {
+		err := atomicfile.WriteFunc(filepath.Join(dir, jobFile), 0o600, func(w io.Writer) error {
+			_, err := w.Write(l.Record)
+			return err
+		})
+		if err != nil {
 			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 		}
 	}

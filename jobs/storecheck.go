@@ -152,6 +152,3 @@ func badRecord(k, v []byte) string {
 // SetAside lists the job records OpenStore moved out of the jobs because
 // they could not be read.
 func (s *Store) SetAside() []SetAsideRecord { return s.setAside }
-
-// Path is the store's file.
-func (s *Store) Path() string { return s.path }

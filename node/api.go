@@ -94,7 +94,7 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 	var out []jobs.Job
 	end := len(n.order)
 	if f.Before != "" {
-		end, _ = slices.BinarySearchFunc(n.order, f.Before, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })
+		end = n.orderIndex(f.Before)
 	}
 	for i := end - 1; i >= 0; i-- {
 		j := n.order[i]

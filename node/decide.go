@@ -310,11 +310,18 @@ func (n *Node) busy(g gpuInfo, r *partitioner.Reconfiguration) bool {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	for _, j := range n.jobs {
-		if (j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting) && j.Placement != nil && keys[j.Placement.InstanceKey] {
+		if holdsInstance(j) && keys[j.Placement.InstanceKey] {
 			return true
 		}
 	}
 	return false
+}
+
+// holdsInstance reports whether job j holds the instance of its
+// placement: it is placed, running or restarting, with a placement.
+func holdsInstance(j *jobs.Job) bool {
+	live := j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting
+	return live && j.Placement != nil
 }
 
 // record stores a reconfiguration with its cost.

@@ -76,9 +76,6 @@ func (f *Feed) Remove(id string) {
 	delete(f.at, id)
 }
 
-// Version is the version of the newest change.
-func (f *Feed) Version() uint64 { return f.version }
-
 // Since returns at most limit jobs changed after version since, oldest
 // change first, with the counts. With limit 0 it returns no job and the
 // current version.

@@ -44,8 +44,7 @@ func (n *Node) identifyTask(key string) func(server.Peer) (server.Identity, erro
 // recorded yet, the shim's pid record tells).
 func (n *Node) jobOfProcess(pid int, key string) (jobs.Job, error) {
 	on := func(j jobs.Job) bool {
-		live := j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting
-		return live && j.Placement != nil && j.Placement.InstanceKey == key
+		return holdsInstance(&j) && j.Placement.InstanceKey == key
 	}
 	if id := jobs.JobOfProcess(pid); id != "" {
 		if j, ok := n.get(id); ok && on(j) {

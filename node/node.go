@@ -275,14 +275,18 @@ func New(cfg Config) (*Node, error) {
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)
 	}
-	if adopted, err := n.adoptOrphans(); err != nil {
+	all, err := cfg.Store.All()
+	if err != nil {
+		return nil, fmt.Errorf("node: recovery: %w", err)
+	}
+	if adopted, err := n.adoptOrphans(all); err != nil {
 		return nil, fmt.Errorf("node: recovery: %w", err)
 	} else if adopted > 0 {
 		cfg.Log.Warn("recovery: jobs adopted from their directories", "jobs", adopted)
-	}
-	all, err := cfg.Store.All()
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		// Read again: the store now holds the adopted jobs.
+		if all, err = cfg.Store.All(); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
 	}
 	for i := range all {
 		j := all[i]
@@ -447,8 +451,14 @@ func (n *Node) setLocked(j jobs.Job) {
 	n.feed.Set(p)
 	// Ids sort by creation time; concurrent submissions may land out of
 	// order.
-	i, _ := slices.BinarySearchFunc(n.order, j.ID, func(x *jobs.Job, id string) int { return strings.Compare(x.ID, id) })
-	n.order = slices.Insert(n.order, i, p)
+	n.order = slices.Insert(n.order, n.orderIndex(j.ID), p)
+}
+
+// orderIndex is the index of job id in n.order (sorted by id), or where
+// it would go. The caller holds n.mu.
+func (n *Node) orderIndex(id string) int {
+	i, _ := slices.BinarySearchFunc(n.order, id, func(x *jobs.Job, want string) int { return strings.Compare(x.ID, want) })
+	return i
 }
 
 // move writes a transition to the store, then to memory.

@@ -22,13 +22,10 @@ const adoptedReason = "adopted from its job directory: the store did not know th
 // exit status, or pending when it never started. A directory whose shim
 // still runs a job that left no record to adopt it from (an mmk that
 // wrote none) stops mmkd from starting: it would run beside jobs it
-// cannot see. It returns how many jobs it adopted.
-func (n *Node) adoptOrphans() (int, error) {
+// cannot see. all is the store's jobs (Store.All) as New read them. It
+// returns how many jobs it adopted.
+func (n *Node) adoptOrphans(all []jobs.Job) (int, error) {
 	ids, err := n.cfg.Runner.JobIDs()
-	if err != nil {
-		return 0, err
-	}
-	all, err := n.cfg.Store.All()
 	if err != nil {
 		return 0, err
 	}
@@ -40,12 +37,15 @@ func (n *Node) adoptOrphans() (int, error) {
 	var unknown []string
 	for _, id := range ids {
 		stored, inStore := known[id]
+		if inStore && stored.State != jobs.Pending {
+			continue // the store knows this run: only a pending job's directory can hold a later one
+		}
 		rec, found, err := n.cfg.Runner.Record(id)
 		if err != nil {
 			n.cfg.Log.Warn("recovery: unreadable job record", "job", id, "err", err)
 			found = false
 		}
-		if inStore && (!found || stored.State != jobs.Pending || rec.Restarts < stored.Restarts || !n.cfg.Runner.HasRun(id)) {
+		if inStore && (!found || rec.Restarts < stored.Restarts || !n.cfg.Runner.HasRun(id)) {
 			continue // the store knows this run
 		}
 		proc, exit, aerr := n.cfg.Runner.Adopt(id)

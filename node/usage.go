@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
@@ -94,15 +95,7 @@ func (n *Node) Usage() UsageView {
 			v.Jobs = append(v.Jobs, u.last)
 		}
 	}
-	slices.SortFunc(v.Jobs, func(a, b JobUsage) int {
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(v.Jobs, func(a, b JobUsage) int { return strings.Compare(a.ID, b.ID) })
 	return v
 }
 
