@@ -37,15 +37,12 @@ func (n *Node) adoptOrphans(all []jobs.Job) (int, error) {
 	var unknown []string
 	for _, id := range ids {
 		stored, inStore := known[id]
-		if inStore && stored.State != jobs.Pending {
-			continue // the store knows this run: only a pending job's directory can hold a later one
-		}
 		rec, found, err := n.cfg.Runner.Record(id)
 		if err != nil {
 			n.cfg.Log.Warn("recovery: unreadable job record", "job", id, "err", err)
 			found = false
 		}
-		if inStore && (!found || rec.Restarts < stored.Restarts || !n.cfg.Runner.HasRun(id)) {
+		if inStore && (!found || stored.State != jobs.Pending || rec.Restarts < stored.Restarts || !n.cfg.Runner.HasRun(id)) {
 			continue // the store knows this run
 		}
 		proc, exit, aerr := n.cfg.Runner.Adopt(id)
