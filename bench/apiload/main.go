@@ -21,15 +21,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -214,10 +211,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // load submits from clients concurrent clients for d.
 func load(addr, token string, clients int, d time.Duration) (result, error) {
-	transport := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
-	defer transport.CloseIdleConnections()
-	url := "http://" + addr + "/api/v1/jobs"
+	client := newClient(clients)
+	defer client.CloseIdleConnections()
+	url := jobsURL(addr)
 	body, err := json.Marshal(jobs.Spec{Name: "apiload", Command: []string{"sleep", "3600"}, Kind: jobs.Offline, MemoryMiB: 100 << 10})
 	if err != nil {
 		return result{}, err
@@ -235,24 +231,7 @@ func load(addr, token string, clients int, d time.Duration) (result, error) {
 			var mine []time.Duration
 			failed, first := 0, ""
 			for time.Now().Before(end) {
-				req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				if err != nil {
-					failed++
-					continue
-				}
-				req.Header.Set("Content-Type", "application/json")
-				if token != "" {
-					req.Header.Set("Authorization", "Bearer "+token)
-				}
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusCreated {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
+				took, err := submitOne(client, url, token, body)
 				if err != nil {
 					failed++
 					if first == "" {
@@ -260,7 +239,7 @@ func load(addr, token string, clients int, d time.Duration) (result, error) {
 					}
 					continue
 				}
-				mine = append(mine, time.Since(t0))
+				mine = append(mine, took)
 			}
 			mu.Lock()
 			lat = append(lat, mine...)

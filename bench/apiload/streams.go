@@ -201,6 +201,8 @@ func submitN(addr, token string, clients, n int) error {
 	if err != nil {
 		return err
 	}
+	client := newClient(clients)
+	defer client.CloseIdleConnections()
 	var next sync.WaitGroup
 	work := make(chan struct{}, n)
 	for range n {
@@ -213,8 +215,8 @@ func submitN(addr, token string, clients, n int) error {
 		go func() {
 			defer next.Done()
 			for range work {
-				if err := submitOne(addr, token, body); err != nil {
-					errs <- err
+				if _, err := submitOne(client, jobsURL(addr), token, body); err != nil {
+					errs <- fmt.Errorf("preload submit: %w", err)
 					return
 				}
 			}
@@ -225,25 +227,38 @@ func submitN(addr, token string, clients, n int) error {
 	return <-errs
 }
 
-func submitOne(addr, token string, body []byte) error {
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/jobs", bytes.NewReader(body))
+// newClient is the HTTP client of clients concurrent submitters: a
+// connection each, kept between requests.
+func newClient(clients int) *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}, Timeout: 30 * time.Second}
+}
+
+// jobsURL is the submit endpoint of the mmkd at addr.
+func jobsURL(addr string) string { return "http://" + addr + "/api/v1/jobs" }
+
+// submitOne posts one job spec to url; took is the request's round trip
+// with its answer read (building the request not included).
+func submitOne(client *http.Client, url, token string, body []byte) (took time.Duration, err error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	t0 := time.Now()
+	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	took = time.Since(t0)
 	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("preload submit: %s", resp.Status)
+		return took, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	return nil
+	return took, nil
 }
 
 // cpuTime is the CPU time this process has spent, user and system.
