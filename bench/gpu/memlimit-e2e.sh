@@ -33,7 +33,7 @@ backend=${2:-nvml}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/mmkd-ready.sh"
+. "$here/mmkd-lib.sh"
 bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 LIMIT_GIB=${LIMIT_GIB:-2}
 FIT_GIB=${FIT_GIB:-6}
@@ -64,9 +64,7 @@ cleanup() {
 	[ -n "$capture_pid" ] && kill "$capture_pid" 2>/dev/null && wait "$capture_pid" 2>/dev/null || true
 	[ -n "$mmkd_pid" ] && kill "$mmkd_pid" 2>/dev/null && wait "$mmkd_pid" 2>/dev/null || true
 	# mmkd leaves MPS daemons running for jobs that outlive it: quit them.
-	for p in "$tmp"/data/mps/*/pipe; do
-		[ -d "$p" ] && { echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" "${MMK_MPS_CONTROL:-${ctl:-nvidia-cuda-mps-control}}" >/dev/null 2>&1 || true; }
-	done
+	for p in "$tmp"/data/mps/*/pipe; do quit_mps "$p" "${MMK_MPS_CONTROL:-${ctl:-nvidia-cuda-mps-control}}"; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

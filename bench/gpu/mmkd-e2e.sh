@@ -46,7 +46,7 @@ out=${1:?usage: mmkd-e2e.sh OUTDIR [nvml|fake]}
 backend=${2:-nvml}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/mmkd-ready.sh"
+. "$here/mmkd-lib.sh"
 bin=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 SERVE_S=${SERVE_S:-25}
 ALONE_S=${ALONE_S:-10}
@@ -105,12 +105,6 @@ fi
 on_gpu() {
 	[ "${#uuids[@]}" -gt 0 ] && echo "CUDA_VISIBLE_DEVICES=${uuids[$(($1 % GPUS))]}"
 	return 0
-}
-
-quit_mps() {
-	local p=$1
-	[ -n "$p" ] && [ -d "$p" ] || return 0
-	echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" nvidia-cuda-mps-control >/dev/null 2>&1 || true
 }
 
 cleanup() {
@@ -215,7 +209,7 @@ with_mmk() {
 	MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
 	mmkd_ready "$data" "$addr" || echo "mmkd not ready after 30 s; see $out/r$r-$phase-mmkd.log" >&2
-	local auth=(-H "Authorization: Bearer $(cat "$data/token")")
+	local auth=("${mmkd_auth[@]}")
 	local mk=(env MMK_DATA_DIR="$data" "$bin/mmkctl" --addr "$addr")
 	declare -A ids
 	local subs=()

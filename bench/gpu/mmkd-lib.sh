@@ -1,11 +1,12 @@
-# mmkd-ready.sh, sourced by the GPU scripts that start mmkd (mmkd-e2e.sh,
-# memlimit-e2e.sh).
+# mmkd-lib.sh: shell functions of the GPU scripts that start mmkd
+# (mmkd-e2e.sh, memlimit-e2e.sh), which source it.
 #
 # mmkd_ready DATA ADDR: wait up to 30 s for the mmkd with data directory
 # DATA listening on ADDR to write its token and answer /readyz with it
 # (over TCP mmkd asks for the token it writes to DATA/token on start;
 # mmkctl reads it there through MMK_DATA_DIR). On success it sets
 # mmkd_auth to curl's arguments for that token and returns 0; else 1.
+mmkd_auth=()
 mmkd_ready() {
 	local data=$1 addr=$2
 	for _ in $(seq 300); do
@@ -16,4 +17,13 @@ mmkd_ready() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# quit_mps PIPE [CONTROL]: quit the MPS control daemon whose pipe
+# directory is PIPE, if there is one, with CONTROL (default
+# nvidia-cuda-mps-control); a daemon already gone is no error.
+quit_mps() {
+	local p=$1 ctl=${2:-nvidia-cuda-mps-control}
+	[ -n "$p" ] && [ -d "$p" ] || return 0
+	echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" "$ctl" >/dev/null 2>&1 || true
 }
