@@ -293,12 +293,10 @@ func (m *misoState) decide() error {
 		}
 		m.queue = m.queue[1:]
 		if len(jobs) == 1 {
-			ch, err := partitioner.Change(best, m.s.plans[best], plan)
-			if err != nil {
-				return fmt.Errorf("miso: %w", err)
+			// Alone on its GPU: it starts at once, nothing to restart.
+			if err := m.moveAll(best, plan); err != nil {
+				return err
 			}
-			m.s.apply(plan, ch)
-			m.s.plans[best] = plan
 			continue
 		}
 		// The MPS phase: every job on the whole GPU at 100 %.
