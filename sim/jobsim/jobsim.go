@@ -290,11 +290,7 @@ func (s *jobSim) nextEvent(next int) float64 {
 		if j.gpu < 0 {
 			continue
 		}
-		out := 0.0
-		if j.gpu >= 0 {
-			out = j.speed
-		}
-		if net := out - v.inRate(s.now); v.backlog > backlogTol*v.latency && net > 0 {
+		if net := j.speed - v.inRate(s.now); v.backlog > backlogTol*v.latency && net > 0 {
 			t = min(t, s.now+v.backlog/net)
 		}
 	}
@@ -562,8 +558,7 @@ func (s *jobSim) apply(next partitioner.GPUPlan, ch partitioner.GPUChange) {
 		d := j.startup + extra(j)
 		if j.ran {
 			d += j.restore
-		}
-		if !j.ran {
+		} else {
 			j.started = s.now
 		}
 		j.gpu, j.paused, j.ran = ch.GPU, s.now+d, true
