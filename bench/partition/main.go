@@ -175,17 +175,16 @@ func (r *runner) simulate(x run) (*jobsim.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := jobsim.Simulate(jobsim.Config{
-		Jobs: jobs, Model: model, GPUs: x.gpus, Policy: x.policy, MaxShare: x.maxShare,
-		Truth: models.Truth, Est: models.Est, Effects: models.Effects,
-		Costs: jobsim.Costs{MIGReconfig: x.mig, Checkpoint: models.Restart.Types},
-		Seed:  x.seed,
-	})
+	// The experiment mmkctl sim jobs runs, with one policy.
+	e := jobsim.Experiment{
+		Workload: x.workload, Jobs: jobs, Model: model, GPUs: x.gpus, Policies: []string{x.policy},
+		Models: models, MIGReconfig: x.mig, MaxShare: x.maxShare, Seed: x.seed,
+	}
+	res, err := e.Run()
 	if err != nil {
 		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v, max share %d, model %q: %w", x.workload, x.load, x.seed, x.mig, x.maxShare, x.gpuModel, err)
 	}
-	res.Workload = x.workload
-	return res, nil
+	return res[0], nil
 }
 
 // runAll simulates every run, parallel at once, and reports progress.
