@@ -268,7 +268,7 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 	plan := &Plan{GPUs: gpus, Waiting: waiting}
 	for g := range gpus {
 		plan.Total += gpus[g].Total()
-		ch, err := change(g, req.GPUs[g], gpus[g])
+		ch, err := Change(g, req.GPUs[g], gpus[g])
 		if err != nil {
 			return nil, err
 		}
@@ -527,8 +527,12 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
 }
 
-// change compares a GPU's current and planned states.
-func change(g int, cur, next GPUPlan) (GPUChange, error) {
+// Change compares GPU g's current and planned states: the MIG change
+// when the layouts differ, the jobs new to the GPU (Start) and the
+// running jobs whose instance or MPS percentage changes (Restart), both
+// in next's order. A running job of cur with no place in next is an
+// error.
+func Change(g int, cur, next GPUPlan) (GPUChange, error) {
 	ch := GPUChange{GPU: g}
 	if !cur.Layout.Equal(next.Layout) {
 		r, err := PlanReconfiguration(cur.Layout.Model, InstancesOf(cur.Layout), next.Layout)

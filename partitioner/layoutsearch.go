@@ -107,7 +107,8 @@ func keepingLayouts(m *Model, profiles []*Profile, g *GPUPlan, online []Placed) 
 	}
 	seen := map[string]bool{g.Layout.Profiles(): true}
 	out := []Layout{g.Layout}
-	for _, l := range maximalFor(m, profiles) {
+	maximal, _ := MaximalLayoutsOf(m, profiles)
+	for _, l := range maximal {
 		if k := l.Profiles(); !seen[k] && holds(l) {
 			seen[k] = true
 			out = append(out, l)
@@ -161,9 +162,14 @@ func layoutsFor(m *Model, profiles []*Profile) []Layout {
 	return cachedFor(m, profiles).layouts
 }
 
-// maximalFor lists every maximal layout, cached like layoutsFor.
-func maximalFor(m *Model, profiles []*Profile) []Layout {
-	return cachedFor(m, profiles).maximal
+// MaximalLayoutsOf is m.MaximalLayouts(profiles) (profiles as
+// SelectProfiles returns them), cached per model and profile set: all the
+// maximal layouts, and distinct, one per multiset of profiles (the first
+// in all's order). Both slices and their layouts are shared by every
+// caller: callers must not modify them.
+func MaximalLayoutsOf(m *Model, profiles []*Profile) (all, distinct []Layout) {
+	c := cachedFor(m, profiles)
+	return c.maximal, c.distinct
 }
 
 func cachedFor(m *Model, profiles []*Profile) cachedLayouts {
@@ -192,7 +198,7 @@ func cachedFor(m *Model, profiles []*Profile) cachedLayouts {
 			ls = append(ls, a)
 		}
 	}
-	c := cachedLayouts{model: m, layouts: ls, maximal: maximal}
+	c := cachedLayouts{model: m, layouts: ls, maximal: maximal, distinct: distinct}
 	layoutCache.m[key] = c
 	return c
 }
@@ -226,9 +232,10 @@ func dominates(b, a Layout) bool {
 }
 
 type cachedLayouts struct {
-	model   *Model
-	layouts []Layout
-	maximal []Layout
+	model    *Model
+	layouts  []Layout
+	maximal  []Layout
+	distinct []Layout
 }
 
 // layoutCache keeps each model's maximal layouts: enumerating them costs

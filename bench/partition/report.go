@@ -11,7 +11,6 @@ import (
 
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/sim/jobsim"
-	"github.com/mmkgpu/mmk/trace"
 )
 
 // report writes the sections of docs/results/partition.md.
@@ -20,6 +19,9 @@ type report struct {
 	seeds  int
 	models *jobsim.Models
 	model  *partitioner.Model
+	// spans is each workload's mean time over which its jobs arrive at
+	// load 1 (runner.meanSpan).
+	spans map[string]float64
 }
 
 // mean is one setting's results averaged over the seeds; requests are
@@ -330,13 +332,7 @@ func (p *report) why(b *bytes.Buffer) {
 	b.WriteString("## Why, where mmk falls short\n\n")
 	full := p.model.Profiles[len(p.model.Profiles)-1]
 	for _, w := range workloads {
-		span := 0.0
-		for s := 1; s <= p.seeds; s++ {
-			jobs, err := trace.LoadWorkload(w.name, trace.WorkloadOptions{Seed: uint64(s), GPUs: w.gpus, Load: 1})
-			if err == nil {
-				span += jobs[len(jobs)-1].Arrival.Seconds() / float64(p.seeds)
-			}
-		}
+		span := p.spans[w.name]
 		m := p.at1(w, jobsim.JobMMK)
 		g := p.at1(w, jobsim.JobMIGER)
 		mps := p.at1(w, jobsim.JobMPS)

@@ -2,28 +2,9 @@ package baselines
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/mmkgpu/mmk/partitioner"
 )
-
-// maximal caches each model's maximal layouts of the base profiles:
-// enumerating them costs more than a decision.
-var maximal = struct {
-	sync.Mutex
-	m map[*partitioner.Model][]partitioner.Layout
-}{m: map[*partitioner.Model][]partitioner.Layout{}}
-
-func maximalLayouts(m *partitioner.Model) []partitioner.Layout {
-	maximal.Lock()
-	defer maximal.Unlock()
-	if ls, ok := maximal.m[m]; ok {
-		return ls
-	}
-	ls := m.MaximalLayouts(BaseProfiles(m))
-	maximal.m[m] = ls
-	return ls
-}
 
 // BaseProfiles are the profiles both baselines partition with: one per
 // compute-slice count, the one with the fewest memory slices (on the
@@ -50,17 +31,10 @@ func BaseProfiles(m *partitioner.Model) []*partitioner.Profile {
 
 // configs are the model's maximal layouts of the base profiles, one per
 // multiset of profiles (the first in NVIDIA's order), as the baselines'
-// tables list them.
+// tables list them; partitioner's cache, shared: not to be modified.
 func configs(m *partitioner.Model) []partitioner.Layout {
-	seen := map[string]bool{}
-	var out []partitioner.Layout
-	for _, l := range maximalLayouts(m) {
-		if k := l.Profiles(); !seen[k] {
-			seen[k] = true
-			out = append(out, l)
-		}
-	}
-	return out
+	_, distinct := partitioner.MaximalLayoutsOf(m, BaseProfiles(m))
+	return distinct
 }
 
 // holding returns a maximal layout of the base profiles with the same
@@ -68,7 +42,8 @@ func configs(m *partitioner.Model) []partitioner.Layout {
 // first concrete form when none does.
 func holding(m *partitioner.Model, l partitioner.Layout, keep []partitioner.Instance) (partitioner.Layout, bool) {
 	key := l.Profiles()
-	for _, c := range maximalLayouts(m) {
+	all, _ := partitioner.MaximalLayoutsOf(m, BaseProfiles(m))
+	for _, c := range all {
 		if c.Profiles() != key {
 			continue
 		}

@@ -50,10 +50,11 @@ func (m *MISO) MaxAllowed(jobs []partitioner.Job) *partitioner.Profile {
 		need[p]++
 	}
 	profiles := BaseProfiles(m.Model)
+	layouts := configs(m.Model)
 	for k := len(profiles) - 1; k >= 0; k-- {
 		p := profiles[k]
 		need[p]++
-		for _, l := range configs(m.Model) {
+		for _, l := range layouts {
 			if holdsCounts(l, need) {
 				return p
 			}

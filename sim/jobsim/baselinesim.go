@@ -9,31 +9,6 @@ import (
 	"github.com/mmkgpu/mmk/partitioner/baselines"
 )
 
-// diff is how a GPU moves from one plan to the next: the MIG change (nil
-// when the layout stays), the running jobs whose instance or share
-// changes (they restart), and the jobs new to the GPU.
-func diff(cur, next partitioner.GPUPlan) (*partitioner.Reconfiguration, []string, []string, error) {
-	var mig *partitioner.Reconfiguration
-	if !cur.Layout.Equal(next.Layout) {
-		r, err := partitioner.PlanReconfiguration(cur.Layout.Model, partitioner.InstancesOf(cur.Layout), next.Layout)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		mig = r
-	}
-	var restart, start []string
-	for _, p := range next.Jobs {
-		k := slices.IndexFunc(cur.Jobs, func(q partitioner.Placed) bool { return q.Job.ID == p.Job.ID })
-		switch {
-		case k < 0:
-			start = append(start, p.Job.ID)
-		case cur.Jobs[k].Percent != p.Percent || cur.Layout.Instances[cur.Jobs[k].Instance].String() != next.Layout.Instances[p.Instance].String():
-			restart = append(restart, p.Job.ID)
-		}
-	}
-	return mig, restart, start, nil
-}
-
 // migerState drives MIGER (partitioner/baselines.MIGER) in time, as its
 // scheduler does (node/Scheduler_worker.py): an arriving job is tried on
 // the GPU of least load; one that does not fit joins a first come, first
@@ -139,11 +114,11 @@ func (m *migerState) try(j *simJob) (bool, error) {
 
 // adopt carries out a GPU's new plan.
 func (m *migerState) adopt(g int, p baselines.MIGERPlan) error {
-	mig, restart, start, err := diff(m.s.plans[g], p.Plan)
+	ch, err := partitioner.Change(g, m.s.plans[g], p.Plan)
 	if err != nil {
-		return fmt.Errorf("miger gpu %d: %w", g, err)
+		return fmt.Errorf("miger: %w", err)
 	}
-	m.s.apply(g, p.Plan, mig, restart, start)
+	m.s.apply(p.Plan, ch)
 	m.s.plans[g] = p.Plan
 	m.throughput[g] = p.Throughput
 	return nil
@@ -250,17 +225,17 @@ func (m *misoState) jobsOn(g int) []partitioner.Job {
 // moveAll carries out a plan in which every job of the GPU was
 // checkpointed first (save_jobs): each restarts, with the MIG change.
 func (m *misoState) moveAll(g int, next partitioner.GPUPlan) error {
-	mig, _, start, err := diff(m.s.plans[g], next)
+	ch, err := partitioner.Change(g, m.s.plans[g], next)
 	if err != nil {
-		return fmt.Errorf("miso gpu %d: %w", g, err)
+		return fmt.Errorf("miso: %w", err)
 	}
-	var restart []string
+	ch.Restart = nil
 	for _, p := range next.Jobs {
-		if !slices.Contains(start, p.Job.ID) {
-			restart = append(restart, p.Job.ID)
+		if !slices.Contains(ch.Start, p.Job.ID) {
+			ch.Restart = append(ch.Restart, p.Job.ID)
 		}
 	}
-	m.s.apply(g, next, mig, restart, start)
+	m.s.apply(next, ch)
 	m.s.plans[g] = next
 	return nil
 }
@@ -318,12 +293,10 @@ func (m *misoState) decide() error {
 		}
 		m.queue = m.queue[1:]
 		if len(jobs) == 1 {
-			mig, _, start, err := diff(m.s.plans[best], plan)
-			if err != nil {
-				return fmt.Errorf("miso gpu %d: %w", best, err)
+			// Alone on its GPU: it starts at once, nothing to restart.
+			if err := m.moveAll(best, plan); err != nil {
+				return err
 			}
-			m.s.apply(best, plan, mig, nil, start)
-			m.s.plans[best] = plan
 			continue
 		}
 		// The MPS phase: every job on the whole GPU at 100 %.

@@ -290,11 +290,7 @@ func (s *jobSim) nextEvent(next int) float64 {
 		if j.gpu < 0 {
 			continue
 		}
-		out := 0.0
-		if j.gpu >= 0 {
-			out = j.speed
-		}
-		if net := out - v.inRate(s.now); v.backlog > backlogTol*v.latency && net > 0 {
+		if net := j.speed - v.inRate(s.now); v.backlog > backlogTol*v.latency && net > 0 {
 			t = min(t, s.now+v.backlog/net)
 		}
 	}
@@ -496,7 +492,7 @@ func (s *jobSim) decideAlg1() error {
 		s.cfg.OnPlan(plan)
 	}
 	for _, ch := range plan.Changes {
-		s.apply(ch.GPU, plan.GPUs[ch.GPU], ch.MIG, ch.Restart, ch.Start)
+		s.apply(plan.GPUs[ch.GPU], ch)
 	}
 	s.plans = plan.GPUs
 	waiting := map[string]bool{}
@@ -529,9 +525,10 @@ func (s *jobSim) restartDelay(j *simJob) float64 {
 	return d
 }
 
-// apply carries out one GPU's change: the MIG change (its instances stop
-// for the change), restarts and starts.
-func (s *jobSim) apply(g int, next partitioner.GPUPlan, mig *partitioner.Reconfiguration, restart, start []string) {
+// apply carries out one GPU's change to its plan next: the MIG change
+// (its instances stop for the change), restarts and starts.
+func (s *jobSim) apply(next partitioner.GPUPlan, ch partitioner.GPUChange) {
+	mig := ch.MIG
 	kept := map[string]bool{}
 	migS := 0.0
 	if mig != nil {
@@ -552,20 +549,19 @@ func (s *jobSim) apply(g int, next partitioner.GPUPlan, mig *partitioner.Reconfi
 		}
 		return 0
 	}
-	for _, id := range restart {
+	for _, id := range ch.Restart {
 		j := s.byID[id]
 		s.restart(j, extra(j))
 	}
-	for _, id := range start {
+	for _, id := range ch.Start {
 		j := s.byID[id]
 		d := j.startup + extra(j)
 		if j.ran {
 			d += j.restore
-		}
-		if !j.ran {
+		} else {
 			j.started = s.now
 		}
-		j.gpu, j.paused, j.ran = g, s.now+d, true
+		j.gpu, j.paused, j.ran = ch.GPU, s.now+d, true
 	}
 }
 

@@ -45,7 +45,8 @@ func (s *jobSim) metrics() {
 		r.OnlineSlowdown = on / float64(nOn)
 	}
 	r.SLOAttainment = r.Requests.Attainment()
-	r.P99, r.P99JSON = r.Requests.Quantile(0.99), r.Requests.Quantile(0.99)
+	r.P99 = r.Requests.Quantile(0.99)
+	r.P99JSON = r.P99
 	if math.IsInf(r.P99JSON, 1) {
 		r.P99JSON = -1
 	}

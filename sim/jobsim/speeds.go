@@ -93,8 +93,9 @@ func (s *jobSim) sharedSpeeds() {
 			busy += truth.gpuBusy[j.Type] * (1 - s.idle(j))
 		}
 		share := 1 / max(1, busy)
+		shared := slices.ContainsFunc(js, func(o *simJob) bool { return !o.Online && s.up(o) })
 		for _, j := range js {
-			j.shared = slices.ContainsFunc(js, func(o *simJob) bool { return !o.Online && s.up(o) })
+			j.shared = shared
 			if s.pol.kind == kindDefault {
 				// Time slicing: each context gets its turn; a switch
 				// costs what the calibrated kernel-level GPU says.
@@ -132,9 +133,10 @@ func (s *jobSim) partitionedSpeeds() {
 				}
 			}
 			frac := float64(in.Profile.SMs) / float64(gpuSMs)
+			shared := slices.ContainsFunc(here, func(o partitioner.Placed) bool { return !o.Job.Online && s.up(s.byID[o.Job.ID]) })
 			for _, pl := range here {
 				j := s.byID[pl.Job.ID]
-				j.shared = slices.ContainsFunc(here, func(o partitioner.Placed) bool { return !o.Job.Online && s.up(s.byID[o.Job.ID]) })
+				j.shared = shared
 				pct := float64(pl.Percent) * frac
 				if s.pol.migOnly() && !mps {
 					pct = 100 * frac // MIG only: no MPS limit
