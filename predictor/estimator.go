@@ -68,15 +68,8 @@ func (e Estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []parti
 		if err != nil {
 			return 0, err
 		}
-		in.CoUtil = in.CoUtil.Add(u)
-		in.CoMPSPct += cpct
+		in.AddCoRunner(u, cpct, e.priority(c.Job), in.MPSPriority)
 		in.CoJobs = append(in.CoJobs, c.Job.Type)
-		switch p := e.priority(c.Job); {
-		case p < in.MPSPriority:
-			in.CoAboveSM += u.SM
-		case p > in.MPSPriority:
-			in.CoBelowSM += u.SM
-		}
 	}
 	pred, err := e.Model.Predict(in)
 	if err != nil {

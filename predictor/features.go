@@ -7,6 +7,35 @@ import (
 	"strings"
 )
 
+// CoFeatures are a job's features of its co-runners, built one co-runner
+// at a time by AddCoRunner, the same way for training samples (profiling) and
+// for predictions (Estimator).
+type CoFeatures struct {
+	// CoUtil is the sum of the co-runners' utilisations alone at their
+	// percentages.
+	CoUtil Util
+	// CoMPSPct is the sum of the co-runners' MPS percentages.
+	CoMPSPct int
+	// CoAboveSM and CoBelowSM are the SM utilisations alone (at their
+	// percentages) summed over the co-runners at a higher client
+	// priority than the job's (they go first) and at a lower one (the
+	// job goes first).
+	CoAboveSM, CoBelowSM float64
+}
+
+// AddCoRunner counts one co-runner: its utilisation alone u at its percentage
+// pct, and its client priority prio against the job's own.
+func (c *CoFeatures) AddCoRunner(u Util, pct, prio, own int) {
+	c.CoUtil = c.CoUtil.Add(u)
+	c.CoMPSPct += pct
+	switch {
+	case prio < own:
+		c.CoAboveSM += u.SM
+	case prio > own:
+		c.CoBelowSM += u.SM
+	}
+}
+
 // Input is what the predictor knows of one job in a candidate placement:
 // MMK Table I.
 type Input struct {
@@ -14,16 +43,12 @@ type Input struct {
 	MPSPercent int
 	SMs        int // of the instance
 	CoRunners  int
-	// JobUtil is the job's utilisation alone at 100 %; CoUtil the sum of
-	// the co-runners' utilisations alone at their percentages.
-	JobUtil, CoUtil Util
-	// MPSPriority is the job's client priority (0 normal, 1 below),
-	// CoMPSPct the co-runners' summed percentages, CoAboveSM and
-	// CoBelowSM the co-runners' SM utilisations above and below the
-	// job's priority (Sample has the same fields).
-	MPSPriority          int
-	CoMPSPct             int
-	CoAboveSM, CoBelowSM float64
+	// JobUtil is the job's utilisation alone at 100 %.
+	JobUtil Util
+	// MPSPriority is the job's client priority (0 normal, 1 below).
+	MPSPriority int
+	// CoFeatures describe the co-runners, as in Sample.
+	CoFeatures
 	// CoJobs are the co-runners' job types (for models with co-runner
 	// identity features).
 	CoJobs []string
@@ -31,8 +56,8 @@ type Input struct {
 
 // InputOf is a sample's input.
 func InputOf(s Sample) Input {
-	in := Input{Job: s.Job, MPSPercent: s.MPSPercent, SMs: s.SMs, CoRunners: s.CoRunners, JobUtil: s.JobUtil, CoUtil: s.CoUtil,
-		MPSPriority: s.MPSPriority, CoMPSPct: s.CoMPSPct, CoAboveSM: s.CoAboveSM, CoBelowSM: s.CoBelowSM}
+	in := Input{Job: s.Job, MPSPercent: s.MPSPercent, SMs: s.SMs, CoRunners: s.CoRunners, JobUtil: s.JobUtil,
+		MPSPriority: s.MPSPriority, CoFeatures: s.CoFeatures}
 	if run, err := ParseRunKey(s.Run); err == nil {
 		if co, err := run.Without(s.Job, s.MPSPercent, s.MPSPriority); err == nil {
 			for _, m := range co {

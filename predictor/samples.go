@@ -54,11 +54,13 @@ type Sample struct {
 	MPSPercent int
 	SMs        int // SMs of the GPU instance
 	CoRunners  int
-	// JobUtil is the job's utilisation alone at 100 %; CoUtil the sum of
-	// its co-runners' utilisations alone at their percentages.
-	JobUtil, CoUtil Util
-	ItemsPerS       float64
-	IterMs          float64
+	// JobUtil is the job's utilisation alone at 100 %.
+	JobUtil Util
+	// CoFeatures describe the co-runners: CoMPSPct, CoAboveSM and
+	// CoBelowSM are in the extended columns (ExtColumns).
+	CoFeatures
+	ItemsPerS float64
+	IterMs    float64
 	// RunUtil is what the GPU showed during this run (not a feature).
 	RunUtil Util
 
@@ -73,13 +75,6 @@ type Sample struct {
 	// MPSPriority is the job's CUDA_MPS_CLIENT_PRIORITY: 0 normal, 1
 	// below normal.
 	MPSPriority int
-	// CoMPSPct is the sum of the co-runners' MPS percentages.
-	CoMPSPct int
-	// CoAboveSM and CoBelowSM are the SM utilisations alone (at their
-	// percentages) summed over the co-runners at a higher client priority
-	// than the job's (they go first) and at a lower one (the job goes
-	// first).
-	CoAboveSM, CoBelowSM float64
 	// IterCV is the spread of the iteration times within the measured
 	// window: their standard deviation over their mean (0: unknown).
 	IterCV float64

@@ -9,7 +9,7 @@ import (
 
 func sample(run, job string, pct, co int, target float64) Sample {
 	s := Sample{Run: run, Job: job, Kind: KindOf(job), Batch: 32, MPSPercent: pct, SMs: 132, CoRunners: co,
-		JobUtil: Util{80, 40, 30, 99, 45}, CoUtil: Util{SM: float64(10 * co)}, RunUtil: Util{70, 35, 25, 98, 40}, Extended: true}
+		JobUtil: Util{80, 40, 30, 99, 45}, CoFeatures: CoFeatures{CoUtil: Util{SM: float64(10 * co)}}, RunUtil: Util{70, 35, 25, 98, 40}, Extended: true}
 	if s.Kind == Online {
 		s.IterMs, s.ItemsPerS = target, 32000/target
 	} else {

@@ -43,7 +43,7 @@ func (p ModelSTP) STP(job Profile, sms, percent int, co []CoRunner) (float64, er
 		}
 		cu = cu.Add(u)
 	}
-	return p.Model.Predict(Input{Job: job.Job, MPSPercent: percent, SMs: sms, CoRunners: len(co), JobUtil: ju, CoUtil: cu})
+	return p.Model.Predict(Input{Job: job.Job, MPSPercent: percent, SMs: sms, CoRunners: len(co), JobUtil: ju, CoFeatures: CoFeatures{CoUtil: cu}})
 }
 
 // Profiles collects every job type's alone utilisations from a dataset

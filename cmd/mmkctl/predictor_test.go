@@ -30,7 +30,7 @@ func writeDataset(t *testing.T) string {
 					run += fmt.Sprintf("+other%d_train@50", k)
 				}
 				s := predictor.Sample{Run: run, Job: job, Kind: predictor.KindOf(job), Batch: 8, MPSPercent: pct, SMs: 132, CoRunners: co,
-					JobUtil: predictor.Util{SM: 80}, CoUtil: predictor.Util{SM: 40 * float64(co)}, RunUtil: predictor.Util{SM: 80 * speed},
+					JobUtil: predictor.Util{SM: 80}, CoFeatures: predictor.CoFeatures{CoUtil: predictor.Util{SM: 40 * float64(co)}}, RunUtil: predictor.Util{SM: 80 * speed},
 					ItemsPerS: base * speed, IterMs: base / speed}
 				b.WriteString(strings.Join(s.Record(), ",") + "\n")
 			}

@@ -491,14 +491,7 @@ func samples(cfg Config, step predictor.Step, results []result, runUtil predicto
 			if !ok {
 				return nil, fmt.Errorf("%s: no alone run at %d %% (co-runner features)", c.Job, c.Percent)
 			}
-			s.CoUtil = s.CoUtil.Add(u)
-			s.CoMPSPct += c.Percent
-			switch {
-			case c.Priority < m.Priority:
-				s.CoAboveSM += u.SM
-			case c.Priority > m.Priority:
-				s.CoBelowSM += u.SM
-			}
+			s.AddCoRunner(u, c.Percent, c.Priority, m.Priority)
 		}
 		out = append(out, s)
 	}
