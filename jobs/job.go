@@ -321,8 +321,12 @@ func (j *Job) Type() string { return j.Spec.Workload.Type() }
 // Online reports a latency-critical job.
 func (j *Job) Online() bool { return j.Spec.Kind == Online }
 
+// OfflineMPSPriority is an offline job's MPS client priority unless its
+// spec says otherwise: below normal (online jobs run at 0, normal).
+const OfflineMPSPriority = 1
+
 // MPSClientPriority is the job's MPS client priority: the spec's, else 0 for an
-// online job and 1 (below normal) for an offline one, so that the GPU
+// online job and OfflineMPSPriority for an offline one, so that the GPU
 // gives way to online work wherever they share an MPS daemon.
 func (s *Spec) MPSClientPriority() int {
 	if s.MPSPriority != nil {
@@ -331,5 +335,5 @@ func (s *Spec) MPSClientPriority() int {
 	if s.Kind == Online {
 		return 0
 	}
-	return 1
+	return OfflineMPSPriority
 }

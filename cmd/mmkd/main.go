@@ -177,7 +177,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		return nil, nil, err
 	}
 	if mpsm != nil && cfg.MPS.PriorityShares {
-		pred.OfflinePriority = 1 // as node gives offline jobs under priority shares
+		pred.OfflinePriority = jobs.OfflineMPSPriority // the priority node gives offline jobs (Spec.MPSClientPriority)
 	}
 	store, err := openStore(filepath.Join(dir, "mmk.db"), log)
 	if err != nil {
