@@ -217,7 +217,8 @@ func (p *report) ablation(b *bytes.Buffer) {
 	b.WriteString("- gate: the restart gate (`partitioner.DecideGated`): a restart only where its predicted gain over the job's run so far beats its save, start-up and restore.\n")
 	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n")
 	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n")
-	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n\n")
+	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n")
+	b.WriteString("- oracle: Algorithm 1 decides with the ground truth instead of the forest: an upper bound, not a policy (the section on the predictor).\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
 			policyRow(b, pol, p.at1(w, pol))
@@ -357,6 +358,7 @@ func (p *report) why(b *bytes.Buffer) {
 			verb = "the best cap reaches"
 		}
 		fmt.Fprintf(b, "Across the caps on jobs per instance (the section on the cap) the lowest JCT is %.0f s at %d: %s mps-prio's %.0f s.\n", best, bestCap, verb, pp.jct)
+		p.predictorWhy(b, w)
 		fmt.Fprintf(b, "- **%s, plain MPS.** mps has JCT %.0f s and STP %.2f (SLO %s) against mmk's %.0f s and %.2f. MIG mode alone (mps inside the whole-GPU instance, %s: %d of %d SMs; mps-mig) changes mps's JCT by %s; mmk without MIG changes (mmk+fixed-mig) has JCT %.0f s (%s against mmk) and SLO %s. mmk+fixed-mig and mps-mig run on the same whole-GPU instances; they differ in Algorithm 1's placement (at most %d jobs per instance, by a predictor that knows no priority), priority and the slo option: %s of JCT, and mps-mig's SLO attainment is %s.\n", w.name, mps.jct, mps.stp, slo(mps), m.jct, m.stp, full.Name, full.SMs, p.model.SMs, pct(inMIG.jct, mps.jct), fixed.jct, pct(fixed.jct, m.jct), slo(fixed), jobsim.DefaultMaxShare, pct(fixed.jct, inMIG.jct), slo(inMIG))
 	}
 	b.WriteString("\n")
