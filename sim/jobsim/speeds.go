@@ -85,16 +85,27 @@ func (s *jobSim) sharedSpeeds() {
 		full := s.cfg.Model.Profiles[len(s.cfg.Model.Profiles)-1]
 		capacity = 100 * float64(full.SMs) / float64(s.cfg.Model.SMs)
 	}
+	slicing := s.pol.kind == kindDefault
 	var on []CoShare
 	for _, js := range s.shared {
-		on = on[:0]
-		for _, j := range js {
-			on = append(on, CoShare{Job: j.Type, Pct: capacity, Idle: s.idle(j), Prio: s.prioOf(j)})
+		fill := func() {
+			on = on[:0]
+			for _, j := range js {
+				on = append(on, CoShare{Job: j.Type, Pct: capacity, Idle: s.idle(j), Prio: s.prioOf(j)})
+			}
 		}
+		fill()
 		shared := slices.ContainsFunc(js, func(o *simJob) bool { return !o.Online && s.up(o) })
 		for k, j := range js {
 			j.shared = shared
-			j.speed = s.cfg.Truth.sharedGPU(s.pol.kind == kindDefault, capacity, on, k)
+			// Under MPS each job sees its co-runners' idle shares as the
+			// speeds set so far in this pass leave them (the order the
+			// simulator has always used); time slicing sees them as the
+			// pass began.
+			if !slicing && k > 0 {
+				fill()
+			}
+			j.speed = s.cfg.Truth.sharedGPU(slicing, capacity, on, k)
 		}
 	}
 }
@@ -111,7 +122,7 @@ func (m *SpeedModel) sharedGPU(slicing bool, capacity float64, on []CoShare, k i
 		for _, o := range on {
 			busy += m.gpuBusy[o.Job] * o.busy()
 		}
-		v := m.Alone(j.Job, 100) / max(1, busy)
+		v := m.Alone(j.Job, 100) * (1 / max(1, busy))
 		if len(on) > 1 {
 			gpu := sim.DefaultGPU()
 			v *= gpu.Slice.Seconds() / (gpu.Slice + gpu.Switch).Seconds()
