@@ -79,7 +79,34 @@ var (
 	h100Model = "H100-80GB"
 	h100Pols  = []string{jobsim.JobMPS, jobsim.JobMPSPrio, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK, jobsim.JobMMK + "+" + jobsim.OptFixedMIG}
 	costPols  = []string{jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobAlg1Unprotected, jobsim.JobMMK}
+	// needRuns are the runs of the section on what mmk needs from its
+	// predictor (seed, workload and load set per run), on H100 geometry
+	// unless they say otherwise: mmk as it is, Algorithm 1's own greedy
+	// placement without MIG changes or a cap (greedy), and that placement
+	// deciding with the ground truth (the oracle option) at each error.
+	greedy     = jobsim.JobMMK + "-" + jobsim.OptSpread + "+" + jobsim.OptFixedMIG
+	oracleErrs = []float64{0, 0.05, 0.1, 0.2}
+	noCap      = 48 // MPS's most clients
+	needRuns   = needRunsOf()
 )
+
+func needRunsOf() []run {
+	h := func(pol string, share int, e float64) run {
+		return run{policy: pol, maxShare: share, gpuModel: h100Model, oracleErr: e}
+	}
+	out := []run{
+		h(jobsim.JobMPSPrio, 0, 0),
+		h(jobsim.JobMMK, 0, 0),
+		h(jobsim.JobMMK+"+"+jobsim.OptFixedMIG, 0, 0),
+		h(greedy, noCap, 0),
+		h(jobsim.JobMMK+"+"+jobsim.OptOracle, 0, 0),
+	}
+	for _, e := range oracleErrs {
+		out = append(out, h(greedy+"+"+jobsim.OptOracle, noCap, e))
+	}
+	// The same on the default (A100) geometry, whose MIG mode costs SMs.
+	return append(out, run{policy: jobsim.JobMPSPrio}, run{policy: greedy + "+" + jobsim.OptOracle, maxShare: noCap})
+}
 
 // ablation is Algorithm 1 with MMK's protections, each named option
 // added alone, mmk, mmk with each of its options taken away, and mmk
@@ -108,6 +135,9 @@ type run struct {
 	maxShare int
 	// gpuModel is the GPU's geometry ("": the report's, A100-80GB).
 	gpuModel string
+	// oracleErr is jobsim.Config.OracleError (policies with the oracle
+	// option).
+	oracleErr float64
 }
 
 // runner runs simulations; the predictor's forest is trained with each
@@ -192,11 +222,11 @@ func (r *runner) simulate(x run) (*jobsim.Result, error) {
 	// The experiment mmkctl sim jobs runs, with one policy.
 	e := jobsim.Experiment{
 		Workload: x.workload, Jobs: jobs, Model: model, GPUs: x.gpus, Policies: []string{x.policy},
-		Models: models, MIGReconfig: x.mig, MaxShare: x.maxShare, Seed: x.seed,
+		Models: models, MIGReconfig: x.mig, MaxShare: x.maxShare, Seed: x.seed, OracleError: x.oracleErr,
 	}
 	res, err := e.Run()
 	if err != nil {
-		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v, max share %d, model %q: %w", x.workload, x.load, x.seed, x.mig, x.maxShare, x.gpuModel, err)
+		return nil, fmt.Errorf("%s, load %g, seed %d, MIG %v, max share %d, model %q, oracle error %g: %w", x.workload, x.load, x.seed, x.mig, x.maxShare, x.gpuModel, x.oracleErr, err)
 	}
 	return res[0], nil
 }
@@ -294,6 +324,11 @@ func generate(out, traces string, seeds, parallel int) error {
 				x.gpuModel, x.policy = h100Model, p
 				add(x)
 			}
+			for _, n := range needRuns {
+				x := base
+				x.policy, x.maxShare, x.gpuModel, x.oracleErr = n.policy, n.maxShare, n.gpuModel, n.oracleErr
+				add(x)
+			}
 		}
 	}
 	openb := true
@@ -337,6 +372,7 @@ func generate(out, traces string, seeds, parallel int) error {
 	rep.costs(&b)
 	rep.caps(&b)
 	rep.h100(&b)
+	rep.predictorNeed(&b)
 	if openb {
 		rep.openb(&b)
 	}

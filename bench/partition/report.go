@@ -116,6 +116,7 @@ func (p *report) method(b *bytes.Buffer) {
 	b.WriteString("  - A co-runner counts with its busy share (a service between requests takes no SMs); under MPS client priority (online 0, offline 1) offline jobs take no SMs from online ones, and online ones take theirs first.\n")
 	b.WriteString("  - Memory interference: divided by 1 + a·(co-runners' DRAM use), a fitted per job type; priority does not remove it.\n")
 	fmt.Fprintf(b, "  - Mean relative error on the 480 measured co-located runs: %.1f %%.\n", 100*f.MeanError)
+	b.WriteString("  - **Not yet checked against a real GPU:** on the one real multi-job run there is, mmkd's H100 end-to-end rounds (six jobs at once), it predicts the jobs far slower than they ran ([simcheck-h100.md](simcheck-h100.md), `go run ./bench/simcheck`). Every number below is the simulator's until a real run of a case it can represent agrees with it.\n")
 	b.WriteString("- **Online jobs are services.** Requests arrive (Poisson) from the time a service is first up, for its lifetime, at a load of 5-25 % of a whole GPU (openb: a quarter of its GPU share); each takes its type's measured latency alone (batch 32) divided by the service's speed, first come first served.\n")
 	fmt.Fprintf(b, "  A service's latency target (SLO) is %.1f x its latency alone (MIGER's resnet50 target: 50 ms against 14.5 ms alone). SLO attainment is the share of all requests served within target; p99 is the 99th percentile of latency over target (\"lost\": lost requests reach it). A service's JCT runs from its arrival to its last request served.\n", jobsim.DefaultSLOFactor)
 	b.WriteString("- **Costs:** a start costs the job type's measured start-up (7-14 s, `docs/results/job-footprint-h200.jsonl`). A restart stops the job: an offline job saves its checkpoint, starts and restores it, keeping its progress; a service loses the requests it holds and starts again (its model's restore included) while new requests wait.\n")
@@ -217,7 +218,8 @@ func (p *report) ablation(b *bytes.Buffer) {
 	b.WriteString("- gate: the restart gate (`partitioner.DecideGated`): a restart only where its predicted gain over the job's run so far beats its save, start-up and restore.\n")
 	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n")
 	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n")
-	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n\n")
+	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n")
+	b.WriteString("- oracle: Algorithm 1 decides with the ground truth instead of the forest: an upper bound, not a policy (the section on the predictor).\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
 			policyRow(b, pol, p.at1(w, pol))
@@ -357,6 +359,7 @@ func (p *report) why(b *bytes.Buffer) {
 			verb = "the best cap reaches"
 		}
 		fmt.Fprintf(b, "Across the caps on jobs per instance (the section on the cap) the lowest JCT is %.0f s at %d: %s mps-prio's %.0f s.\n", best, bestCap, verb, pp.jct)
+		p.predictorWhy(b, w)
 		fmt.Fprintf(b, "- **%s, plain MPS.** mps has JCT %.0f s and STP %.2f (SLO %s) against mmk's %.0f s and %.2f. MIG mode alone (mps inside the whole-GPU instance, %s: %d of %d SMs; mps-mig) changes mps's JCT by %s; mmk without MIG changes (mmk+fixed-mig) has JCT %.0f s (%s against mmk) and SLO %s. mmk+fixed-mig and mps-mig run on the same whole-GPU instances; they differ in Algorithm 1's placement (at most %d jobs per instance, by a predictor that knows no priority), priority and the slo option: %s of JCT, and mps-mig's SLO attainment is %s.\n", w.name, mps.jct, mps.stp, slo(mps), m.jct, m.stp, full.Name, full.SMs, p.model.SMs, pct(inMIG.jct, mps.jct), fixed.jct, pct(fixed.jct, m.jct), slo(fixed), jobsim.DefaultMaxShare, pct(fixed.jct, inMIG.jct), slo(inMIG))
 	}
 	b.WriteString("\n")

@@ -28,6 +28,7 @@ type simJobsFlags struct {
 	migReconfig time.Duration
 	maxShare    int
 	sloFactor   float64
+	oracleError float64
 	// placementsOut, placementsTop and placementsPercents: the groups
 	// Algorithm 1 placed together, as the profiling campaign's runs.
 	placementsOut      string
@@ -72,6 +73,7 @@ the model.`,
 	fl.DurationVar(&f.migReconfig, "mig-reconfig", jobsim.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
 	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (Algorithm 1's policies)")
 	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "services' latency target as a multiple of their latency alone")
+	fl.Float64Var(&f.oracleError, "oracle-error", 0, "error of the oracle option's answers: each off by exp(e·z), z standard normal per question (0: the ground truth)")
 	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
 	fl.IntVar(&f.placementsTop, "placements-top", 40, "most groups --placements-out writes (0: all)")
 	fl.StringVar(&f.placementsPercents, "placements-percents", "10,20,30,50,70,100", "the campaign's alone percentages, which the groups' shares are rounded to")
@@ -93,6 +95,9 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	}
 	if !(f.sloFactor > 0 && f.sloFactor <= 1000) {
 		return fmt.Errorf("flag --slo-factor: %v is outside (0, 1000]", f.sloFactor)
+	}
+	if !(f.oracleError >= 0 && f.oracleError <= 10) {
+		return fmt.Errorf("flag --oracle-error: %v is outside [0, 10]", f.oracleError)
 	}
 	model, err := partitioner.LookupModel(f.gpuModel)
 	if err != nil {
@@ -119,7 +124,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	start := time.Now()
 	e := jobsim.Experiment{
 		Workload: f.workload, Jobs: jobs, Model: model, GPUs: f.gpus, Policies: policies,
-		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, Seed: f.seed,
+		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, Seed: f.seed, OracleError: f.oracleError,
 		Progress: func(policy string, done, total int) {
 			fmt.Fprintf(stderr, "\r%s: %d/%d jobs done (%s)   ", policy, done, total, time.Since(start).Round(time.Second))
 			if done == total {

@@ -110,6 +110,8 @@ func TestSimJobs(t *testing.T) {
 		{[]string{"--policy", "mmk+turbo"}, `option "turbo"`},
 		{[]string{"--load", "0"}, "flag --load: 0"},
 		{[]string{"--slo-factor", "-2"}, "flag --slo-factor: -2"},
+		{[]string{"--oracle-error", "-1"}, "flag --oracle-error: -1"},
+		{[]string{"--oracle-error", "NaN"}, "flag --oracle-error: NaN"},
 		{[]string{"--gpus", "0"}, "flag --gpus: 0"},
 		{[]string{"--gpu-model", "V100"}, "flag --gpu-model"},
 		{[]string{"--workload", "openb:x"}, "flag --workload"},

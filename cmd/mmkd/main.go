@@ -176,8 +176,11 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	if mpsm != nil && cfg.MPS.PriorityShares {
-		pred.OfflinePriority = jobs.OfflineMPSPriority // the priority node gives offline jobs (Spec.MPSClientPriority)
+	if mpsm != nil {
+		// node gives offline jobs this client priority wherever MPS runs
+		// (Spec.MPSClientPriority), priority shares or not: the estimator
+		// is told what the jobs will run at.
+		pred.OfflinePriority = jobs.OfflineMPSPriority
 	}
 	store, err := openStore(filepath.Join(dir, "mmk.db"), log)
 	if err != nil {

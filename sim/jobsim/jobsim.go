@@ -41,6 +41,10 @@ type Config struct {
 	SLOFactor float64
 	// Seed draws the online jobs' requests.
 	Seed uint64
+	// OracleError is the error of the oracle option's answers: each is
+	// off by exp(OracleError·z), z standard normal per question (0: the
+	// ground truth itself).
+	OracleError float64
 	// Progress, when set, is called now and then with finished jobs.
 	Progress func(done, total int)
 	// OnPlan, when set, is given every plan Algorithm 1's policies make:
@@ -172,6 +176,9 @@ func newSim(cfg Config) (*jobSim, error) {
 	if !(cfg.SLOFactor > 0) || math.IsInf(cfg.SLOFactor, 0) {
 		return nil, fmt.Errorf("job sim: SLO factor %v: want a number > 0", cfg.SLOFactor)
 	}
+	if !(cfg.OracleError >= 0) || math.IsInf(cfg.OracleError, 0) {
+		return nil, fmt.Errorf("job sim: oracle error %v: want a number >= 0", cfg.OracleError)
+	}
 	pol, err := ParsePolicy(cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("job sim: %w", err)
@@ -240,6 +247,9 @@ func newSim(cfg Config) (*jobSim, error) {
 		s.byID[j.ID] = sj
 	}
 	slices.SortStableFunc(s.jobs, func(a, b *simJob) int { return cmp.Compare(a.Arrival, b.Arrival) })
+	if pol.Has(OptOracle) && s.est != nil {
+		s.est = partitioner.NewCache(newOracle(s, cfg.OracleError))
+	}
 	if pol.Has(OptSLO) {
 		if err := s.needs(); err != nil {
 			return nil, err
@@ -448,7 +458,7 @@ const DefaultSLOHeadroom = 1.25
 // needs sets each online job's MinSpeed for the slo option: the least
 // speed at which it meets its target with DefaultSLOHeadroom to spare
 // (minSpeed), at most what the estimator gives it alone on the largest
-// instance at its demand (so that it can always be placed).
+// instance at its demand and at 100 % (so that it can always be placed).
 func (s *jobSim) needs() error {
 	full := s.cfg.Model.Profiles[len(s.cfg.Model.Profiles)-1]
 	for _, j := range s.jobs {
@@ -461,7 +471,11 @@ func (s *jobSim) needs() error {
 			err = cmp.Or(err, e)
 			return v
 		}
-		top := at(partitioner.Demand(at))
+		// The guard checks the job at the percentage MPSConfig gives it:
+		// its demand, or 100 % under priority shares. A predictor's
+		// speeds need not rise with the share, so the need is capped by
+		// both, or an online job could fit nowhere, not even alone.
+		top := min(at(partitioner.Demand(at)), at(100))
 		if err != nil {
 			return fmt.Errorf("job sim: %w", err)
 		}

@@ -63,11 +63,15 @@ const (
 	OptSLO           = "slo"             // partitioner.Options.SLOGuard with each service's need
 	OptFixedMIG      = "fixed-mig"       // partitioner.Options.FixedMIG: layouts never change
 	OptSpread        = "spread"          // partitioner.Options.Spread
+	// OptOracle decides with the ground truth instead of the predictor
+	// (Config.OracleError adds a known error): an upper bound, not a
+	// policy anyone can run.
+	OptOracle = "oracle"
 )
 
 // Options lists the option names, in the ablation's order.
 func Options() []string {
-	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG, OptSpread}
+	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG, OptSpread, OptOracle}
 }
 
 // MMKOptions are the options JobMMK runs with: the ones that the

@@ -80,43 +80,65 @@ func (s *jobSim) speeds() {
 }
 
 func (s *jobSim) sharedSpeeds() {
-	truth := s.cfg.Truth
-	gpu := sim.DefaultGPU()
 	capacity := 100.0
 	if s.pol.mig {
 		full := s.cfg.Model.Profiles[len(s.cfg.Model.Profiles)-1]
 		capacity = 100 * float64(full.SMs) / float64(s.cfg.Model.SMs)
 	}
+	slicing := s.pol.kind == kindDefault
+	var on []CoShare
 	for _, js := range s.shared {
-		busy := 0.0
-		for _, j := range js {
-			busy += truth.gpuBusy[j.Type] * (1 - s.idle(j))
+		fill := func() {
+			on = on[:0]
+			for _, j := range js {
+				on = append(on, CoShare{Job: j.Type, Pct: capacity, Idle: s.idle(j), Prio: s.prioOf(j)})
+			}
 		}
-		share := 1 / max(1, busy)
+		fill()
 		shared := slices.ContainsFunc(js, func(o *simJob) bool { return !o.Online && s.up(o) })
-		for _, j := range js {
+		for k, j := range js {
 			j.shared = shared
-			if s.pol.kind == kindDefault {
-				// Time slicing: each context gets its turn; a switch
-				// costs what the calibrated kernel-level GPU says.
-				j.speed = truth.Alone(j.Type, 100) * share
-				if len(js) > 1 {
-					j.speed *= gpu.Slice.Seconds() / (gpu.Slice + gpu.Switch).Seconds()
-				}
-				continue
+			// Under MPS each job sees its co-runners' idle shares as the
+			// speeds set so far in this pass leave them (the order the
+			// simulator has always used); time slicing sees them as the
+			// pass began.
+			if !slicing && k > 0 {
+				fill()
 			}
-			// MPS without limits: every client at 100 % of the GPU, at
-			// one priority (or online 0, offline 1 under mps-prio), as
-			// the ground truth has it for oversubscribed shares.
-			var co []CoShare
-			for _, o := range js {
-				if o != j {
-					co = append(co, CoShare{Job: o.Type, Pct: capacity, Idle: s.idle(o), Prio: s.prioOf(o)})
-				}
-			}
-			j.speed = truth.Shared(j.Type, capacity, capacity, s.prioOf(j), co)
+			j.speed = s.cfg.Truth.sharedGPU(slicing, capacity, on, k)
 		}
 	}
+}
+
+// sharedGPU is the speed of job k of the jobs on one GPU (each at the
+// GPU's capacity, with its idle share and priority) under time slicing
+// (slicing) or MPS without limits.
+func (m *SpeedModel) sharedGPU(slicing bool, capacity float64, on []CoShare, k int) float64 {
+	j := on[k]
+	if slicing {
+		// Time slicing: each context gets its turn; a switch costs what
+		// the calibrated kernel-level GPU says.
+		busy := 0.0
+		for _, o := range on {
+			busy += m.gpuBusy[o.Job] * o.busy()
+		}
+		v := m.Alone(j.Job, 100) * (1 / max(1, busy))
+		if len(on) > 1 {
+			gpu := sim.DefaultGPU()
+			v *= gpu.Slice.Seconds() / (gpu.Slice + gpu.Switch).Seconds()
+		}
+		return v
+	}
+	// MPS without limits: every client at 100 % of the GPU, at one
+	// priority (or online 0, offline 1 under mps-prio), as the ground
+	// truth has it for oversubscribed shares.
+	co := make([]CoShare, 0, len(on)-1)
+	for i, o := range on {
+		if i != k {
+			co = append(co, o)
+		}
+	}
+	return m.Shared(j.Job, capacity, capacity, j.Prio, co)
 }
 
 func (s *jobSim) partitionedSpeeds() {
