@@ -159,7 +159,7 @@ func TestLinearRecoversCoefficients(t *testing.T) {
 	}
 }
 
-// BenchmarkTrainForest1400 trains the default forest on 1,400 rows of 27
+// BenchmarkTrainForest1400 trains the forest on 1,400 rows of 27
 // features (the size of a campaign's dataset).
 func BenchmarkTrainForest1400(b *testing.B) {
 	x, y := randomData(1400, 27, 1)
@@ -167,6 +167,18 @@ func BenchmarkTrainForest1400(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := GrowForest(x, y, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTrainBoost1400 trains the default model, gradient boosting, on
+// the same rows as BenchmarkTrainForest1400.
+func BenchmarkTrainBoost1400(b *testing.B) {
+	x, y := randomData(1400, 27, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := GrowBoost(x, y, DefaultBoost(1)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -140,7 +140,7 @@ type run struct {
 	oracleErr float64
 }
 
-// runner runs simulations; the predictor's forest is trained with each
+// runner runs simulations; the predictor is trained with each
 // run's seed, as mmkctl sim jobs --seed does, so that one command
 // reproduces any run of the report.
 type runner struct {

@@ -35,14 +35,14 @@ func (p *report) betterOnAll(x, base run) (wins, n int) {
 // mmk needs from its predictor to beat the strongest simple alternative.
 func (p *report) predictorNeed(b *bytes.Buffer) {
 	b.WriteString("## What mmk needs from its predictor (load 1)\n\n")
-	fmt.Fprintf(b, "mmk decides with a random forest trained on the H200 profiles, which never saw MPS client priority or a service between requests: against the ground truth it is off by the median error in the table. Here Algorithm 1 decides with the ground truth instead (`+%s`, `mmkctl sim jobs --oracle-error E`): it knows each service type's mean request load and the priority jobs run at, and each answer is off by a factor exp(E·z), z standard normal drawn per question, so that E sets the error of a predictor. This is an upper bound, not a policy anyone can run: it tells how good a predictor must be for mmk to beat mps-prio, and the simulator's truth and its oracle share their form, so it flatters the oracle.\n\n", jobsim.OptOracle)
+	fmt.Fprintf(b, "mmk decides with its default predictor (gradient boosting) trained on the H200 profiles, which never saw MPS client priority or a service between requests: against the ground truth it is off by the median error in the table. Here Algorithm 1 decides with the ground truth instead (`+%s`, `mmkctl sim jobs --oracle-error E`): it knows each service type's mean request load and the priority jobs run at, and each answer is off by a factor exp(E·z), z standard normal drawn per question, so that E sets the error of a predictor. This is an upper bound, not a policy anyone can run: it tells how good a predictor must be for mmk to beat mps-prio, and the simulator's truth and its oracle share their form, so it flatters the oracle.\n\n", jobsim.OptOracle)
 	fmt.Fprintf(b, "%s is Algorithm 1's own greedy placement (the predicted gain decides, no spread), no MIG changes, at most %d jobs per instance (MPS's client limit: no cap). Geometry %s unless the row says A100-80GB. The last column counts the seeds where the row beats mps-prio of the same geometry on JCT, makespan, STP and SLO attainment at once.\n\n", greedy, noCap, h100Model)
 	perWorkload(b, "| policy | geometry | jobs per instance | decides with | predictor error | avg JCT (s) | makespan (s) | STP | SLO attainment | p99 / target | against mps-prio: JCT, makespan, STP | seeds better on all four |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", func(w workload) {
 		for _, n := range needRuns {
 			x := needOf(w, n)
 			base := needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: n.gpuModel})
 			m, o := average(p.seedsLike(x)), average(p.seedsLike(base))
-			geo, share, with := p.model.Key, fmt.Sprint(jobsim.DefaultMaxShare), "forest"
+			geo, share, with := p.model.Key, fmt.Sprint(jobsim.DefaultMaxShare), "predictor"
 			if n.gpuModel != "" {
 				geo = n.gpuModel
 			}
@@ -76,12 +76,12 @@ func (p *report) predictorNeed(b *bytes.Buffer) {
 }
 
 // predictorWhy is the reason the section on the predictor measures: the
-// forest's error against the ground truth, and what the same placement
+// predictor's error against the ground truth, and what the same placement
 // does with the truth itself.
 func (p *report) predictorWhy(b *bytes.Buffer, w workload) {
-	forest := average(p.seedsLike(needOf(w, run{policy: greedy, maxShare: noCap, gpuModel: h100Model})))
+	est := average(p.seedsLike(needOf(w, run{policy: greedy, maxShare: noCap, gpuModel: h100Model})))
 	prio := average(p.seedsLike(needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: h100Model})))
-	fmt.Fprintf(b, "- **%s, the predictor.** On %s geometry, Algorithm 1's greedy placement without a cap or MIG changes (%s) has JCT %.0f s, STP %.2f and SLO %s with the forest, whose median error against the ground truth is %.1f %% (mps-prio: %.0f s, %.2f, %s).", w.name, h100Model, greedy, forest.jct, forest.stp, slo(forest), 100*forest.predErr, prio.jct, prio.stp, slo(prio))
+	fmt.Fprintf(b, "- **%s, the predictor.** On %s geometry, Algorithm 1's greedy placement without a cap or MIG changes (%s) has JCT %.0f s, STP %.2f and SLO %s with mmk's predictor, whose median error against the ground truth is %.1f %% (mps-prio: %.0f s, %.2f, %s).", w.name, h100Model, greedy, est.jct, est.stp, slo(est), 100*est.predErr, prio.jct, prio.stp, slo(prio))
 	for _, e := range oracleErrs {
 		x := needOf(w, run{policy: greedy + "+" + jobsim.OptOracle, maxShare: noCap, gpuModel: h100Model, oracleErr: e})
 		m := average(p.seedsLike(x))

@@ -110,7 +110,7 @@ func (p *report) method(b *bytes.Buffer) {
 	b.WriteString("## Method\n\n")
 	fmt.Fprintf(b, "- **Simulator:** `jobsim.Simulate`, event driven, on GPUs of the A100-80GB geometry (the whole GPU in MIG mode is a %s of %d of its %d SMs).\n", full.Name, full.SMs, p.model.SMs)
 	b.WriteString("  Algorithm 1's policies call the real `partitioner.Decide` (or `DecideGated`) at every arrival and completion; MIGER and MISO call `partitioner/baselines`, written from their code (each rule cites its file).\n")
-	b.WriteString("- **Ground truth:** `jobsim.SpeedModel`, built from the 620 measured H200 samples, a different model from the random forest the policies decide with.\n")
+	b.WriteString("- **Ground truth:** `jobsim.SpeedModel`, built from the 620 measured H200 samples, a different model from the predictor the policies decide with (mmk's default, gradient boosting, trained on the same samples).\n")
 	b.WriteString("  - Alone, the measured speed curve at 10..100 %; a MIG slice counts as its SMs' share of the GPU.\n")
 	fmt.Fprintf(b, "  - Shares summing to S above an instance's capacity C run as at p·(C/S)^β, β = %.2f, fitted so that the %d measured runs with shares above 100 %% are predicted without bias (%+.1f %%; before this term, +10.9 %%).\n", f.Beta, f.Over, 100*f.OverBias)
 	b.WriteString("  - A co-runner counts with its busy share (a service between requests takes no SMs); under MPS client priority (online 0, offline 1) offline jobs take no SMs from online ones, and online ones take theirs first.\n")
@@ -219,7 +219,7 @@ func (p *report) ablation(b *bytes.Buffer) {
 	b.WriteString("- kernel: the kernel scheduler's effect measured in the kernel-level simulator (`sim/jobsim/data/kernel-effects.json`), against plain MPS without priority.\n")
 	b.WriteString("- fixed-mig: layouts never change (mmkd's default, mig.manage off): every GPU one whole-GPU instance.\n")
 	b.WriteString("- spread: each job into the instance holding the fewest jobs, the predicted gain breaking ties (Algorithm 1 alone puts a job where the predicted total gains most).\n")
-	b.WriteString("- oracle: Algorithm 1 decides with the ground truth instead of the forest: an upper bound, not a policy (the section on the predictor).\n\n")
+	b.WriteString("- oracle: Algorithm 1 decides with the ground truth instead of the predictor: an upper bound, not a policy (the section on the predictor).\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range ablation() {
 			policyRow(b, pol, p.at1(w, pol))

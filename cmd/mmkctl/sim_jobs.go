@@ -55,7 +55,7 @@ services: requests at a load, served within a latency target (SLO).
 Policies: ` + strings.Join(jobsim.Policies(), ", ") + `, alg1; Algorithm 1's
 policies take +option or -option (` + strings.Join(jobsim.Options(), ", ") + `),
 e.g. alg1+full-demand or mmk-gate. Job speeds come from the built-in
-H200 profiles (ground truth); policies decide with the random-forest
+H200 profiles (ground truth); policies decide with mmk's default
 predictor trained on the same data. docs/results/partition.md explains
 the model.`,
 		Args: cobra.NoArgs,
@@ -66,7 +66,7 @@ the model.`,
 	fl.StringVar(&f.gpuModel, "gpu-model", "A100-80GB", "GPU model ("+strings.Join(partitioner.ModelKeys(), ", ")+")")
 	fl.IntVar(&f.gpus, "gpus", 2, "simulated GPUs")
 	fl.StringVar(&f.policies, "policy", "default,mps,miso,miger,mmk", "comma-separated policies")
-	fl.Uint64Var(&f.seed, "seed", 1, "random seed (synthetic workloads, requests and the predictor's forest)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed (synthetic workloads, requests and the predictor's training)")
 	fl.Float64Var(&f.load, "load", trace.DefaultLoad, "offered load of the synthetic workloads")
 	fl.StringVar(&f.traces, "traces", "../shared/cluster-traces", "folder of openb_pod_list_default.csv, or an openb pod list")
 	fl.StringVar(&f.plot, "plot", "", "write the JCT CDF per policy to this SVG file")

@@ -16,7 +16,8 @@ import (
 )
 
 // openEstimator is the predictor the placement uses: a model file, or a
-// random forest trained now on the built-in dataset.
+// the default model (predictor.DefaultKind) trained now on the built-in
+// dataset.
 func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {
 	_, samples, err := data.Samples()
 	if err != nil {

@@ -23,8 +23,8 @@ type Models struct {
 }
 
 // BuiltinModels builds the job models from the built-in H200 dataset:
-// the ground truth from its measurements, a random forest (mmk's
-// default, 100 trees) trained on all of it with the given seed, the
+// the ground truth from its measurements, mmk's default model
+// (predictor.DefaultKind) trained on all of it with the given seed, the
 // kernel effects and the checkpoint costs.
 func BuiltinModels(seed uint64) (*Models, error) {
 	_, samples, err := data.Samples()
