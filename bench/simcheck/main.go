@@ -229,12 +229,11 @@ func report(b *bytes.Buffer, path string, rounds int, names []string, res map[st
 	fmt.Fprintf(b, "For scale: the ground truth reproduces the co-located H200 runs it was fitted on (2 and 3 jobs at once) with a mean error of %.1f %%; here up to %d jobs ran at once, and the services ran at batch 1, which the profiles (batch 32) never measured.\n\n", 100*fit.MeanError, most)
 	b.WriteString("| phase | job | measured | predicted | error |\n|---|---|---|---|---|\n")
 	type summary struct {
-		what           string
-		abs, bias      float64
-		n              int
-		worst          string
-		worstErr       float64
-		orderOK, order int
+		what      string
+		abs, bias float64
+		n         int
+		worst     string
+		worstErr  float64
 	}
 	var sums []summary
 	for _, ph := range phases {
