@@ -115,8 +115,9 @@ type KernelSchedConfig struct {
 
 // PredictorConfig selects the placement's performance model.
 type PredictorConfig struct {
-	// Model is a model file from mmkctl predictor train; "" trains a
-	// random forest on the built-in H200 dataset at start (under a second).
+	// Model is a model file from mmkctl predictor train; "" trains mmk's
+	// default model (predictor.DefaultKind, gradient boosting) on the
+	// built-in H200 dataset at start.
 	Model string `mapstructure:"model"`
 }
 

@@ -257,3 +257,11 @@ func TestEstimatorPriorities(t *testing.T) {
 		t.Errorf("speeds %v: want the offline job slower and the online one faster under priority", speeds)
 	}
 }
+
+// TestDefaultModelIsDefaultKind: mmkctl's default model name trains the
+// kind mmkd trains.
+func TestDefaultModelIsDefaultKind(t *testing.T) {
+	if m, ok := ModelNames[DefaultModel]; !ok || m.Kind != DefaultKind || m.CoIdentity {
+		t.Errorf("model %q is %+v (known %v), want kind %s without co-runner identity", DefaultModel, m, ok, DefaultKind)
+	}
+}

@@ -86,7 +86,7 @@ var (
 	// deciding with the ground truth (the oracle option) at each error.
 	greedy     = jobsim.JobMMK + "-" + jobsim.OptSpread + "+" + jobsim.OptFixedMIG
 	oracleErrs = []float64{0, 0.05, 0.1, 0.2}
-	noCap      = 48 // MPS's most clients
+	noCap      = jobsim.MaxMPSClients
 	needRuns   = needRunsOf()
 )
 

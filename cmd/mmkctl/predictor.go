@@ -121,7 +121,7 @@ func newPredictorTrainCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&data, "data", "", "samples CSV (required)")
 	cmd.Flags().StringVar(&out, "out", "", "model file to write (required)")
-	cmd.Flags().StringVar(&kind, "model", "rf", "rf (random forest), rf+co, gbrt, gbrt+co, rf-per-type, lr (linear regression) or tree (see compare)")
+	cmd.Flags().StringVar(&kind, "model", predictor.DefaultModel, "gbrt (gradient boosting, mmk's default), gbrt+co, rf (random forest), rf+co, rf-per-type, lr (linear regression) or tree (see compare)")
 	ff.add(cmd)
 	cmd.MarkFlagRequired("data")
 	cmd.MarkFlagRequired("out")

@@ -104,12 +104,18 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 		return fmt.Errorf("flag --gpu-model: %w", err)
 	}
 	var policies []string
+	oracle := false
 	for _, p := range strings.Split(f.policies, ",") {
 		p = strings.TrimSpace(p)
-		if _, err := jobsim.ParsePolicy(p); err != nil {
+		pol, err := jobsim.ParsePolicy(p)
+		if err != nil {
 			return fmt.Errorf("flag --policy: %w", err)
 		}
+		oracle = oracle || pol.Has(jobsim.OptOracle)
 		policies = append(policies, p)
+	}
+	if f.oracleError > 0 && !oracle {
+		return fmt.Errorf("flag --oracle-error: %v, but no policy of %q decides with the oracle (+%s)", f.oracleError, f.policies, jobsim.OptOracle)
 	}
 	// openb demands are shares of the largest instance (the whole GPU).
 	jobs, err := trace.LoadWorkload(f.workload, trace.WorkloadOptions{Traces: f.traces, Seed: f.seed, GPUs: f.gpus, Load: f.load, GPUMemMiB: model.Profiles[len(model.Profiles)-1].MemoryMiB})

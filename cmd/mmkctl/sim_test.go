@@ -112,6 +112,7 @@ func TestSimJobs(t *testing.T) {
 		{[]string{"--slo-factor", "-2"}, "flag --slo-factor: -2"},
 		{[]string{"--oracle-error", "-1"}, "flag --oracle-error: -1"},
 		{[]string{"--oracle-error", "NaN"}, "flag --oracle-error: NaN"},
+		{[]string{"--policy", "mmk", "--oracle-error", "0.1"}, "flag --oracle-error: 0.1, but no policy"},
 		{[]string{"--gpus", "0"}, "flag --gpus: 0"},
 		{[]string{"--gpu-model", "V100"}, "flag --gpu-model"},
 		{[]string{"--workload", "openb:x"}, "flag --workload"},

@@ -15,7 +15,7 @@ import (
 	"github.com/mmkgpu/mmk/predictor"
 )
 
-// openEstimator is the predictor the placement uses: a model file, or a
+// openEstimator is the predictor the placement uses: a model file, or
 // the default model (predictor.DefaultKind) trained now on the built-in
 // dataset.
 func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {

@@ -218,6 +218,9 @@ func newSim(cfg Config) (*jobSim, error) {
 		if !ok || !cfg.Truth.Has(j.Type) {
 			return nil, fmt.Errorf("job sim: job %s: unknown job type %q", j.ID, j.Type)
 		}
+		if j.Online != jt.Online {
+			return nil, fmt.Errorf("job sim: job %s: online %v, but its type %s is online %v", j.ID, j.Online, j.Type, jt.Online)
+		}
 		if _, dup := s.byID[j.ID]; dup {
 			return nil, fmt.Errorf("job sim: job id %q is given twice", j.ID)
 		}
@@ -247,7 +250,7 @@ func newSim(cfg Config) (*jobSim, error) {
 		s.byID[j.ID] = sj
 	}
 	slices.SortStableFunc(s.jobs, func(a, b *simJob) int { return cmp.Compare(a.Arrival, b.Arrival) })
-	if pol.Has(OptOracle) && s.est != nil {
+	if pol.Has(OptOracle) {
 		s.est = partitioner.NewCache(newOracle(s, cfg.OracleError))
 	}
 	if pol.Has(OptSLO) {

@@ -337,6 +337,7 @@ func TestSimulateJobsErrors(t *testing.T) {
 		{"service without load", Config{Jobs: []trace.SimJob{svc}, GPUs: 1, Policy: JobDefault}, "load 0"},
 		{"bad SLO factor", Config{Jobs: []trace.SimJob{ok}, GPUs: 1, Policy: JobDefault, SLOFactor: -1}, "SLO factor -1"},
 		{"bad MIG time", Config{Jobs: []trace.SimJob{ok}, GPUs: 1, Policy: JobDefault, Costs: Costs{MIGReconfig: -time.Second}}, "MIG change time -1s"},
+		{"online job of an offline type", Config{Jobs: []trace.SimJob{{ID: "m", Type: "resnet50_train", Online: true, Work: time.Minute, Load: 0.1, MemoryMiB: 1}}, GPUs: 1, Policy: JobDefault}, "online true, but its type resnet50_train is online false"},
 		{"bad oracle error", Config{Jobs: []trace.SimJob{ok}, GPUs: 1, Policy: JobMMK + "+" + OptOracle, OracleError: -0.1}, "oracle error -0.1"},
 		{"NaN oracle error", Config{Jobs: []trace.SimJob{ok}, GPUs: 1, Policy: JobMMK, OracleError: math.NaN()}, "oracle error NaN"},
 	} {

@@ -24,7 +24,7 @@ func oracleFor(t *testing.T, policy string, sigma float64, jobs ...trace.SimJob)
 
 // TestOraclePolicyDecidesWithTheTruth: a policy with the oracle option
 // decides with the ground truth (its predictions are the speeds the jobs
-// run at), one without it with the forest.
+// run at), one without it with the predictor.
 func TestOraclePolicyDecidesWithTheTruth(t *testing.T) {
 	jobs := mustSynthetic(t, 0, 6, 3)
 	for _, tc := range []struct {

@@ -9,8 +9,9 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// maxMPSClients is the most clients one MPS server takes (Volta and later).
-const maxMPSClients = 48
+// MaxMPSClients is the most clients one MPS server takes (Volta and
+// later): plain MPS's limit on jobs per GPU.
+const MaxMPSClients = 48
 
 // decideShared places waiting jobs under default sharing or plain MPS:
 // first come, first served, backfilling: each waiting job goes to the GPU
@@ -24,7 +25,7 @@ func (s *jobSim) decideShared() {
 			for _, o := range js {
 				free -= o.MemoryMiB
 			}
-			if free >= j.MemoryMiB && free > bestFree && (s.pol.kind != kindMPS || len(js) < maxMPSClients) {
+			if free >= j.MemoryMiB && free > bestFree && (s.pol.kind != kindMPS || len(js) < MaxMPSClients) {
 				best, bestFree = g, free
 			}
 		}
