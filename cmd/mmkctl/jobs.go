@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
 )
 
 // jobsFlags are the flags of `mmkctl jobs`.
@@ -54,14 +55,13 @@ func newJobsCommand(a *app) *cobra.Command {
 			if p.json {
 				return p.JSON(list)
 			}
+			var usage map[string]node.JobUsage // the wide table's
 			if p.wide {
-				usage, err := jobsUsage(cmd.Context(), c)
-				if err != nil {
+				if usage, err = jobsUsage(cmd.Context(), c); err != nil {
 					return err
 				}
-				return printJobsWide(p, list, usage, time.Now())
 			}
-			return printJobs(p, list, time.Now())
+			return printJobs(p, list, usage, time.Now())
 		},
 	}
 	fl := cmd.Flags()
@@ -100,17 +100,35 @@ func (c *client) listJobs(ctx context.Context, q url.Values, limit int) ([]jobs.
 	}
 }
 
-func printJobs(p printer, list []jobs.Job, now time.Time) error {
+// printJobs writes jobs as a table; with usage (the wide table, -o wide,
+// never nil there) each job's GPU use and the reason for its state too.
+func printJobs(p printer, list []jobs.Job, usage map[string]node.JobUsage, now time.Time) error {
 	if len(list) == 0 {
 		p.Line("no jobs")
 		return nil
 	}
+	wide := usage != nil
+	head := []string{"ID", "NAME", "TYPE", "STATE", "PRIO", "MEMORY"}
+	if wide {
+		head = append(head, usageHeader...)
+	}
+	head = append(head, "PLACEMENT", "AGE")
+	if wide {
+		head = append(head, "REASON")
+	}
 	rows := make([][]string, len(list))
 	for i, j := range list {
-		rows[i] = []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority),
-			mib(j.MemoryMiB), placement(j.Placement), age(now, j.CreatedAt)}
+		row := []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority), mib(j.MemoryMiB)}
+		if wide {
+			row = append(row, usageCells(j, usage)...)
+		}
+		row = append(row, placement(j.Placement), age(now, j.CreatedAt))
+		if wide {
+			row = append(row, j.Reason)
+		}
+		rows[i] = row
 	}
-	return p.Table("", []string{"ID", "NAME", "TYPE", "STATE", "PRIO", "MEMORY", "PLACEMENT", "AGE"}, rows)
+	return p.Table("", head, rows)
 }
 
 // placement is where a job runs, e.g. "GPU 0 3g.40gb@gi1 MPS 60%".

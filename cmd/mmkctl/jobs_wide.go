@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
@@ -31,30 +30,26 @@ func jobsUsage(ctx context.Context, c *client) (map[string]node.JobUsage, error)
 	return out, nil
 }
 
-// printJobsWide is printJobs with each running job's GPU use.
-func printJobsWide(p printer, list []jobs.Job, usage map[string]node.JobUsage, now time.Time) error {
-	if len(list) == 0 {
-		p.Line("no jobs")
-		return nil
-	}
-	rows := make([][]string, len(list))
-	for i, j := range list {
-		gpuMem, peak, sm, mem := "-", "-", "-", "-"
-		if u, ok := usage[j.ID]; ok {
-			gpuMem = strconv.FormatInt(u.UsedMemoryMiB, 10)
-			if u.LimitMiB > 0 {
-				gpuMem += "/" + strconv.FormatInt(u.LimitMiB, 10)
-			}
-			gpuMem += " MiB"
-			peak = mib(u.PeakMemoryMiB)
-			if u.Util {
-				sm, mem = fmt.Sprintf("%d%%", u.SMUtil), fmt.Sprintf("%d%%", u.MemUtil)
-			}
-		} else if pl := j.Placement; pl != nil && pl.MemLimitMiB > 0 {
-			gpuMem = "limit " + mib(pl.MemLimitMiB)
+// usageHeader names the wide table's GPU use columns (usageCells).
+var usageHeader = []string{"GPU MEM/LIMIT", "PEAK", "SM", "MEM"}
+
+// usageCells are job j's GPU use in the wide table: its memory (and
+// limit), peak and utilisation where mmkd samples them, its limit alone
+// where it has one but no sample.
+func usageCells(j jobs.Job, usage map[string]node.JobUsage) []string {
+	gpuMem, peak, sm, mem := "-", "-", "-", "-"
+	if u, ok := usage[j.ID]; ok {
+		gpuMem = strconv.FormatInt(u.UsedMemoryMiB, 10)
+		if u.LimitMiB > 0 {
+			gpuMem += "/" + strconv.FormatInt(u.LimitMiB, 10)
 		}
-		rows[i] = []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority),
-			mib(j.MemoryMiB), gpuMem, peak, sm, mem, placement(j.Placement), age(now, j.CreatedAt), j.Reason}
+		gpuMem += " MiB"
+		peak = mib(u.PeakMemoryMiB)
+		if u.Util {
+			sm, mem = fmt.Sprintf("%d%%", u.SMUtil), fmt.Sprintf("%d%%", u.MemUtil)
+		}
+	} else if pl := j.Placement; pl != nil && pl.MemLimitMiB > 0 {
+		gpuMem = "limit " + mib(pl.MemLimitMiB)
 	}
-	return p.Table("", []string{"ID", "NAME", "TYPE", "STATE", "PRIO", "MEMORY", "GPU MEM/LIMIT", "PEAK", "SM", "MEM", "PLACEMENT", "AGE", "REASON"}, rows)
+	return []string{gpuMem, peak, sm, mem}
 }
