@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -130,17 +131,8 @@ func WholeGPUPercent(percent, sms, gpuSMs int) int {
 // nearest is the profile's utilisation at the measured percentage closest
 // to p (the lower one on a tie).
 func (p Profile) nearest(pct int) (Util, error) {
-	best, bestD := -1, 0
-	for q := range p.Alone {
-		d := q - pct
-		if d < 0 {
-			d = -d
-		}
-		if best < 0 || d < bestD || (d == bestD && q < best) {
-			best, bestD = q, d
-		}
-	}
-	if best < 0 {
+	best, ok := nearestPercent(maps.Keys(p.Alone), pct)
+	if !ok {
 		return Util{}, fmt.Errorf("predictor: job type %s has no profile", p.Job)
 	}
 	return p.Alone[best], nil

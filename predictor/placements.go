@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -59,20 +60,24 @@ func (p *Placements) Add(plan *partitioner.Plan) {
 
 // nearest is the alone percentage closest to pct (the lower on a tie).
 func (p *Placements) nearest(pct int) int {
-	best := p.Percents[0]
-	for _, q := range p.Percents {
-		if abs(q-pct) < abs(best-pct) {
-			best = q
-		}
-	}
-	return best
+	q, _ := nearestPercent(slices.Values(p.Percents), pct)
+	return q
 }
 
-func abs(v int) int {
-	if v < 0 {
-		return -v
+// nearestPercent is the one of ps closest to pct, the lower on a tie;
+// false when ps is empty.
+func nearestPercent(ps iter.Seq[int], pct int) (int, bool) {
+	best, bestD := 0, -1
+	for q := range ps {
+		d := q - pct
+		if d < 0 {
+			d = -d
+		}
+		if bestD < 0 || d < bestD || (d == bestD && q < best) {
+			best, bestD = q, d
+		}
 	}
-	return v
+	return best, bestD >= 0
 }
 
 // Top is the groups seen most often first (ties by key), at most n (0:

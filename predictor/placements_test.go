@@ -40,3 +40,25 @@ func TestPlacements(t *testing.T) {
 		t.Fatalf("Top(1): %v", r)
 	}
 }
+
+// TestNearestPercent: the closest percentage, the lower on a tie, in any
+// order; none of none.
+func TestNearestPercent(t *testing.T) {
+	for _, tc := range []struct {
+		ps        []int
+		pct, want int
+		ok        bool
+	}{
+		{[]int{10, 20, 30, 50}, 40, 30, true},
+		{[]int{50, 30, 20, 10}, 40, 30, true},
+		{[]int{10, 50, 100}, 75, 50, true},
+		{[]int{100, 10}, 5, 10, true},
+		{[]int{70}, 30, 70, true},
+		{nil, 30, 0, false},
+	} {
+		got, ok := nearestPercent(slices.Values(tc.ps), tc.pct)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("nearest of %v to %d: %d, %v; want %d, %v", tc.ps, tc.pct, got, ok, tc.want, tc.ok)
+		}
+	}
+}
