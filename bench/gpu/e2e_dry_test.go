@@ -93,3 +93,42 @@ func TestE2EDryRunTwoGPUs(t *testing.T) {
 		t.Errorf("alone: jobs per GPU %v, want all 12 on the first", g)
 	}
 }
+
+// TestE2EDryRunSimCase: JOBSET=sim runs three open-loop services (Poisson
+// requests at their rates, every latency reported, the GPU time each
+// request took and the busy share) and three trainers, in every phase:
+// the case a simulator replay needs.
+func TestE2EDryRunSimCase(t *testing.T) {
+	out := dryRun(t, "half a minute", "mmkd-e2e.sh", []string{"fake"}, "JOBSET=sim", "ROUNDS=1", "SERVE_S=2", "ALONE_S=1",
+		"R50_ITERS=40", "VGG_ITERS=20", "BERT_ITERS=20", "PHASE_MAX=60", "PHASES=alone mps-prio mmk")
+	seen := map[string]int{}
+	for _, r := range jsonLines[struct {
+		Phase  string `json:"phase"`
+		Name   string `json:"name"`
+		Kind   string `json:"kind"`
+		Report struct {
+			Rate       float64   `json:"rate"`
+			LatMs      []float64 `json:"lat_ms"`
+			ServiceMs  float64   `json:"service_ms"`
+			Busy       float64   `json:"busy"`
+			Requests   int       `json:"requests"`
+			Unfinished bool      `json:"unfinished"`
+		} `json:"report"`
+	}](t, filepath.Join(out, "e2e.jsonl")) {
+		seen[r.Phase]++
+		if r.Report.Unfinished {
+			t.Errorf("%s: %s unfinished", r.Phase, r.Name)
+		}
+		if r.Kind != "online" {
+			continue
+		}
+		if rep := r.Report; rep.Rate <= 0 || rep.Requests == 0 || len(rep.LatMs) != rep.Requests || rep.ServiceMs <= 0 || !(rep.Busy > 0 && rep.Busy < 1) {
+			t.Errorf("%s %s: rate %v, %d requests, %d latencies, service %v ms, busy %v: want an open loop's report", r.Phase, r.Name, rep.Rate, rep.Requests, len(rep.LatMs), rep.ServiceMs, rep.Busy)
+		}
+	}
+	for _, p := range []string{"alone", "mps-prio", "mmk"} {
+		if seen[p] != 6 {
+			t.Errorf("phase %s: %d job lines, want 6", p, seen[p])
+		}
+	}
+}

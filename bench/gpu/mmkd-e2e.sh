@@ -30,7 +30,11 @@
 # GPU i mod GPUS (CUDA_VISIBLE_DEVICES=its UUID; under mps-prio one MPS
 # control daemon serves them all), alone on the first GPU; mmkd manages
 # every GPU it sees. JOBSET=six (the default with one GPU) is the six
-# above.
+# above. JOBSET=sim is a case the job simulator can replay (issue 21: check
+# the simulator against a real run of the same jobs): three services at
+# batch 32 with open-loop Poisson requests (e2e_job.py serve --rate:
+# resnet50 R50_RATE, default 20/s; mobilenet_v2 MOBILE_RATE, 40/s; vgg16
+# VGG16_RATE, 10/s) and three trainers (resnet50, vgg19, bert).
 # ROUNDS rounds (default 2), numbered from ROUND0 (default 0; to split the
 # rounds over several calls into one OUTDIR). A phase ends when every job
 # has, or after PHASE_MAX seconds (what is left is stopped and reported
@@ -87,7 +91,15 @@ JOBS+=(
 	"densenet121-train offline densenet121:16:train train --job densenet121_train --iters ${D121_ITERS:-200}"
 	"resnet50b-train offline resnet50:32:train train --job resnet50_train --iters ${R50_ITERS:-300}"
 )
-case $JOBSET in six | twelve) ;; *) echo "JOBSET=$JOBSET: not six or twelve" >&2; exit 2 ;; esac
+[ "$JOBSET" = sim ] && JOBS=(
+	"r50-svc online resnet50:32:infer serve --job resnet50_infer --batch 32 --rate ${R50_RATE:-20} --seed 1 --seconds SECONDS_"
+	"mobilenet-svc online mobilenet:32:infer serve --job mobilenet_infer --batch 32 --rate ${MOBILE_RATE:-40} --seed 2 --seconds SECONDS_"
+	"vgg16-svc online vgg16:32:infer serve --job vgg16_infer --batch 32 --rate ${VGG16_RATE:-10} --seed 3 --seconds SECONDS_"
+	"resnet50-train offline resnet50:32:train train --job resnet50_train --iters ${R50_ITERS:-300}"
+	"vgg19-train offline vgg19:32:train train --job vgg19_train --iters ${VGG_ITERS:-150}"
+	"bert-train offline bert:8:train train --job bert_train --iters ${BERT_ITERS:-200}"
+)
+case $JOBSET in six | twelve | sim) ;; *) echo "JOBSET=$JOBSET: not six, twelve or sim" >&2; exit 2 ;; esac
 
 # The GPUs by UUID (CUDA numbers GPUs fastest first, NVML by bus: a UUID
 # names the same GPU for both); none set with one GPU, as before.
