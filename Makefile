@@ -104,9 +104,9 @@ results: results-kernelsched results-predictor results-partition results-simchec
 ## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost) and openb (needs ../shared/cluster-traces); a few minutes on 2 cores
 results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
-## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs
+## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs; SIMCASE=e2e.jsonl of a JOBSET=sim run adds the simulator's replay of it
 results-simcheck:
-	$(GO) run ./bench/simcheck -campaign $(PROFILES_H100) -o docs/results/simcheck-h100.md
+	$(GO) run ./bench/simcheck -campaign $(PROFILES_H100) -replay "$(SIMCASE)" -o docs/results/simcheck-h100.md
 ## restart-costs: the simulator's checkpoint costs per job type from the H100 lines of bench/gpu/ckpt_cost.py
 restart-costs:
 	$(GO) run ./bench/restartcost -in docs/results/restart-cost-h100/ckpt.jsonl -o sim/jobsim/data/restart-cost.json

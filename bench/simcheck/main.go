@@ -5,12 +5,14 @@
 // MPS with the trainers at client priority 1 (by hand), and mmkd. For
 // each job and phase it compares the measured speed against the same
 // job alone in the same round with what jobsim.SpeedModel runs it at,
-// given when each job was on the GPU; and, for each co-located run of the
-// H100 profiling campaign, what co-runners and MPS client priority did to
-// a job against what the ground truth has them do:
+// given when each job was on the GPU; for each co-located run of the H100
+// profiling campaign, what co-runners and MPS client priority did to a job
+// against what the ground truth has them do; and, given a JOBSET=sim run
+// (-replay), jobsim.Simulate replaying each of its phases against what the
+// GPU measured (SLO attainment, the trainers' times, the makespan):
 //
 //	go run ./bench/simcheck -e2e docs/results/mmkd-e2e-h100-2026-11-25/e2e.jsonl \
-//	  -campaign data/profiles/h100-2026-11-25.csv -o docs/results/simcheck-h100.md
+//	  -campaign data/profiles/h100-2026-11-25.csv [-replay OUT/e2e.jsonl] -o docs/results/simcheck-h100.md
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 
 	"github.com/mmkgpu/mmk/data"
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/sim/jobsim"
 )
 
@@ -45,14 +48,19 @@ type line struct {
 	Kind   string  `json:"kind"`
 	T0     float64 `json:"t0"`
 	Report struct {
-		Job     string  `json:"job"`
-		ItPerS  float64 `json:"it_per_s"`
-		P50Ms   float64 `json:"p50_ms"`
-		MeanMs  float64 `json:"mean_ms"`
-		TStart  float64 `json:"t_start"`
-		TEnd    float64 `json:"t_end"`
-		Dry     bool    `json:"dry"`
-		Request int     `json:"requests"`
+		Job    string  `json:"job"`
+		ItPerS float64 `json:"it_per_s"`
+		P50Ms  float64 `json:"p50_ms"`
+		MeanMs float64 `json:"mean_ms"`
+		// An open-loop service's (e2e_job.py serve --rate; JOBSET=sim).
+		Rate      float64   `json:"rate"`
+		LatMs     []float64 `json:"lat_ms"`
+		ServiceMs float64   `json:"service_ms"`
+		Iters     int       `json:"iters"`
+		TStart    float64   `json:"t_start"`
+		TEnd      float64   `json:"t_end"`
+		Dry       bool      `json:"dry"`
+		Request   int       `json:"requests"`
 	} `json:"report"`
 }
 
@@ -72,9 +80,10 @@ var phases = []struct {
 func main() {
 	e2e := flag.String("e2e", "docs/results/mmkd-e2e-h100-2026-11-25/e2e.jsonl", "the e2e rounds' lines")
 	campaign := flag.String("campaign", "data/profiles/h100-2026-11-25.csv", "the H100 profiling campaign's samples (\"\": leave that check out)")
+	replayPath := flag.String("replay", "", "a JOBSET=sim run's e2e.jsonl (bench/gpu/mmkd-e2e.sh) for the simulator to replay on one H100 (\"\": none)")
 	out := flag.String("o", "", "write the report here (default: standard output)")
 	flag.Parse()
-	if err := run(*e2e, *campaign, *out); err != nil {
+	if err := run(*e2e, *campaign, *replayPath, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "simcheck:", err)
 		os.Exit(1)
 	}
@@ -126,7 +135,7 @@ func ratio(l, alone line) (float64, error) {
 // pair is one job in one phase of one round: measured and predicted.
 type pair struct{ meas, pred float64 }
 
-func run(path, campaign, out string) error {
+func run(path, campaign, replayPath, out string) error {
 	lines, err := readLines(path)
 	if err != nil {
 		return err
@@ -197,6 +206,23 @@ func run(path, campaign, out string) error {
 	if campaign != "" {
 		if err := campaignCheck(&b, campaign, truth); err != nil {
 			return err
+		}
+	}
+	if replayPath != "" {
+		rl, err := readLines(replayPath)
+		if err != nil {
+			return err
+		}
+		models, err := jobsim.BuiltinModels(1)
+		if err != nil {
+			return err
+		}
+		h100, err := partitioner.LookupModel("H100-80GB")
+		if err != nil {
+			return err
+		}
+		if err := replay(&b, replayPath, rl, models, h100); err != nil {
+			return fmt.Errorf("replay %s: %w", replayPath, err)
 		}
 	}
 	if out == "" {

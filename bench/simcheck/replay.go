@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/sim/jobsim"
+	"github.com/mmkgpu/mmk/trace"
+)
+
+// mmkdPolicy is mmkd's placement on one GPU as the simulator names it:
+// priority shares, MIG left alone, no latency targets (mmkd's jobs carry
+// none), no cap on jobs per instance (replayPolicies).
+var mmkdPolicy = jobsim.JobMMK + "+" + jobsim.OptFixedMIG + "-" + jobsim.OptSLO + "-" + jobsim.OptMIGKeepOnline + "-" + jobsim.OptSpread
+
+// replayPolicies are the simulator's policies for the e2e phases.
+var replayPolicies = map[string]string{
+	"baseline":   jobsim.JobDefault,
+	"mps-prio":   jobsim.JobMPSPrio,
+	"mmk":        mmkdPolicy,
+	"mmk-nohook": mmkdPolicy,
+}
+
+// outcome is what a phase gave: the services' requests served within
+// target, the trainers' mean JCT and the makespan, all from the phase's
+// start.
+type outcome struct {
+	slo, batchJCT, makespan float64
+	// run is the trainers' mean time from their first timed iteration
+	// to their end: their JCT without start-up.
+	run float64
+}
+
+// replayCase is one round's phase of a JOBSET=sim run as the simulator's
+// jobs: each arrives at the phase's start; a trainer brings its
+// iterations at its alone speed, a service its serving time and its load
+// (its request rate times the GPU time a request took alone).
+func replayCase(phase []line, alone map[string]line) ([]trace.SimJob, error) {
+	var jobs []trace.SimJob
+	for _, l := range phase {
+		a, ok := alone[l.Name]
+		if !ok {
+			return nil, fmt.Errorf("%s ran in %s but not alone", l.Name, l.Phase)
+		}
+		jt, ok := trace.LookupJobType(l.Report.Job)
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown job type %q", l.Name, l.Report.Job)
+		}
+		j := trace.SimJob{ID: l.Name, Type: jt.Name, Online: jt.Online, MemoryMiB: jt.MemoryMiB}
+		switch {
+		case l.Kind == "online" && l.Report.Rate > 0 && a.Report.ServiceMs > 0:
+			j.Load = math.Min(1, l.Report.Rate*a.Report.ServiceMs/1000)
+			j.Work = time.Duration((l.Report.TEnd - l.Report.TStart) * float64(time.Second))
+		case l.Kind == "offline" && l.Report.Iters > 0 && a.Report.ItPerS > 0:
+			j.Work = time.Duration(float64(l.Report.Iters) / a.Report.ItPerS * float64(time.Second))
+		default:
+			return nil, fmt.Errorf("%s in %s: not an open-loop service with its alone service time nor a trainer with its alone speed (JOBSET=sim)", l.Name, l.Phase)
+		}
+		if j.Online != (l.Kind == "online") {
+			return nil, fmt.Errorf("%s: kind %s, but %s is online %v", l.Name, l.Kind, jt.Name, jt.Online)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// measured is a phase's outcome on the GPU: a request in time within
+// slo x the service's alone time per request, JCTs from the phase's start.
+func measured(phase []line, alone map[string]line, sloFactor float64) outcome {
+	var met, n, jct, run, trainers, end float64
+	for _, l := range phase {
+		end = math.Max(end, l.Report.TEnd-l.T0)
+		if l.Kind == "online" {
+			target := sloFactor * alone[l.Name].Report.ServiceMs
+			for _, v := range l.Report.LatMs {
+				n++
+				if v <= target {
+					met++
+				}
+			}
+			continue
+		}
+		jct += l.Report.TEnd - l.T0
+		run += l.Report.TEnd - l.Report.TStart
+		trainers++
+	}
+	o := outcome{makespan: end}
+	if n > 0 {
+		o.slo = met / n
+	}
+	if trainers > 0 {
+		o.batchJCT, o.run = jct/trainers, run/trainers
+	}
+	return o
+}
+
+// replay writes the simulator's replay of a JOBSET=sim run against what
+// the GPU measured, phase by phase and round by round.
+func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, model *partitioner.Model) error {
+	type key struct {
+		round int
+		phase string
+	}
+	byPhase := map[key][]line{}
+	alone := map[int]map[string]line{}
+	var order []key
+	for _, l := range lines {
+		if l.Phase == "alone" {
+			if alone[l.Round] == nil {
+				alone[l.Round] = map[string]line{}
+			}
+			alone[l.Round][l.Name] = l
+			continue
+		}
+		k := key{l.Round, l.Phase}
+		if _, ok := byPhase[k]; !ok {
+			order = append(order, k)
+		}
+		byPhase[k] = append(byPhase[k], l)
+	}
+	fmt.Fprintf(b, "## The simulator replaying a real run of the same case\n\n`%s`: each phase of each round replayed by `jobsim.Simulate` on one %s (every job arriving at the phase's start; a trainer's work is its iterations at its alone speed, a service's load its request rate times its GPU time per request alone, its target %.1f x that time). The simulator's services draw their own Poisson requests; its start-ups are its job types' (not the measured ones), so JCTs differ by those; the trainers' time on the GPU leaves them out (measured: from the first timed iteration to the end; simulated: the mean JCT less the types' mean start-up, every job starting at once).\n\n", path, model.Key, jobsim.DefaultSLOFactor)
+	b.WriteString("| round | phase | simulated as | SLO attainment: measured / simulated | trainers' mean time on the GPU s: measured / simulated | trainers' mean JCT s: measured / simulated | makespan s: measured / simulated |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		pol, ok := replayPolicies[k.phase]
+		if !ok {
+			continue
+		}
+		jobs, err := replayCase(byPhase[k], alone[k.round])
+		if err != nil {
+			return fmt.Errorf("round %d %s: %w", k.round, k.phase, err)
+		}
+		cfg := jobsim.Config{Jobs: jobs, Model: model, GPUs: 1, Policy: pol, Truth: models.Truth, Est: models.Est, Effects: models.Effects, Costs: jobsim.Costs{Checkpoint: models.Restart.Types}, Seed: uint64(k.round + 1)}
+		if pol == mmkdPolicy {
+			cfg.MaxShare = jobsim.MaxMPSClients
+		}
+		r, err := jobsim.Simulate(cfg)
+		if err != nil {
+			return fmt.Errorf("round %d %s: %w", k.round, k.phase, err)
+		}
+		m := measured(byPhase[k], alone[k.round], jobsim.DefaultSLOFactor)
+		startup, trainers := 0.0, 0.0
+		for _, j := range jobs {
+			if !j.Online {
+				jt, _ := trace.LookupJobType(j.Type)
+				startup += jt.Startup.Seconds()
+				trainers++
+			}
+		}
+		if trainers > 0 {
+			startup /= trainers
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %.2f %% / %.2f %% | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", k.round, k.phase, pol, 100*m.slo, 100*r.SLOAttainment, m.run, r.BatchJCTS-startup, m.batchJCT, r.BatchJCTS, m.makespan, r.Makespan)
+	}
+	b.WriteString("\n")
+	return nil
+}
