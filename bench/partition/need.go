@@ -13,6 +13,22 @@ func needOf(w workload, n run) run {
 	return n
 }
 
+// four is a result's JCT, makespan, STP and SLO attainment: what "better
+// on all four" compares.
+type four struct{ jct, makespan, stp, slo float64 }
+
+// beats reports whether f is better than o on all four: lower JCT and
+// makespan, higher STP and SLO attainment.
+func (f four) beats(o four) bool {
+	return f.jct < o.jct && f.makespan < o.makespan && f.stp > o.stp && f.slo > o.slo
+}
+
+// fourOf is one run's four.
+func fourOf(r *jobsim.Result) four { return four{r.AvgJCTS, r.Makespan, r.STP, r.SLOAttainment} }
+
+// four is a setting's four, its means over the seeds.
+func (m mean) four() four { return four{m.jct, m.makespan, m.stp, m.req.Attainment()} }
+
 // betterOnAll counts the seeds where x beats base on JCT, makespan, STP
 // and SLO attainment at once, and the seeds both ran.
 func (p *report) betterOnAll(x, base run) (wins, n int) {
@@ -23,7 +39,7 @@ func (p *report) betterOnAll(x, base run) (wins, n int) {
 			continue
 		}
 		n++
-		if a.AvgJCTS < b.AvgJCTS && a.Makespan < b.Makespan && a.STP > b.STP && a.SLOAttainment > b.SLOAttainment {
+		if fourOf(a).beats(fourOf(b)) {
 			wins++
 		}
 	}
@@ -79,16 +95,16 @@ func (p *report) predictorNeed(b *bytes.Buffer) {
 // predictor's error against the ground truth, and what the same placement
 // does with the truth itself.
 func (p *report) predictorWhy(b *bytes.Buffer, w workload) {
+	base := needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: h100Model})
 	est := average(p.seedsLike(needOf(w, run{policy: greedy, maxShare: noCap, gpuModel: h100Model})))
-	prio := average(p.seedsLike(needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: h100Model})))
+	prio := average(p.seedsLike(base))
 	fmt.Fprintf(b, "- **%s, the predictor.** On %s geometry, Algorithm 1's greedy placement without a cap or MIG changes (%s) has JCT %.0f s, STP %.2f and SLO %s with mmk's predictor, whose median error against the ground truth is %.1f %% (mps-prio: %.0f s, %.2f, %s).", w.name, h100Model, greedy, est.jct, est.stp, slo(est), 100*est.predErr, prio.jct, prio.stp, slo(prio))
 	for _, e := range oracleErrs {
 		x := needOf(w, run{policy: greedy + "+" + jobsim.OptOracle, maxShare: noCap, gpuModel: h100Model, oracleErr: e})
 		m := average(p.seedsLike(x))
-		k, n := p.betterOnAll(x, needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: h100Model}))
+		k, n := p.betterOnAll(x, base)
 		fmt.Fprintf(b, " Deciding with the ground truth at error %.2f (median %.1f %%): %.0f s, %.2f, %s, better than mps-prio on all four in %d of %d seeds.", e, 100*m.predErr, m.jct, m.stp, slo(m), k, n)
 	}
-	base := needOf(w, run{policy: jobsim.JobMPSPrio, gpuModel: h100Model})
 	greedyTruth := needOf(w, run{policy: greedy + "+" + jobsim.OptOracle, maxShare: noCap, gpuModel: h100Model})
 	mmkTruth := needOf(w, run{policy: jobsim.JobMMK + "+" + jobsim.OptOracle, gpuModel: h100Model})
 	g, m := p.beatsOnMeans(greedyTruth, base), p.beatsOnMeans(mmkTruth, base)
@@ -106,6 +122,5 @@ func (p *report) predictorWhy(b *bytes.Buffer, w workload) {
 // beatsOnMeans reports whether x's means beat base's on JCT, makespan,
 // STP and SLO attainment.
 func (p *report) beatsOnMeans(x, base run) bool {
-	a, o := average(p.seedsLike(x)), average(p.seedsLike(base))
-	return a.jct < o.jct && a.makespan < o.makespan && a.stp > o.stp && a.req.Attainment() > o.req.Attainment()
+	return average(p.seedsLike(x)).four().beats(average(p.seedsLike(base)).four())
 }

@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -60,21 +61,49 @@ type line struct {
 		TStart    float64   `json:"t_start"`
 		TEnd      float64   `json:"t_end"`
 		Dry       bool      `json:"dry"`
-		Request   int       `json:"requests"`
 	} `json:"report"`
 }
 
+// aloneRuns are the alone phase's lines by round and job name: what
+// every ratio and replay measures a job against.
+type aloneRuns map[int]map[string]line
+
+func aloneRunsOf(lines []line) aloneRuns {
+	a := aloneRuns{}
+	for _, l := range lines {
+		if l.Phase != "alone" {
+			continue
+		}
+		if a[l.Round] == nil {
+			a[l.Round] = map[string]line{}
+		}
+		a[l.Round][l.Name] = l
+	}
+	return a
+}
+
+// of is the alone line of l's job in l's round.
+func (a aloneRuns) of(l line) (line, error) {
+	x, ok := a[l.Round][l.Name]
+	if !ok {
+		return line{}, fmt.Errorf("round %d: %s ran in %s but not alone", l.Round, l.Name, l.Phase)
+	}
+	return x, nil
+}
+
 // phases are the shared phases checked: whether the GPU was time sliced,
-// and whether the trainers ran at client priority 1.
+// whether the trainers ran at client priority 1, and the simulator's
+// policy that replays the phase (replay).
 var phases = []struct {
 	name          string
 	slicing, prio bool
 	what          string
+	sim           string
 }{
-	{"baseline", true, false, "time slicing, no mmk"},
-	{"mps-prio", false, true, "MPS, trainers at priority 1 by hand"},
-	{"mmk", false, true, "mmkd: MPS, priority shares"},
-	{"mmk-nohook", false, true, "mmkd without the hook"},
+	{"baseline", true, false, "time slicing, no mmk", jobsim.JobDefault},
+	{"mps-prio", false, true, "MPS, trainers at priority 1 by hand", jobsim.JobMPSPrio},
+	{"mmk", false, true, "mmkd: MPS, priority shares", mmkdPolicy},
+	{"mmk-nohook", false, true, "mmkd without the hook", mmkdPolicy},
 }
 
 func main() {
@@ -148,31 +177,27 @@ func run(path, campaign, replayPath, out string) error {
 	if err != nil {
 		return err
 	}
-	alone := map[[2]any]line{}
+	alone := aloneRunsOf(lines)
 	var names []string
-	rounds := map[int]bool{}
 	for _, l := range lines {
-		rounds[l.Round] = true
-		if l.Phase == "alone" {
-			alone[[2]any{l.Round, l.Name}] = l
-			if !slices.Contains(names, l.Name) {
-				names = append(names, l.Name)
-			}
+		if l.Phase == "alone" && !slices.Contains(names, l.Name) {
+			names = append(names, l.Name)
 		}
 	}
+	rounds := slices.Sorted(maps.Keys(alone))
 	res := map[string]map[string][]pair{} // phase, job name
 	most := 0                             // jobs on the GPU at once
 	for _, ph := range phases {
 		res[ph.name] = map[string][]pair{}
-		for r := range rounds {
+		for _, r := range rounds {
 			var jobs []jobsim.RunJob
 			var ls []line
 			for _, l := range lines {
 				if l.Round != r || l.Phase != ph.name {
 					continue
 				}
-				if _, ok := alone[[2]any{r, l.Name}]; !ok {
-					return fmt.Errorf("round %d: %s ran in %s but not alone", r, l.Name, ph.name)
+				if _, err := alone.of(l); err != nil {
+					return err
 				}
 				j := jobsim.RunJob{Type: l.Report.Job, Start: l.Report.TStart - l.T0, End: l.Report.TEnd - l.T0}
 				if l.Kind == "online" {
@@ -193,7 +218,7 @@ func run(path, campaign, replayPath, out string) error {
 				return fmt.Errorf("round %d %s: %w", r, ph.name, err)
 			}
 			for i, l := range ls {
-				m, err := ratio(l, alone[[2]any{r, l.Name}])
+				m, err := ratio(l, alone[r][l.Name])
 				if err != nil {
 					return err
 				}

@@ -80,7 +80,7 @@ func TestReplay(t *testing.T) {
 			l.Report.Iters, l.Report.ItPerS, l.Report.TStart, l.Report.TEnd = 300, 20, 110, 125
 		}),
 	}
-	alone := map[string]line{"svc": lines[0], "tr": lines[1]}
+	alone := aloneRunsOf(lines)
 	jobs, err := replayCase(lines[2:], alone)
 	if err != nil {
 		t.Fatal(err)

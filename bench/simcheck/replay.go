@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -13,16 +15,8 @@ import (
 
 // mmkdPolicy is mmkd's placement on one GPU as the simulator names it:
 // priority shares, MIG left alone, no latency targets (mmkd's jobs carry
-// none), no cap on jobs per instance (replayPolicies).
+// none), no cap on jobs per instance (phases' sim).
 var mmkdPolicy = jobsim.JobMMK + "+" + jobsim.OptFixedMIG + "-" + jobsim.OptSLO + "-" + jobsim.OptMIGKeepOnline + "-" + jobsim.OptSpread
-
-// replayPolicies are the simulator's policies for the e2e phases.
-var replayPolicies = map[string]string{
-	"baseline":   jobsim.JobDefault,
-	"mps-prio":   jobsim.JobMPSPrio,
-	"mmk":        mmkdPolicy,
-	"mmk-nohook": mmkdPolicy,
-}
 
 // outcome is what a phase gave: the services' requests served within
 // target, the trainers' mean JCT and the makespan, all from the phase's
@@ -38,12 +32,12 @@ type outcome struct {
 // jobs: each arrives at the phase's start; a trainer brings its
 // iterations at its alone speed, a service its serving time and its load
 // (its request rate times the GPU time a request took alone).
-func replayCase(phase []line, alone map[string]line) ([]trace.SimJob, error) {
+func replayCase(phase []line, alone aloneRuns) ([]trace.SimJob, error) {
 	var jobs []trace.SimJob
 	for _, l := range phase {
-		a, ok := alone[l.Name]
-		if !ok {
-			return nil, fmt.Errorf("%s ran in %s but not alone", l.Name, l.Phase)
+		a, err := alone.of(l)
+		if err != nil {
+			return nil, err
 		}
 		jt, ok := trace.LookupJobType(l.Report.Job)
 		if !ok {
@@ -69,12 +63,12 @@ func replayCase(phase []line, alone map[string]line) ([]trace.SimJob, error) {
 
 // measured is a phase's outcome on the GPU: a request in time within
 // slo x the service's alone time per request, JCTs from the phase's start.
-func measured(phase []line, alone map[string]line, sloFactor float64) outcome {
+func measured(phase []line, alone aloneRuns, sloFactor float64) outcome {
 	var met, n, jct, run, trainers, end float64
 	for _, l := range phase {
 		end = math.Max(end, l.Report.TEnd-l.T0)
 		if l.Kind == "online" {
-			target := sloFactor * alone[l.Name].Report.ServiceMs
+			target := sloFactor * alone[l.Round][l.Name].Report.ServiceMs
 			for _, v := range l.Report.LatMs {
 				n++
 				if v <= target {
@@ -105,55 +99,54 @@ func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, m
 		phase string
 	}
 	byPhase := map[key][]line{}
-	alone := map[int]map[string]line{}
-	var order []key
 	for _, l := range lines {
-		if l.Phase == "alone" {
-			if alone[l.Round] == nil {
-				alone[l.Round] = map[string]line{}
-			}
-			alone[l.Round][l.Name] = l
-			continue
-		}
-		k := key{l.Round, l.Phase}
-		if _, ok := byPhase[k]; !ok {
-			order = append(order, k)
-		}
-		byPhase[k] = append(byPhase[k], l)
+		byPhase[key{l.Round, l.Phase}] = append(byPhase[key{l.Round, l.Phase}], l)
 	}
+	alone := aloneRunsOf(lines)
 	fmt.Fprintf(b, "## The simulator replaying a real run of the same case\n\n`%s`: each phase of each round replayed by `jobsim.Simulate` on one %s (every job arriving at the phase's start; a trainer's work is its iterations at its alone speed, a service's load its request rate times its GPU time per request alone, its target %.1f x that time). The simulator's services draw their own Poisson requests; its start-ups are its job types' (not the measured ones), so JCTs differ by those; the trainers' time on the GPU leaves them out (measured: from the first timed iteration to the end; simulated: the mean JCT less the types' mean start-up, every job starting at once).\n\n", path, model.Key, jobsim.DefaultSLOFactor)
 	b.WriteString("| round | phase | simulated as | SLO attainment: measured / simulated | trainers' mean time on the GPU s: measured / simulated | trainers' mean JCT s: measured / simulated | makespan s: measured / simulated |\n|---|---|---|---|---|---|---|\n")
-	for _, k := range order {
-		pol, ok := replayPolicies[k.phase]
-		if !ok {
-			continue
-		}
-		jobs, err := replayCase(byPhase[k], alone[k.round])
-		if err != nil {
-			return fmt.Errorf("round %d %s: %w", k.round, k.phase, err)
-		}
-		cfg := jobsim.Config{Jobs: jobs, Model: model, GPUs: 1, Policy: pol, Truth: models.Truth, Est: models.Est, Effects: models.Effects, Costs: jobsim.Costs{Checkpoint: models.Restart.Types}, Seed: uint64(k.round + 1)}
-		if pol == mmkdPolicy {
-			cfg.MaxShare = jobsim.MaxMPSClients
-		}
-		r, err := jobsim.Simulate(cfg)
-		if err != nil {
-			return fmt.Errorf("round %d %s: %w", k.round, k.phase, err)
-		}
-		m := measured(byPhase[k], alone[k.round], jobsim.DefaultSLOFactor)
-		startup, trainers := 0.0, 0.0
-		for _, j := range jobs {
-			if !j.Online {
-				jt, _ := trace.LookupJobType(j.Type)
-				startup += jt.Startup.Seconds()
-				trainers++
+	for _, round := range slices.Sorted(maps.Keys(alone)) {
+		for _, ph := range phases {
+			k := key{round, ph.name}
+			if len(byPhase[k]) == 0 {
+				continue
+			}
+			if err := replayRow(b, byPhase[k], alone, round, ph.name, ph.sim, models, model); err != nil {
+				return err
 			}
 		}
-		if trainers > 0 {
-			startup /= trainers
-		}
-		fmt.Fprintf(b, "| %d | %s | %s | %.2f %% / %.2f %% | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", k.round, k.phase, pol, 100*m.slo, 100*r.SLOAttainment, m.run, r.BatchJCTS-startup, m.batchJCT, r.BatchJCTS, m.makespan, r.Makespan)
 	}
 	b.WriteString("\n")
+	return nil
+}
+
+// replayRow writes one phase of one round, replayed by the simulator's
+// policy pol and measured.
+func replayRow(b *bytes.Buffer, phase []line, alone aloneRuns, round int, name, pol string, models *jobsim.Models, model *partitioner.Model) error {
+	jobs, err := replayCase(phase, alone)
+	if err != nil {
+		return fmt.Errorf("round %d %s: %w", round, name, err)
+	}
+	cfg := jobsim.Config{Jobs: jobs, Model: model, GPUs: 1, Policy: pol, Truth: models.Truth, Est: models.Est, Effects: models.Effects, Costs: jobsim.Costs{Checkpoint: models.Restart.Types}, Seed: uint64(round + 1)}
+	if pol == mmkdPolicy {
+		cfg.MaxShare = jobsim.MaxMPSClients
+	}
+	r, err := jobsim.Simulate(cfg)
+	if err != nil {
+		return fmt.Errorf("round %d %s: %w", round, name, err)
+	}
+	m := measured(phase, alone, jobsim.DefaultSLOFactor)
+	startup, trainers := 0.0, 0.0
+	for _, j := range jobs {
+		if !j.Online {
+			jt, _ := trace.LookupJobType(j.Type)
+			startup += jt.Startup.Seconds()
+			trainers++
+		}
+	}
+	if trainers > 0 {
+		startup /= trainers
+	}
+	fmt.Fprintf(b, "| %d | %s | %s | %.2f %% / %.2f %% | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", round, name, pol, 100*m.slo, 100*r.SLOAttainment, m.run, r.BatchJCTS-startup, m.batchJCT, r.BatchJCTS, m.makespan, r.Makespan)
 	return nil
 }
