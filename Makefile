@@ -100,11 +100,12 @@ screenshots: build hook-fakes
 ## results: regenerate docs/results (simulations and the predictor's comparison; a few minutes)
 PROFILES ?= data/profiles/h200-2026-11-22.csv
 PROFILES_H100 ?= data/profiles/h100-2026-11-25.csv
+SIMCASE ?= docs/results/simcase-h100-2026-11-25/e2e.jsonl
 results: results-kernelsched results-predictor results-partition results-simcheck
 ## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost) and openb (needs ../shared/cluster-traces); a few minutes on 2 cores
 results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
-## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs; SIMCASE=e2e.jsonl of a JOBSET=sim run adds the simulator's replay of it
+## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs, and its replay of a JOBSET=sim run (SIMCASE: that run's e2e.jsonl; "" leaves the replay out)
 results-simcheck:
 	$(GO) run ./bench/simcheck -campaign $(PROFILES_H100) -replay "$(SIMCASE)" -o docs/results/simcheck-h100.md
 ## restart-costs: the simulator's checkpoint costs per job type from the H100 lines of bench/gpu/ckpt_cost.py

@@ -12,7 +12,8 @@
 // GPU measured (SLO attainment, the trainers' times, the makespan):
 //
 //	go run ./bench/simcheck -e2e docs/results/mmkd-e2e-h100-2026-11-25/e2e.jsonl \
-//	  -campaign data/profiles/h100-2026-11-25.csv [-replay OUT/e2e.jsonl] -o docs/results/simcheck-h100.md
+//	  -campaign data/profiles/h100-2026-11-25.csv \
+//	  -replay docs/results/simcase-h100-2026-11-25/e2e.jsonl -o docs/results/simcheck-h100.md
 package main
 
 import (
@@ -80,6 +81,30 @@ func aloneRunsOf(lines []line) aloneRuns {
 		a[l.Round][l.Name] = l
 	}
 	return a
+}
+
+// medians is a with each job's alone line in every round replaced by
+// one holding the median over the rounds of its speed (ItPerS) and GPU
+// time per request (ServiceMs): a job's own properties, taken from the
+// alone phase, the noisiest of a round (one process alone moves ±25 %
+// from one minute to the next on the H100 host: GPU-FACTS.md).
+func (a aloneRuns) medians() aloneRuns {
+	speeds, service := map[string][]float64{}, map[string][]float64{}
+	for _, byName := range a {
+		for name, l := range byName {
+			speeds[name] = append(speeds[name], l.Report.ItPerS)
+			service[name] = append(service[name], l.Report.ServiceMs)
+		}
+	}
+	out := aloneRuns{}
+	for round, byName := range a {
+		out[round] = map[string]line{}
+		for name, l := range byName {
+			l.Report.ItPerS, l.Report.ServiceMs = median(speeds[name]), median(service[name])
+			out[round][name] = l
+		}
+	}
+	return out
 }
 
 // of is the alone line of l's job in l's round.

@@ -113,3 +113,28 @@ func TestReplay(t *testing.T) {
 		t.Errorf("a closed-loop service: error %v, want it refused", err)
 	}
 }
+
+// TestAloneMedians: the replay's alone references are each job's median
+// over the rounds, in every round, so that one noisy alone phase does
+// not move that round's replay alone.
+func TestAloneMedians(t *testing.T) {
+	var lines []line
+	for round, v := range []float64{30, 45, 20} {
+		tr := simLine("alone", "tr", "offline", "resnet50_train", 0, func(l *line) { l.Report.ItPerS = v })
+		svc := simLine("alone", "svc", "online", "resnet50_infer", 0, func(l *line) { l.Report.ServiceMs = v / 10 })
+		tr.Round, svc.Round = round, round
+		lines = append(lines, tr, svc, simLine("mps-prio", "tr", "offline", "resnet50_train", 0, func(l *line) { l.Round = round }))
+	}
+	m := aloneRunsOf(lines).medians()
+	for round := range 3 {
+		if got := m[round]["tr"].Report.ItPerS; got != 30 {
+			t.Errorf("round %d: trainer alone %v it/s, want the median 30", round, got)
+		}
+		if got := m[round]["svc"].Report.ServiceMs; got != 3 {
+			t.Errorf("round %d: service alone %v ms, want the median 3", round, got)
+		}
+	}
+	if len(m) != 3 || len(m[0]) != 2 {
+		t.Errorf("medians %v: want 3 rounds of 2 jobs", m)
+	}
+}

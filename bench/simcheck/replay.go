@@ -102,30 +102,54 @@ func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, m
 	for _, l := range lines {
 		byPhase[key{l.Round, l.Phase}] = append(byPhase[key{l.Round, l.Phase}], l)
 	}
-	alone := aloneRunsOf(lines)
-	fmt.Fprintf(b, "## The simulator replaying a real run of the same case\n\n`%s`: each phase of each round replayed by `jobsim.Simulate` on one %s (every job arriving at the phase's start; a trainer's work is its iterations at its alone speed, a service's load its request rate times its GPU time per request alone, its target %.1f x that time). The simulator's services draw their own Poisson requests; its start-ups are its job types' (not the measured ones), so JCTs differ by those; the trainers' time on the GPU leaves them out (measured: from the first timed iteration to the end; simulated: the mean JCT less the types' mean start-up, every job starting at once).\n\n", path, model.Key, jobsim.DefaultSLOFactor)
+	alone := aloneRunsOf(lines).medians()
+	fmt.Fprintf(b, "## The simulator replaying a real run of the same case\n\n`%s`: each phase of each round replayed by `jobsim.Simulate` on one %s (every job arriving at the phase's start; a trainer's work is its iterations at its alone speed, a service's load its request rate times its GPU time per request alone, its target %.1f x that time; alone: the median over the rounds, since the alone phase is the noisiest of a round). The simulator's services draw their own Poisson requests; its start-ups are its job types' (not the measured ones), so JCTs differ by those; the trainers' time on the GPU leaves them out (measured: from the first timed iteration to the end; simulated: the mean JCT less the types' mean start-up, every job starting at once).\n\n", path, model.Key, jobsim.DefaultSLOFactor)
 	b.WriteString("| round | phase | simulated as | SLO attainment: measured / simulated | trainers' mean time on the GPU s: measured / simulated | trainers' mean JCT s: measured / simulated | makespan s: measured / simulated |\n|---|---|---|---|---|---|---|\n")
+	gaps := map[string][]gap{}
 	for _, round := range slices.Sorted(maps.Keys(alone)) {
 		for _, ph := range phases {
 			k := key{round, ph.name}
 			if len(byPhase[k]) == 0 {
 				continue
 			}
-			if err := replayRow(b, byPhase[k], alone, round, ph.name, ph.sim, models, model); err != nil {
+			g, err := replayRow(b, byPhase[k], alone, round, ph.name, ph.sim, models, model)
+			if err != nil {
 				return err
 			}
+			gaps[ph.name] = append(gaps[ph.name], g)
 		}
+	}
+	b.WriteString("\nThe simulator against the GPU, per phase: the mean over the rounds of simulated / measured - 1 (above 0: the simulator is slower than the GPU was), and of the SLO attainment's difference in points (above 0: the simulator serves more in time).\n\n| phase | rounds | SLO attainment | trainers' time on the GPU | trainers' JCT | makespan |\n|---|---|---|---|---|---|\n")
+	for _, ph := range phases {
+		gs := gaps[ph.name]
+		if len(gs) == 0 {
+			continue
+		}
+		var m gap
+		for _, g := range gs {
+			m.slo += g.slo / float64(len(gs))
+			m.run += g.run / float64(len(gs))
+			m.jct += g.jct / float64(len(gs))
+			m.makespan += g.makespan / float64(len(gs))
+		}
+		fmt.Fprintf(b, "| %s (%s) | %d | %+.1f points | %+.0f %% | %+.0f %% | %+.0f %% |\n", ph.name, ph.what, len(gs), 100*m.slo, 100*m.run, 100*m.jct, 100*m.makespan)
 	}
 	b.WriteString("\n")
 	return nil
 }
 
+// gap is how far one replayed phase is from what the GPU measured: the
+// SLO attainment's difference (simulated - measured) and the relative
+// errors (simulated / measured - 1) of the trainers' time on the GPU,
+// their JCT and the makespan.
+type gap struct{ slo, run, jct, makespan float64 }
+
 // replayRow writes one phase of one round, replayed by the simulator's
 // policy pol and measured.
-func replayRow(b *bytes.Buffer, phase []line, alone aloneRuns, round int, name, pol string, models *jobsim.Models, model *partitioner.Model) error {
+func replayRow(b *bytes.Buffer, phase []line, alone aloneRuns, round int, name, pol string, models *jobsim.Models, model *partitioner.Model) (gap, error) {
 	jobs, err := replayCase(phase, alone)
 	if err != nil {
-		return fmt.Errorf("round %d %s: %w", round, name, err)
+		return gap{}, fmt.Errorf("round %d %s: %w", round, name, err)
 	}
 	cfg := jobsim.Config{Jobs: jobs, Model: model, GPUs: 1, Policy: pol, Truth: models.Truth, Est: models.Est, Effects: models.Effects, Costs: jobsim.Costs{Checkpoint: models.Restart.Types}, Seed: uint64(round + 1)}
 	if pol == mmkdPolicy {
@@ -133,7 +157,7 @@ func replayRow(b *bytes.Buffer, phase []line, alone aloneRuns, round int, name, 
 	}
 	r, err := jobsim.Simulate(cfg)
 	if err != nil {
-		return fmt.Errorf("round %d %s: %w", round, name, err)
+		return gap{}, fmt.Errorf("round %d %s: %w", round, name, err)
 	}
 	m := measured(phase, alone, jobsim.DefaultSLOFactor)
 	startup, trainers := 0.0, 0.0
@@ -147,6 +171,15 @@ func replayRow(b *bytes.Buffer, phase []line, alone aloneRuns, round int, name, 
 	if trainers > 0 {
 		startup /= trainers
 	}
-	fmt.Fprintf(b, "| %d | %s | %s | %.2f %% / %.2f %% | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", round, name, pol, 100*m.slo, 100*r.SLOAttainment, m.run, r.BatchJCTS-startup, m.batchJCT, r.BatchJCTS, m.makespan, r.Makespan)
-	return nil
+	simRun := r.BatchJCTS - startup
+	fmt.Fprintf(b, "| %d | %s | %s | %.2f %% / %.2f %% | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", round, name, pol, 100*m.slo, 100*r.SLOAttainment, m.run, simRun, m.batchJCT, r.BatchJCTS, m.makespan, r.Makespan)
+	return gap{slo: r.SLOAttainment - m.slo, run: rel(simRun, m.run), jct: rel(r.BatchJCTS, m.batchJCT), makespan: rel(r.Makespan, m.makespan)}, nil
+}
+
+// rel is got / want - 1, 0 where want is 0.
+func rel(got, want float64) float64 {
+	if want == 0 {
+		return 0
+	}
+	return got/want - 1
 }

@@ -433,3 +433,40 @@ func TestSpeedModelPriority(t *testing.T) {
 		t.Errorf("trainer below an idle service %.3f (alone %.3f), a half-busy one %.3f", idle, tr.Alone(off, 100), busy)
 	}
 }
+
+// TestSpeedModelOccupancyAndMemory: a busy co-runner above a job takes
+// the warp slots it occupies alone, not its whole share, so a trainer
+// below a busy service keeps some speed, and keeps more below a service
+// that occupies less; a co-runner slowed by priority loads memory less
+// than one running at its whole share.
+func TestSpeedModelOccupancyAndMemory(t *testing.T) {
+	tr := builtinJobModels(t).Truth
+	svc, trn := "resnet50_infer", "resnet50_train"
+	tests := []struct {
+		name      string
+		svcPct    float64
+		wantAbove float64 // lower bound on the trainer's speed
+	}{
+		{"service at 100 %", 100, 0.05},
+		{"service at 50 %", 50, 0.2},
+	}
+	prev := 0.0
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tr.Shared(trn, 100, 100, 1, []CoShare{{Job: svc, Pct: tc.svcPct}})
+			if got <= tc.wantAbove || got >= tr.Alone(trn, 100) || got <= prev {
+				t.Errorf("trainer below a busy service at %.0f %%: %.3f, want above %.2f and %.3f, below alone %.3f", tc.svcPct, got, tc.wantAbove, prev, tr.Alone(trn, 100))
+			}
+			prev = got
+		})
+	}
+	// The service's memory load from two trainers: at priority 1 below a
+	// third busy service they run slower and move less data than at 0.
+	self := CoShare{Job: svc, Pct: 100}
+	low := tr.memLoad(self, 100, []CoShare{{Job: trn, Pct: 100, Prio: 1}, {Job: trn, Pct: 100, Prio: 1}})
+	same := tr.memLoad(self, 100, []CoShare{{Job: trn, Pct: 100}, {Job: trn, Pct: 100}})
+	alone := 2 * curveAt(tr.dram[trn], 100)
+	if !(low < same && same < alone) {
+		t.Errorf("memory load of two trainers: %.3f below the service, %.3f beside it, %.3f at their whole shares: want rising", low, same, alone)
+	}
+}

@@ -27,15 +27,21 @@ import (
 //   - a co-runner counts with the fraction of time it is busy (a service
 //     between requests takes no SMs), and co-runners at a lower MPS
 //     client priority (offline jobs at 1, online at 0) do not take SMs
-//     from a job above them, while those above take theirs first: the
-//     measured H100 runs kept an online job near its alone latency next
-//     to a trainer at priority 1 (GPU-FACTS.md);
-//   - the result is divided by 1 + a·x, where x is the sum of the
-//     co-runners' DRAM-bandwidth use alone at their shares (fraction of
-//     peak, times their busy fraction) and a is fitted per job type by
-//     least squares to the measured co-located runs (the interference
-//     that neither MPS shares nor priority remove is the memory
-//     system's).
+//     from a job above them, while those above take first what they
+//     occupy: their SM occupancy alone at their share (the fraction of
+//     the GPU's warp slots they fill), not their whole share, since the
+//     SMs' other slots still run the lower client's blocks. The measured
+//     H100 runs kept an online job near its alone latency next to a
+//     trainer at priority 1 (GPU-FACTS.md), and trainers at priority 1
+//     next to busy services kept far more than a share-based rule leaves
+//     them (docs/results/simcheck-h100.md);
+//   - the result is divided by 1 + a·x, where x is the co-runners'
+//     DRAM-bandwidth use (fraction of peak, times their busy fraction),
+//     each at the share it effectively gets next to the others (a
+//     co-runner slowed by priority or oversubscription moves less
+//     data), and a is fitted per job type by least squares to the
+//     measured co-located runs (the interference that neither MPS shares
+//     nor priority remove is the memory system's).
 //
 // Speeds are relative to the job alone on the whole GPU at 100 %: a
 // throughput ratio for offline jobs, the inverse latency ratio for online
@@ -44,6 +50,7 @@ import (
 type SpeedModel struct {
 	alone        map[string][]float64 // at 10, 20, ... 100 %
 	dram         map[string][]float64 // DRAM use alone, fraction of peak
+	occ          map[string][]float64 // SM occupancy alone, fraction of the GPU's warp slots
 	gpuBusy      map[string]float64   // NVML utilisation alone at 100 %, fraction
 	latencyMs    map[string]float64   // online types: iteration time alone at 100 %
 	interference map[string]float64
@@ -79,7 +86,7 @@ type coRun struct {
 // NewSpeedModel builds the ground truth from samples that hold every
 // job's alone runs at 10, 20, ... 100 %.
 func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
-	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
+	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, occ: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
 	base := predictor.Bases(samples)
 	rel := func(s predictor.Sample) float64 {
 		r := s.Target() / math.Exp(base[s.Job])
@@ -98,10 +105,12 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 		if _, ok := m.alone[s.Job]; !ok {
 			m.alone[s.Job] = make([]float64, steps)
 			m.dram[s.Job] = make([]float64, steps)
+			m.occ[s.Job] = make([]float64, steps)
 		}
 		k := s.MPSPercent/steps - 1
 		m.alone[s.Job][k] = rel(s)
 		m.dram[s.Job][k] = s.RunUtil.DRAM / 100
+		m.occ[s.Job][k] = s.RunUtil.Occupancy / 100
 		if s.MPSPercent == 100 {
 			m.gpuBusy[s.Job] = s.RunUtil.GPU / 100
 			if s.Kind == predictor.Online {
@@ -182,7 +191,7 @@ func coRunners(s predictor.Sample) ([]CoShare, error) {
 func (m *SpeedModel) fitInterference(runs []coRun) map[string]float64 {
 	sxy, sxx := map[string]float64{}, map[string]float64{}
 	for _, r := range runs {
-		x := r.s.CoUtil.DRAM / 100
+		x := m.memLoad(CoShare{Job: r.s.Job, Pct: float64(r.s.MPSPercent)}, 100, r.co)
 		y := m.Alone(r.s.Job, m.effective(float64(r.s.MPSPercent), 100, 0, r.co))/r.rel - 1
 		sxy[r.s.Job] += x * y
 		sxx[r.s.Job] += x * x
@@ -200,7 +209,8 @@ func (m *SpeedModel) fitInterference(runs []coRun) map[string]float64 {
 func (m *SpeedModel) evaluate(runs []coRun) Fit {
 	f := Fit{Beta: m.beta}
 	for _, r := range runs {
-		got := m.Alone(r.s.Job, m.effective(float64(r.s.MPSPercent), 100, 0, r.co)) / (1 + m.interference[r.s.Job]*r.s.CoUtil.DRAM/100)
+		x := m.memLoad(CoShare{Job: r.s.Job, Pct: float64(r.s.MPSPercent)}, 100, r.co)
+		got := m.Alone(r.s.Job, m.effective(float64(r.s.MPSPercent), 100, 0, r.co)) / (1 + m.interference[r.s.Job]*x)
 		e := (got - r.rel) / r.rel
 		f.MeanError += math.Abs(e)
 		if r.sum > 100 {
@@ -228,8 +238,12 @@ func (m *SpeedModel) Has(job string) bool { _, ok := m.alone[job]; return ok }
 func (m *SpeedModel) LatencyMs(job string) float64 { return m.latencyMs[job] }
 
 // Alone is the job's speed alone at pct % of the whole GPU.
-func (m *SpeedModel) Alone(job string, pct float64) float64 {
-	c := m.alone[job]
+func (m *SpeedModel) Alone(job string, pct float64) float64 { return curveAt(m.alone[job], pct) }
+
+// curveAt is a per-share curve measured at 10, 20, ... 100 % read at pct
+// % of the whole GPU: linear between the measured shares, proportional to
+// pct below the smallest, flat above 100 %.
+func curveAt(c []float64, pct float64) float64 {
 	if len(c) == 0 || pct <= 0 {
 		return 0
 	}
@@ -244,10 +258,22 @@ func (m *SpeedModel) Alone(job string, pct float64) float64 {
 	return c[k-1] + f*(c[k]-c[k-1])
 }
 
-// dramAt is the job's DRAM use alone at the measured share nearest pct.
-func (m *SpeedModel) dramAt(job string, pct float64) float64 {
-	k := min(steps-1, max(0, int(math.Round(pct/steps))-1))
-	return m.dram[job][k]
+// memLoad is the DRAM bandwidth self's co-runners use, as a fraction of
+// peak: each at the share it effectively gets next to the others and
+// self (effective), times its busy fraction.
+func (m *SpeedModel) memLoad(self CoShare, capacity float64, co []CoShare) float64 {
+	x := 0.0
+	others := make([]CoShare, 0, len(co))
+	for i, c := range co {
+		others = append(others[:0], self)
+		for k, o := range co {
+			if k != i {
+				others = append(others, o)
+			}
+		}
+		x += curveAt(m.dram[c.Job], m.effective(c.Pct, capacity, c.Prio, others)) * c.busy()
+	}
+	return x
 }
 
 // CoShare is a co-runner in the same instance at a share of the whole GPU.
@@ -271,7 +297,7 @@ func (m *SpeedModel) effective(pct, capacity float64, prio int, co []CoShare) fl
 	for _, c := range co {
 		switch {
 		case c.Prio < prio:
-			above += c.Pct * c.busy()
+			above += min(c.Pct, 100*curveAt(m.occ[c.Job], c.Pct)) * c.busy()
 		case c.Prio == prio:
 			same += c.Pct * c.busy()
 		}
@@ -288,9 +314,6 @@ func (m *SpeedModel) effective(pct, capacity float64, prio int, co []CoShare) fl
 // priority prio, in an instance of capacity % of the whole GPU (its SMs
 // over the GPU's, times 100), next to co-runners of the same instance.
 func (m *SpeedModel) Shared(job string, pct, capacity float64, prio int, co []CoShare) float64 {
-	x := 0.0
-	for _, c := range co {
-		x += m.dramAt(c.Job, c.Pct) * c.busy()
-	}
+	x := m.memLoad(CoShare{Job: job, Pct: pct, Prio: prio}, capacity, co)
 	return m.Alone(job, m.effective(pct, capacity, prio, co)) / (1 + m.interference[job]*x)
 }
