@@ -2,6 +2,7 @@ package configs
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,5 +33,31 @@ func TestMemoryLimitAndUsageKeys(t *testing.T) {
 	if c, err := Load(Options{Environ: []string{"MMK_MPS_MEMORY_LIMIT=all", "MMK_MPS_MEMORY_LIMIT_MARGIN_MIB=512", "MMK_JOBS_USAGE_INTERVAL=0"}}); err != nil ||
 		c.MPS.MemoryLimit != "all" || c.MPS.MemoryLimitMarginMiB != 512 || c.Jobs.UsageInterval != 0 {
 		t.Errorf("set: %+v %v", c, err)
+	}
+}
+
+// TestPlacementSpread: placement.spread is on by default, can be turned
+// off, and a value that is not a boolean is refused by its key.
+func TestPlacementSpread(t *testing.T) {
+	tests := []struct {
+		env     []string
+		want    bool
+		wantErr bool
+	}{
+		{nil, true, false},
+		{[]string{"MMK_PLACEMENT_SPREAD=false"}, false, false},
+		{[]string{"MMK_PLACEMENT_SPREAD=sometimes"}, false, true},
+	}
+	for _, tc := range tests {
+		c, err := Load(Options{Environ: tc.env})
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "placement.spread") {
+				t.Errorf("%v: %v, want an error naming placement.spread", tc.env, err)
+			}
+			continue
+		}
+		if err != nil || c.Placement.Spread != tc.want {
+			t.Errorf("%v: spread %v, %v; want %v", tc.env, c.Placement.Spread, err, tc.want)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 			delete(n.stopRetry, id)
 		}
 	}
-	opt := partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil}
+	opt := n.placementOptions(gpus)
 	t0 := time.Now()
 	costs := map[string]string{}
 	plan, gate, err := partitioner.DecideGated(req, n.est, opt, n.gateCosts(n.cfg.Now(), costs))
@@ -100,6 +100,13 @@ func summarize(causes []string) string {
 		return strings.Join(causes[:3], ", ") + fmt.Sprintf(" and %d more", len(causes)-3)
 	}
 	return strings.Join(causes, ", ")
+}
+
+// placementOptions are Algorithm 1's options for a decision on gpus:
+// online jobs keep their shares, MIG changes only where mig.manage allows
+// them, priority shares where MPS runs, and placement.spread.
+func (n *Node) placementOptions(gpus []gpuInfo) partitioner.Options {
+	return partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil, Spread: n.cfg.Spread}
 }
 
 // migManaged reports whether the loop may change layouts: mig.manage is

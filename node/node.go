@@ -51,6 +51,9 @@ type Config struct {
 	// ones in MPS client priority, share instances at shares summing above
 	// 100 %.
 	PriorityShares bool
+	// Spread puts each job into the instance holding the fewest jobs
+	// (placement.spread, partitioner.Options.Spread).
+	Spread bool
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig

@@ -13,10 +13,9 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// mmkdPolicy is mmkd's placement on one GPU as the simulator names it:
-// priority shares, MIG left alone, no latency targets (mmkd's jobs carry
-// none), no cap on jobs per instance (phases' sim).
-var mmkdPolicy = jobsim.JobMMK + "+" + jobsim.OptFixedMIG + "-" + jobsim.OptSLO + "-" + jobsim.OptMIGKeepOnline + "-" + jobsim.OptSpread
+// mmkdPolicy is mmkd's placement as the simulator names it, run
+// without a cap on jobs per instance (phases' sim).
+const mmkdPolicy = jobsim.MMKD
 
 // outcome is what a phase gave: the services' requests served within
 // target, the trainers' mean JCT and the makespan, all from the phase's

@@ -188,7 +188,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
-		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
 		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
 		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,

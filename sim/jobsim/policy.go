@@ -78,6 +78,12 @@ func Options() []string {
 // ablation in docs/results/partition.md shows help.
 var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate, OptSpread}
 
+// MMKD is mmkd's placement as it ships, as the simulator names it: mmk
+// with MIG left alone (mig.manage off) and no latency targets (mmkd's
+// jobs carry none), placement.spread on. mmkd caps no instance's jobs:
+// run it with Config.MaxShare = MaxMPSClients.
+const MMKD = JobMMK + "+" + OptFixedMIG + "-" + OptSLO
+
 // Policies lists the policies of the main comparison.
 func Policies() []string {
 	return []string{JobDefault, JobMPS, JobMPSPrio, JobMISO, JobMISOGreedy, JobMIGER, JobAlg1Unprotected, JobMMK}
