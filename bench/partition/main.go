@@ -100,6 +100,7 @@ func needRunsOf() []run {
 		h(jobsim.JobMMK+"+"+jobsim.OptFixedMIG, 0, 0),
 		h(greedy, noCap, 0),
 		h(jobsim.MMKD, noCap, 0),
+		h(jobsim.MMKD+"-"+jobsim.OptSpread, noCap, 0),
 		h(jobsim.JobMMK+"+"+jobsim.OptOracle, 0, 0),
 	}
 	for _, e := range oracleErrs {

@@ -197,7 +197,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		store.Close()
 		return nil, nil, err
 	}
-	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage)
+	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage, "spread", cfg.Placement.Spread)
 	ctx, stopBackups := context.WithCancel(context.Background())
 	backups := make(chan struct{})
 	go func() {

@@ -417,8 +417,9 @@ func TestSpeedModelFitsMeasurements(t *testing.T) {
 }
 
 // TestSpeedModelPriority: below-normal priority co-runners take no SMs
-// from a job (only memory bandwidth), above-normal ones take theirs
-// first, and an idle co-runner takes nothing.
+// from a job (only memory bandwidth), above-normal ones take first, while
+// busy, the warp slots they occupy alone, and an idle co-runner takes
+// nothing.
 func TestSpeedModelPriority(t *testing.T) {
 	tr := builtinJobModels(t).Truth
 	on, off := "resnet50_infer", "resnet50_train"

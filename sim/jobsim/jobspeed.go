@@ -265,6 +265,9 @@ func (m *SpeedModel) memLoad(self CoShare, capacity float64, co []CoShare) float
 	x := 0.0
 	others := make([]CoShare, 0, len(co))
 	for i, c := range co {
+		if c.busy() == 0 {
+			continue
+		}
 		others = append(others[:0], self)
 		for k, o := range co {
 			if k != i {

@@ -46,7 +46,8 @@ func TestOraclePolicyDecidesWithTheTruth(t *testing.T) {
 
 // TestOracleIsTheGroundTruth: the oracle answers what the ground truth
 // runs: a trainer below a service at priority 1 keeps its share but for
-// the service's busy time, the service counts by its type's mean load,
+// the warp slots the service occupies while busy, the service counts by
+// its type's mean load,
 // and without priority the trainer takes SMs from the service.
 func TestOracleIsTheGroundTruth(t *testing.T) {
 	m := builtinJobModels(t).Truth
