@@ -292,11 +292,27 @@ func TestDashboard(t *testing.T) {
 		if j := d.authJob(t, token, id); j.State != jobs.Cancelled || j.Spec.Name != "e2e-long" {
 			t.Errorf("the daemon has %s %q", j.State, j.Spec.Name)
 		}
-		// The jobs table shows it cancelled too, without a reload.
+		// The jobs table shows it cancelled too, without a reload, though
+		// the table was hidden when the stream said so (its row was made
+		// while the job ran).
 		page(t, b, "the table",
+			chromedp.Sleep(time.Second),
 			chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
 			waitFor(`document.querySelector('#jobs-body tr[data-job="`+id+`"]').dataset.state === 'cancelled'`),
 		)
+		// A GET answered late, with the job as it was before it ended,
+		// does not take the table back: the page keeps the newer version.
+		ctx, cancel := context.WithTimeout(b.Ctx, browserTimeout)
+		defer cancel()
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(async () => {
+			const s = await import(new URL('ui/store.js', document.baseURI).href);
+			const j = s.state.jobs.get('`+id+`');
+			s.putJobs([{...j, state: 'running', updatedAt: new Date(Date.parse(j.updatedAt) - 1000).toISOString()}]);
+			return s.state.jobs.get('`+id+`').state + ' ' + document.querySelector('#jobs-body tr[data-job="`+id+`"]').dataset.state;
+		})()`, chromedp.EvalAwaitPromise))
+		if err != nil || got != "cancelled cancelled" {
+			t.Errorf("after a stale GET the page holds and shows %q (%v), want cancelled", got, err)
+		}
 	})
 
 	if !eval[bool](t, b, `window.__mmkNoReload === true`) {

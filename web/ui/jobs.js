@@ -186,9 +186,14 @@ async function fetchOlder() {
   }
 }
 
+// row is job j's row, made the first time and brought up to j since: a
+// row kept while the table was hidden missed the updates of that time.
 function row(j) {
   let r = rows.get(j.id);
-  if (r) return r;
+  if (r) {
+    fill(r, j);
+    return r;
+  }
   const cells = {
     name: h('td', {class: 'name'}),
     state: h('span'),

@@ -4,6 +4,7 @@
 // whole state on "snapshot" and only what changed otherwise.
 
 import {request, readEvents} from './api.js';
+import {terminal} from './dom.js';
 
 // How many jobs, newest first, the snapshot brings; older ones are
 // fetched on demand (a job's page, "show more").
@@ -48,13 +49,20 @@ export const now = () => Date.now() + state.skew;
 export function putJobs(list) {
   const changed = [];
   for (const j of list) {
-    const old = state.jobs.get(j.id);
-    if (!old || old.updatedAt !== j.updatedAt) {
-      state.jobs.set(j.id, j);
-      changed.push(j);
-    }
+    if (state.jobs.get(j.id)?.updatedAt !== j.updatedAt && take(j)) changed.push(j);
   }
   if (changed.length) emit('jobs', changed);
+}
+
+// take stores job j and reports whether it did: not where the job held
+// has ended and j has not, since a job never leaves an ended state (a GET
+// answered late, or a stream message older than a GET, would take the
+// views back to a state the job has left).
+function take(j) {
+  const old = state.jobs.get(j.id);
+  if (old && terminal(old.state) && !terminal(j.state)) return false;
+  state.jobs.set(j.id, j);
+  return true;
 }
 
 function handle(ev) {
@@ -76,10 +84,9 @@ function handle(ev) {
       emit('plan');
       break;
     case 'jobs':
-      for (const j of d.jobs) state.jobs.set(j.id, j);
       state.counts = d.counts;
       state.total = d.total;
-      emit('jobs', d.jobs);
+      emit('jobs', d.jobs.filter((j) => take(j)));
       break;
     case 'reconfigs':
       state.reconfigs = d.concat(state.reconfigs).slice(0, 200);
