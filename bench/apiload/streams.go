@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/mmkgpu/mmk/internal/stats"
 	"github.com/mmkgpu/mmk/jobs"
 )
 
@@ -176,23 +176,14 @@ func compareStreams(addr, token string, clients, streams, rounds int, d time.Dur
 			}
 		}
 	}
-	c.withoutMedian, c.withMedian = median(c.without), median(c.with)
+	c.withoutMedian, c.withMedian = stats.Median(c.without), stats.Median(c.with)
 	ratios, cpuRatios := make([]float64, rounds), make([]float64, rounds)
 	for i := range rounds {
 		ratios[i] = c.with[i] / c.without[i]
 		cpuRatios[i] = cpuWith[i] / cpuWithout[i]
 	}
-	c.ratio, c.cpuRatio = median(ratios), median(cpuRatios)
+	c.ratio, c.cpuRatio = stats.Median(ratios), stats.Median(cpuRatios)
 	return c, nil
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // submitN submits n jobs from clients clients, unmeasured.

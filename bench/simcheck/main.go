@@ -33,6 +33,7 @@ import (
 
 	"github.com/mmkgpu/mmk/data"
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/stats"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/sim/jobsim"
 )
@@ -100,7 +101,7 @@ func (a aloneRuns) medians() aloneRuns {
 	for round, byName := range a {
 		out[round] = map[string]line{}
 		for name, l := range byName {
-			l.Report.ItPerS, l.Report.ServiceMs = median(speeds[name]), median(service[name])
+			l.Report.ItPerS, l.Report.ServiceMs = stats.Median(speeds[name]), stats.Median(service[name])
 			out[round][name] = l
 		}
 	}
@@ -194,11 +195,7 @@ func run(path, campaign, replayPath, out string) error {
 	if err != nil {
 		return err
 	}
-	_, samples, err := data.Samples()
-	if err != nil {
-		return err
-	}
-	truth, err := jobsim.NewSpeedModel(samples)
+	truth, models, err := loadModels(replayPath != "")
 	if err != nil {
 		return err
 	}
@@ -263,10 +260,6 @@ func run(path, campaign, replayPath, out string) error {
 		if err != nil {
 			return err
 		}
-		models, err := jobsim.BuiltinModels(1)
-		if err != nil {
-			return err
-		}
 		h100, err := partitioner.LookupModel("H100-80GB")
 		if err != nil {
 			return err
@@ -280,6 +273,26 @@ func run(path, campaign, replayPath, out string) error {
 		return err
 	}
 	return atomicfile.Write(out, b.Bytes())
+}
+
+// loadModels is the simulator's ground truth, built from the built-in
+// profiles; with replay, the whole job models the replay simulates with
+// (jobsim.BuiltinModels, whose truth it is), so that the truth is built
+// once.
+func loadModels(replay bool) (*jobsim.SpeedModel, *jobsim.Models, error) {
+	if replay {
+		models, err := jobsim.BuiltinModels(1)
+		if err != nil {
+			return nil, nil, err
+		}
+		return models.Truth, models, nil
+	}
+	_, samples, err := data.Samples()
+	if err != nil {
+		return nil, nil, err
+	}
+	truth, err := jobsim.NewSpeedModel(samples)
+	return truth, nil, err
 }
 
 // mostAtOnce is the most jobs whose windows overlap at one time.
@@ -297,17 +310,8 @@ func mostAtOnce(jobs []jobsim.RunJob) int {
 	return most
 }
 
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 func spread(v []float64) string {
-	return fmt.Sprintf("%.2f [%.2f-%.2f]", median(v), slices.Min(v), slices.Max(v))
+	return fmt.Sprintf("%.2f [%.2f-%.2f]", stats.Median(v), slices.Min(v), slices.Max(v))
 }
 
 func report(b *bytes.Buffer, path string, rounds int, names []string, res map[string]map[string][]pair, fit jobsim.Fit, most int) {
@@ -339,7 +343,7 @@ func report(b *bytes.Buffer, path string, rounds int, names []string, res map[st
 				s.bias += e
 				s.n++
 			}
-			e := median(pred)/median(meas) - 1
+			e := stats.Median(pred)/stats.Median(meas) - 1
 			if math.Abs(e) > math.Abs(s.worstErr) {
 				s.worst, s.worstErr = name, e
 			}

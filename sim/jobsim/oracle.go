@@ -57,12 +57,7 @@ func newOracle(s *jobSim, sigma float64) *oracle {
 }
 
 // priority is the MPS client priority j runs at.
-func (o *oracle) priority(j partitioner.Job) int {
-	if o.prio && !j.Online {
-		return 1
-	}
-	return 0
-}
+func (o *oracle) priority(j partitioner.Job) int { return clientPriority(o.prio, j.Online) }
 
 // Speed is the ground truth's speed of j at percent of an instance of sms
 // SMs next to co, each co-runner counted with its busy fraction and

@@ -39,10 +39,14 @@ func (s *jobSim) decideShared() {
 	s.pending = still
 }
 
-// prioOf is a job's MPS client priority under the policy: 1 for an
-// offline job where priority runs, else 0.
-func (s *jobSim) prioOf(j *simJob) int {
-	if s.pol.priority() && !j.Online {
+// prioOf is a job's MPS client priority under the policy.
+func (s *jobSim) prioOf(j *simJob) int { return clientPriority(s.pol.priority(), j.Online) }
+
+// clientPriority is the MPS client priority of a job, online or not,
+// where priority runs or not: 1 (below normal) for an offline job where
+// it runs, else 0.
+func clientPriority(priority, online bool) int {
+	if priority && !online {
 		return 1
 	}
 	return 0
