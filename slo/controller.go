@@ -1,0 +1,511 @@
+package slo
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config tunes a Controller. Zero fields take DefaultConfig's.
+type Config struct {
+	// Ladder is the rungs climbed, cheapest first.
+	Ladder Ladder
+	// Tick is the least time between two decisions.
+	Tick time.Duration
+	// Window is how far back a service's requests are judged.
+	Window time.Duration
+	// Settle: requests that ended within Settle of a change are not
+	// judged (the offline work released before it is still on the GPU).
+	Settle time.Duration
+	// Calm is how long every service must stay well within its target
+	// before the controller steps down; a step down undone within Calm
+	// doubles it, up to MaxCalm.
+	Calm, MaxCalm time.Duration
+	// Headroom: a service is well within its target while its latency at
+	// the target's percentile is at most (1-Headroom) times the bound.
+	Headroom float64
+	// MinSamples is the requests a service needs in a window before its
+	// percentile is trusted to step down.
+	MinSamples int
+	// Alpha is the evidence a miss needs: the controller tightens when a
+	// service meeting its target exactly (late with probability its
+	// budget) would have had as many late requests in the window with
+	// probability below Alpha.
+	Alpha float64
+	// MinAlone is the requests measured alone that set a ratio target's
+	// bound, or find an absolute one unattainable.
+	MinAlone int
+	// Probe is how long the controller holds the top rung to measure a
+	// service alone that has a ratio target and no latency alone yet;
+	// ProbeEvery the least time between two probes.
+	Probe, ProbeEvery time.Duration
+}
+
+// DefaultConfig suits services of a few to a few hundred requests a
+// second.
+func DefaultConfig() Config {
+	return Config{
+		Ladder:     DefaultLadder(),
+		Tick:       500 * time.Millisecond,
+		Window:     5 * time.Second,
+		Settle:     500 * time.Millisecond,
+		Calm:       5 * time.Second,
+		MaxCalm:    80 * time.Second,
+		Headroom:   0.3,
+		MinSamples: 20,
+		Alpha:      0.01,
+		MinAlone:   50,
+		Probe:      3 * time.Second,
+		ProbeEvery: 10 * time.Minute,
+	}
+}
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
+	if len(c.Ladder) == 0 {
+		c.Ladder = d.Ladder
+	}
+	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery} {
+		if *p < 0 {
+			return c, fmt.Errorf("slo controller: negative duration %v", *p)
+		}
+	}
+	orZero(&c.Tick, d.Tick)
+	orZero(&c.Window, d.Window)
+	orZero(&c.Settle, d.Settle)
+	orZero(&c.Calm, d.Calm)
+	orZero(&c.MaxCalm, d.MaxCalm)
+	orZero(&c.Headroom, d.Headroom)
+	orZero(&c.MinSamples, d.MinSamples)
+	orZero(&c.Alpha, d.Alpha)
+	orZero(&c.MinAlone, d.MinAlone)
+	orZero(&c.Probe, d.Probe)
+	orZero(&c.ProbeEvery, d.ProbeEvery)
+	switch {
+	case c.Alpha <= 0 || c.Alpha >= 1:
+		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
+	case c.Headroom < 0 || c.Headroom >= 1:
+		return c, fmt.Errorf("slo controller: headroom %v is not in [0, 1)", c.Headroom)
+	case c.MinSamples < 1 || c.MinAlone < 1:
+		return c, fmt.Errorf("slo controller: min samples %d and min alone %d must be at least 1", c.MinSamples, c.MinAlone)
+	case c.MaxCalm < c.Calm:
+		return c, fmt.Errorf("slo controller: max calm %v is below calm %v", c.MaxCalm, c.Calm)
+	}
+	return c, nil
+}
+
+func orZero[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
+// State is where a service stands against its target.
+type State string
+
+// The states of a service.
+const (
+	// Met: the recent requests are within the target.
+	Met State = "met"
+	// Missed: the recent requests are not, and the controller tightens.
+	Missed State = "missed"
+	// NotHeld: missed at the top rung: no restraint mmk has holds it.
+	NotHeld State = "not held"
+	// Unattainable: the service misses its target even alone.
+	Unattainable State = "unattainable"
+	// Calibrating: a ratio target whose latency alone is not known yet.
+	Calibrating State = "calibrating"
+	// Idle: no request in the window.
+	Idle State = "idle"
+)
+
+// Decision is a change of rung, with its reason.
+type Decision struct {
+	At       time.Duration
+	From, To int
+	// Rung is the rung now in force.
+	Rung Rung
+	// Service is the service that caused it ("" for a step down, which
+	// all allow).
+	Service string
+	Reason  string
+}
+
+// ServiceStatus is a service as the controller sees it.
+type ServiceStatus struct {
+	ID     string
+	Target Target
+	// Bound in force (0 while calibrating).
+	Bound time.Duration
+	// Recent is the window now judged; Total every request so far.
+	Recent      Stats
+	Total, Late uint64
+	// Alone is the latency alone at the target's percentile and the
+	// requests it rests on (0: not measured).
+	Alone  time.Duration
+	AloneN int
+	State  State
+	// Detail says State in numbers.
+	Detail string
+}
+
+// service is one online job.
+type service struct {
+	id      string
+	tr      *Tracker
+	alone   []time.Duration
+	aloneAt time.Duration // last alone sample kept
+	state   State
+	detail  string
+}
+
+// Controller holds the targets of the services of one GPU instance by
+// choosing a rung of its ladder for the offline jobs there. It is not
+// safe for concurrent use.
+type Controller struct {
+	cfg      Config
+	services []*service // in the order added
+	level    int
+	// changedAt is when the rung last changed, lastDown whether that
+	// was a step down; badAt when a service last missed.
+	changedAt, badAt, lastTick time.Duration
+	lastDown, started          bool
+	calm                       time.Duration
+	// enterRate is the services' request rate when the rung was climbed
+	// to: a fall well below it ends the wait for calm.
+	enterRate float64
+	// probe: while probing, the rung to return to, and when it ends.
+	probing    bool
+	probeUntil time.Duration
+	probeFrom  int
+	probeFor   string
+	lastProbe  time.Duration
+}
+
+// New builds a controller at rung 0.
+func New(cfg Config) (*Controller, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62}, nil
+}
+
+// Config is the controller's configuration, defaults filled in.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Level is the rung in force.
+func (c *Controller) Level() int { return c.level }
+
+// Rung is the restraint in force.
+func (c *Controller) Rung() Rung { return c.cfg.Ladder[c.level] }
+
+// Probing reports whether the controller is measuring a service alone.
+func (c *Controller) Probing() bool { return c.probing }
+
+// AddService starts tracking an online job with a target (a zero target:
+// measured and shown, never protected). Adding an id again replaces it.
+func (c *Controller) AddService(id string, t Target) {
+	c.RemoveService(id)
+	bound, _ := t.Resolve(0)
+	c.services = append(c.services, &service{id: id, tr: NewTracker(t, bound), state: Idle})
+}
+
+// RemoveService stops tracking a job.
+func (c *Controller) RemoveService(id string) {
+	c.services = slices.DeleteFunc(c.services, func(s *service) bool { return s.id == id })
+}
+
+// Services are the ids tracked, in the order added.
+func (c *Controller) Services() []string {
+	out := make([]string, len(c.services))
+	for i, s := range c.services {
+		out[i] = s.id
+	}
+	return out
+}
+
+func (c *Controller) service(id string) *service {
+	for _, s := range c.services {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Observe records a request of a service; alone says that no offline
+// job was active beside it (or a probe held them), so that it also
+// measures the service alone. Requests of an unknown id are dropped.
+func (c *Controller) Observe(id string, s Sample, alone bool) {
+	sv := c.service(id)
+	if sv == nil {
+		return
+	}
+	sv.tr.Add(s)
+	if c.probing && s.At > c.changedAt+c.cfg.Settle {
+		alone = true
+	}
+	if alone && (s.Source == Reported || !sv.tr.Reported()) {
+		if len(sv.alone) >= Keep {
+			sv.alone = sv.alone[1:]
+		}
+		sv.alone = append(sv.alone, s.Latency)
+		sv.aloneAt = s.At
+		c.calibrate(sv)
+	}
+}
+
+// calibrate sets a ratio target's bound once enough requests ran alone.
+func (c *Controller) calibrate(sv *service) {
+	t := sv.tr.Target()
+	if t.IsZero() || len(sv.alone) < c.cfg.MinAlone {
+		return
+	}
+	if t.Ratio != 0 {
+		a := aloneAt(sv.alone, t.Percentile)
+		b, _ := t.Resolve(a)
+		sv.tr.SetBound(b)
+	}
+}
+
+// aloneAt is the latency alone at percentile p.
+func aloneAt(v []time.Duration, p float64) time.Duration {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return Quantile(s, p)
+}
+
+// Step judges the services and moves the rung when they say so; it acts
+// at most once a Tick. It returns the decision when the rung changed.
+func (c *Controller) Step(now time.Duration) (Decision, bool) {
+	if now-c.lastTick < c.cfg.Tick {
+		return Decision{}, false
+	}
+	c.lastTick = now
+	if !c.started {
+		// Nothing is known before the first step: it starts the calm.
+		c.started, c.changedAt = true, now
+	}
+	if c.probing {
+		return c.endProbe(now)
+	}
+	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
+	var worst *service
+	worstOver := 0.0
+	allGood := true
+	rate := 0.0
+	for _, sv := range c.services {
+		good, over := c.judge(sv, judgeFrom, now)
+		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
+		allGood = allGood && good
+		if over > worstOver {
+			worst, worstOver = sv, over
+		}
+	}
+	top := len(c.cfg.Ladder) - 1
+	if worst != nil {
+		c.badAt = now
+		if c.level == top {
+			worst.state = NotHeld
+			worst.detail = fmt.Sprintf("%s at the top rung (%s)", worst.detail, c.Rung())
+			return Decision{}, false
+		}
+		if c.lastDown && now-c.changedAt < c.calm {
+			// The last step down did not hold: wait longer next time.
+			c.calm = min(2*c.calm, c.cfg.MaxCalm)
+		}
+		c.enterRate = rate
+		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
+	}
+	if sv := c.needsProbe(now); sv != nil {
+		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
+		c.probeUntil, c.lastProbe = now+c.cfg.Settle+c.cfg.Probe, now
+		return c.move(now, top, sv.id, fmt.Sprintf("probe: %s has a ratio target (%s) and no latency alone yet; offline work held for %v",
+			sv.id, sv.tr.Target(), c.cfg.Settle+c.cfg.Probe)), true
+	}
+	if c.level == 0 || !allGood {
+		return Decision{}, false
+	}
+	// A load well below the one the rung was climbed for ends the wait.
+	calm := c.calm
+	if c.enterRate > 0 && rate < c.enterRate/2 {
+		calm = c.cfg.Calm
+		c.calm = c.cfg.Calm
+	}
+	since := max(c.changedAt, c.badAt)
+	if now-since < calm {
+		return Decision{}, false
+	}
+	if c.lastDown && now-c.changedAt >= 2*c.calm {
+		// The last step down held for long: the wait goes back down.
+		c.calm = c.cfg.Calm
+	}
+	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service well within its target for %v (request rate %.1f/s)", (now-since).Round(time.Millisecond), rate)), true
+}
+
+// judge looks at one service's requests since from: good says it allows
+// a step down, over how far it is past its target (0: not past it).
+func (c *Controller) judge(sv *service, from, now time.Duration) (good bool, over float64) {
+	t := sv.tr.Target()
+	st := sv.tr.Window(from, now)
+	bound := sv.tr.Bound()
+	switch {
+	case t.IsZero():
+		sv.state, sv.detail = Met, "no target"
+		return true, 0
+	case bound == 0:
+		sv.state, sv.detail = Calibrating, fmt.Sprintf("%d of %d requests alone measured for %s", len(sv.alone), c.cfg.MinAlone, t)
+		return true, 0
+	}
+	if t.Ratio == 0 && len(sv.alone) >= c.cfg.MinAlone {
+		if a := aloneAt(sv.alone, t.Percentile); a > bound {
+			sv.state = Unattainable
+			sv.detail = fmt.Sprintf("p%g alone %v > bound %v (%d requests alone)", t.Percentile, roundMs(a), bound, len(sv.alone))
+			return true, 0
+		}
+	}
+	if st.N == 0 {
+		sv.state, sv.detail = Idle, "no request in the window"
+		return true, 0
+	}
+	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
+	budget := t.Budget() * float64(st.N)
+	if st.Late >= 2 && float64(st.Late) > budget {
+		if p := BinomialTail(st.N, st.Late, t.Budget()); p < c.cfg.Alpha {
+			sv.state, sv.detail = Missed, desc
+			return false, -math.Log(p)
+		}
+	}
+	sv.state, sv.detail = Met, desc
+	return float64(st.Late) <= budget/2 && (st.N < c.cfg.MinSamples && st.Late == 0 ||
+		float64(st.Pct) <= (1-c.cfg.Headroom)*float64(bound)), 0
+}
+
+// needsProbe is a service with a ratio target and no latency alone that
+// is busy enough to measure, when probing is allowed.
+func (c *Controller) needsProbe(now time.Duration) *service {
+	if now-c.lastProbe < c.cfg.ProbeEvery {
+		return nil
+	}
+	for _, sv := range c.services {
+		t := sv.tr.Target()
+		if t.Ratio == 0 || sv.tr.Bound() > 0 {
+			continue
+		}
+		if sv.tr.Window(now-c.cfg.Window, now).N >= c.cfg.MinSamples {
+			return sv
+		}
+	}
+	return nil
+}
+
+// endProbe returns from a probe once its time is up.
+func (c *Controller) endProbe(now time.Duration) (Decision, bool) {
+	if now < c.probeUntil {
+		return Decision{}, false
+	}
+	c.probing = false
+	why := "probe over"
+	if sv := c.service(c.probeFor); sv != nil {
+		if b := sv.tr.Bound(); b > 0 {
+			why = fmt.Sprintf("probe over: %s alone p%g %v over %d requests, bound %v", sv.id, sv.tr.Target().Percentile,
+				roundMs(aloneAt(sv.alone, sv.tr.Target().Percentile)), len(sv.alone), b)
+		} else {
+			why = fmt.Sprintf("probe over: %s ran %d of %d requests alone; its ratio target waits for the next probe",
+				sv.id, len(sv.alone), c.cfg.MinAlone)
+		}
+	}
+	d := c.move(now, c.probeFrom, c.probeFor, why)
+	c.lastDown = false // a return from a probe is no step down
+	return d, true
+}
+
+// move changes the rung.
+func (c *Controller) move(now time.Duration, to int, id, reason string) Decision {
+	d := Decision{At: now, From: c.level, To: to, Rung: c.cfg.Ladder[to], Service: id,
+		Reason: fmt.Sprintf("%s -> %s: %s", c.cfg.Ladder[c.level], c.cfg.Ladder[to], reason)}
+	c.lastDown = to < c.level
+	c.level, c.changedAt = to, now
+	return d
+}
+
+// Status is every service's standing at now, in the order added.
+func (c *Controller) Status(now time.Duration) []ServiceStatus {
+	out := make([]ServiceStatus, 0, len(c.services))
+	for _, sv := range c.services {
+		t := sv.tr.Target()
+		st := ServiceStatus{ID: sv.id, Target: t, Bound: sv.tr.Bound(), Recent: sv.tr.Window(now-c.cfg.Window, now),
+			State: sv.state, Detail: sv.detail, AloneN: len(sv.alone)}
+		st.Total, st.Late = sv.tr.Total()
+		if len(sv.alone) > 0 {
+			st.Alone = aloneAt(sv.alone, cmp.Or(t.Percentile, 99))
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// History is a service's points over time (nil for an unknown id).
+func (c *Controller) History(id string, now time.Duration) []Point {
+	if sv := c.service(id); sv != nil {
+		return sv.tr.History(now)
+	}
+	return nil
+}
+
+// roundMs rounds a latency for reasons people read.
+func roundMs(d time.Duration) time.Duration {
+	switch {
+	case d >= 100*time.Millisecond:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// Summary is a one-line account of the services, for logs.
+func Summary(st []ServiceStatus) string {
+	var b strings.Builder
+	for i, s := range st {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s %s (%s)", s.ID, s.State, s.Detail)
+	}
+	return b.String()
+}
+
+// BinomialTail is the probability that n requests, each late with
+// probability p, have at least k late ones.
+func BinomialTail(n, k int, p float64) float64 {
+	switch {
+	case k <= 0:
+		return 1
+	case k > n:
+		return 0
+	case p <= 0:
+		return 0
+	case p >= 1:
+		return 1
+	}
+	lgN, _ := math.Lgamma(float64(n + 1))
+	lp, lq := math.Log(p), math.Log1p(-p)
+	sum := 0.0
+	for i := k; i <= n; i++ {
+		lgI, _ := math.Lgamma(float64(i + 1))
+		lgR, _ := math.Lgamma(float64(n - i + 1))
+		term := math.Exp(lgN - lgI - lgR + float64(i)*lp + float64(n-i)*lq)
+		sum += term
+		if term < sum*1e-12 && float64(i) > float64(n)*p {
+			break
+		}
+	}
+	return min(sum, 1)
+}

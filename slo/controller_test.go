@@ -1,0 +1,318 @@
+package slo
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorded are the latencies of a resnet50 batch-32 service at 20
+// requests/s on an H100 (testdata/r50-b32-h100.json): alone, beside three
+// trainers at MPS client priority 1 (mps-prio) and under time slicing
+// (baseline).
+func recorded(t *testing.T) map[string][]time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("testdata/r50-b32-h100.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Phases map[string][]float64 `json:"phases"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]time.Duration{}
+	for k, v := range f.Phases {
+		for _, x := range v {
+			out[k] = append(out[k], time.Duration(x*float64(time.Millisecond)))
+		}
+	}
+	return out
+}
+
+// phase is a stretch of a plant's run: Poisson requests at rate, whose
+// latency is drawn from latency(rung).
+type phase struct {
+	dur     time.Duration
+	rate    float64
+	latency func(rung int) []time.Duration
+}
+
+// trace is what a run saw: per phase, requests and late ones against the
+// bound, and the time spent on each rung.
+type trace struct {
+	n, late   []int
+	onRung    [][]time.Duration
+	decisions []Decision
+}
+
+// run drives the controller with one service "svc" through the phases in
+// steps of 10 ms: each request's latency is drawn from the phase's
+// distribution for the rung in force when it arrived, and observed when
+// it ends.
+func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed uint64) trace {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var tr trace
+	type req struct{ end, lat time.Duration }
+	var pending []req
+	now, next := time.Duration(0), time.Duration(0)
+	for pi, ph := range phases {
+		tr.n, tr.late = append(tr.n, 0), append(tr.late, 0)
+		tr.onRung = append(tr.onRung, make([]time.Duration, len(c.Config().Ladder)))
+		end := now + ph.dur
+		next = now + time.Duration(rng.ExpFloat64()/ph.rate*float64(time.Second))
+		for ; now < end; now += 10 * time.Millisecond {
+			for next <= now {
+				d := ph.latency(c.Level())
+				lat := d[rng.IntN(len(d))]
+				pending = append(pending, req{next + lat, lat})
+				tr.n[pi]++
+				if lat > bound {
+					tr.late[pi]++
+				}
+				next += time.Duration(rng.ExpFloat64() / ph.rate * float64(time.Second))
+			}
+			kept := pending[:0]
+			for _, r := range pending {
+				if r.end <= now {
+					c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
+				} else {
+					kept = append(kept, r)
+				}
+			}
+			pending = kept
+			if d, ok := c.Step(now); ok {
+				tr.decisions = append(tr.decisions, d)
+			}
+			tr.onRung[pi][c.Level()] += 10 * time.Millisecond
+		}
+	}
+	return tr
+}
+
+func constant(d time.Duration) func(int) []time.Duration {
+	return func(int) []time.Duration { return []time.Duration{d} }
+}
+
+// TestControllerTightensUntilHeld: a service over its target climbs the
+// ladder one rung per tick once the last change settled, each decision
+// naming the service and its numbers; at the top it says the target is
+// not held.
+func TestControllerTightensUntilHeld(t *testing.T) {
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddService("svc", MustParse("p99=10ms"))
+	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, constant(20 * ms)}}, 1)
+	top := len(DefaultLadder()) - 1
+	if c.Level() != top || len(tr.decisions) != top {
+		t.Fatalf("level %d after %d decisions, want %d", c.Level(), len(tr.decisions), top)
+	}
+	for i, d := range tr.decisions {
+		if d.From != i || d.To != i+1 || d.Service != "svc" || !strings.Contains(d.Reason, "tighten: svc p99 20ms against 10ms") {
+			t.Errorf("decision %d: %+v", i, d)
+		}
+	}
+	if gap := tr.decisions[1].At - tr.decisions[0].At; gap > c.Config().Settle+2*c.Config().Tick {
+		t.Errorf("the second rung came %v after the first", gap)
+	}
+	st := c.Status(20 * time.Second)
+	if st[0].State != NotHeld || !strings.Contains(st[0].Detail, "at the top rung (suspend)") {
+		t.Errorf("status %+v", st[0])
+	}
+}
+
+// TestControllerRelaxes: with every request well within its target, the
+// controller steps down one rung per calm spell.
+func TestControllerRelaxes(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=10ms"))
+	c.level = 3
+	tr := run(t, c, 10*ms, []phase{{18 * time.Second, 50, constant(2 * ms)}}, 1)
+	if c.Level() != 0 || len(tr.decisions) != 3 {
+		t.Fatalf("level %d after %+v", c.Level(), tr.decisions)
+	}
+	for i, d := range tr.decisions {
+		if d.To != 2-i || d.Service != "" || !strings.Contains(d.Reason, "relax: every service well within its target for 5s") {
+			t.Errorf("decision %d: %+v", i, d)
+		}
+	}
+}
+
+// TestControllerOnRecordedLatencies replays the H100 service's recorded
+// latencies: beside trainers at priority 1 (rungs 0 and 1 here) its p90
+// is 27 ms, alone (rung 2 and above) 12.6 ms; the target is p90 = 20 ms.
+// The controller must find rung 2, stay there almost all the time, try
+// lower rungs ever more rarely, and keep the target.
+func TestControllerOnRecordedLatencies(t *testing.T) {
+	rec := recorded(t)
+	byRung := func(r int) []time.Duration {
+		if r >= 2 {
+			return rec["alone"]
+		}
+		return rec["mps-prio"]
+	}
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p90=20ms"))
+	tr := run(t, c, 20*ms, []phase{{10 * time.Minute, 20, byRung}}, 7)
+	on := tr.onRung[0]
+	t.Logf("time on each rung %v, %d decisions, %d of %d late", on, len(tr.decisions), tr.late[0], tr.n[0])
+	total := 10 * time.Minute
+	if frac := float64(on[2]) / float64(total); frac < 0.8 {
+		t.Errorf("on rung 2 %.0f %% of the time (%v)", 100*frac, on)
+	}
+	if frac := float64(on[3]+on[4]) / float64(total); frac > 0.05 {
+		t.Errorf("above rung 2 %.1f %% of the time (%v)", 100*frac, on)
+	}
+	if att := 1 - float64(tr.late[0])/float64(tr.n[0]); att < 0.9 {
+		t.Errorf("attainment %.3f below the target's 0.9 (%d of %d late)", att, tr.late[0], tr.n[0])
+	}
+	// Step downs that fail double the wait: fewer in the second half.
+	var first, second int
+	for _, d := range tr.decisions {
+		if d.To < d.From {
+			if d.At < total/2 {
+				first++
+			} else {
+				second++
+			}
+		}
+	}
+	if first == 0 || second > first {
+		t.Errorf("step downs: %d in the first half, %d in the second", first, second)
+	}
+}
+
+// TestControllerFollowsLoad: low load (10/s, alone latencies on every
+// rung), high load (40/s, priority's latencies below rung 2), low again.
+// The controller climbs in the high phase and is back on rung 0 soon
+// after the load falls.
+func TestControllerFollowsLoad(t *testing.T) {
+	rec := recorded(t)
+	low := func(int) []time.Duration { return rec["alone"] }
+	high := func(r int) []time.Duration {
+		if r >= 2 {
+			return rec["alone"]
+		}
+		return rec["mps-prio"]
+	}
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p90=20ms"))
+	tr := run(t, c, 20*ms, []phase{{60 * time.Second, 10, low}, {60 * time.Second, 40, high}, {60 * time.Second, 10, low}}, 3)
+	t.Logf("time on each rung, by phase: %v", tr.onRung)
+	if tr.onRung[0][0] < 55*time.Second {
+		t.Errorf("low load at first: %v on rung 0", tr.onRung[0][0])
+	}
+	if tr.onRung[1][2] < 45*time.Second {
+		t.Errorf("high load: %v on rung 2 (%v)", tr.onRung[1][2], tr.onRung[1])
+	}
+	if tr.onRung[2][0] < 40*time.Second {
+		t.Errorf("low load again: %v on rung 0 (%v)", tr.onRung[2][0], tr.onRung[2])
+	}
+	for i := range tr.n {
+		if att := 1 - float64(tr.late[i])/float64(tr.n[i]); att < 0.9 {
+			t.Errorf("phase %d: attainment %.3f", i, att)
+		}
+	}
+}
+
+// TestControllerUnattainable: a service that misses an absolute target
+// even alone is said to, with its numbers, and makes nobody climb.
+func TestControllerUnattainable(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=5ms"))
+	for i := range 60 {
+		c.Observe("svc", Sample{At: time.Duration(i) * 10 * ms, Latency: 8 * ms}, true)
+	}
+	if _, ok := c.Step(time.Second); ok || c.Level() != 0 {
+		t.Fatalf("climbed to %d", c.Level())
+	}
+	st := c.Status(time.Second)[0]
+	if st.State != Unattainable || st.Detail != "p99 alone 8ms > bound 5ms (60 requests alone)" || st.Alone != 8*ms || st.AloneN != 60 {
+		t.Errorf("%+v", st)
+	}
+}
+
+// TestControllerProbesARatioTarget: a ratio target without a latency
+// alone makes the controller hold the top rung for a probe, whose
+// requests set the bound; then it returns to its rung.
+func TestControllerProbesARatioTarget(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=2x"))
+	now := time.Duration(0)
+	feed := func(until time.Duration, lat time.Duration) {
+		for ; now < until; now += 10 * ms {
+			c.Observe("svc", Sample{At: now, Latency: lat}, false)
+		}
+	}
+	feed(time.Second, 9*ms)
+	d, ok := c.Step(now)
+	if !ok || d.To != len(DefaultLadder())-1 || !strings.Contains(d.Reason, "probe: svc has a ratio target (p99=2x)") || !c.Probing() {
+		t.Fatalf("%+v %v", d, ok)
+	}
+	if st := c.Status(now)[0]; st.State != Calibrating && st.State != Idle {
+		t.Errorf("before the probe: %+v", st)
+	}
+	feed(now+c.Config().Settle+c.Config().Probe+time.Millisecond, 4*ms)
+	d, ok = c.Step(now)
+	if !ok || d.To != 0 || !strings.Contains(d.Reason, "probe over: svc alone p99 4ms") || c.Probing() {
+		t.Fatalf("%+v %v", d, ok)
+	}
+	if st := c.Status(now)[0]; st.Bound != 8*ms {
+		t.Errorf("bound %v, want 8ms", st.Bound)
+	}
+	if sv := c.needsProbe(now + time.Hour); sv != nil {
+		t.Error("a calibrated service asks for another probe")
+	}
+}
+
+// TestControllerNoTargetIsMeasuredOnly: an online job without a target is
+// tracked and never makes the controller climb.
+func TestControllerNoTargetIsMeasuredOnly(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", Target{})
+	tr := run(t, c, time.Hour, []phase{{10 * time.Second, 50, constant(time.Second)}}, 1)
+	if len(tr.decisions) != 0 {
+		t.Fatalf("%+v", tr.decisions)
+	}
+	if st := c.Status(10 * time.Second)[0]; st.Recent.N == 0 || st.State != Met || st.Detail != "no target" {
+		t.Errorf("%+v", st)
+	}
+}
+
+// TestConfigChecks: bad settings are refused.
+func TestConfigChecks(t *testing.T) {
+	for _, c := range []Config{{Headroom: 1}, {Tick: -1}, {Calm: time.Minute, MaxCalm: time.Second}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("%+v was taken", c)
+		}
+	}
+}
+
+// TestBinomialTail against values worked out by hand.
+func TestBinomialTail(t *testing.T) {
+	tests := []struct {
+		n, k int
+		p    float64
+		want float64
+	}{
+		{20, 2, 0.01, 1 - 0.8179069375972307 - 0.16523372476711732},
+		{10, 0, 0.5, 1},
+		{10, 11, 0.5, 0},
+		{10, 10, 0.5, 1.0 / 1024},
+		{4, 2, 0.5, 11.0 / 16},
+		{5000, 60, 0.01, 0.09117523546410766}, // exact, with rationals
+	}
+	for _, tc := range tests {
+		if got := BinomialTail(tc.n, tc.k, tc.p); math.Abs(got-tc.want) > 1e-3*max(tc.want, 1e-3) {
+			t.Errorf("P(X >= %d | %d, %g) = %v, want %v", tc.k, tc.n, tc.p, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package slo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rung is one restraint on the offline jobs of an instance. The zero Rung
+// is MPS client priority alone: offline jobs run at priority 1 (below
+// normal) and no launch is held.
+type Rung struct {
+	// Guard holds an offline kernel while an online request runs when its
+	// predicted block time exceeds Tau (kernelsched's guard policy with a
+	// fixed threshold); HoldAll holds every offline kernel during requests.
+	Guard   bool
+	Tau     time.Duration
+	HoldAll bool
+	// TPCs is the fraction of the GPU's TPCs offline kernels may use, in
+	// (0, 1); 0 means all (no mask).
+	TPCs float64
+	// Suspend stops the offline jobs' processes (cgroup freezer, or
+	// SIGSTOP) until the rung is left.
+	Suspend bool
+}
+
+// String is the rung's text form, which ParseRung reads back:
+// "priority", "guard=256µs", "hold", "tpcs=0.5", "suspend", joined by "+".
+func (r Rung) String() string {
+	var p []string
+	switch {
+	case r.HoldAll:
+		p = append(p, "hold")
+	case r.Guard:
+		p = append(p, "guard="+r.Tau.String())
+	}
+	if r.TPCs > 0 {
+		p = append(p, "tpcs="+strconv.FormatFloat(r.TPCs, 'f', -1, 64))
+	}
+	if r.Suspend {
+		p = append(p, "suspend")
+	}
+	if len(p) == 0 {
+		return "priority"
+	}
+	return strings.Join(p, "+")
+}
+
+// Holds reports whether the rung needs the kernel scheduler to hold
+// offline launches (guard).
+func (r Rung) Holds() bool { return r.Guard || r.HoldAll }
+
+// ParseRung reads a rung's text form.
+func ParseRung(s string) (Rung, error) {
+	var r Rung
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return r, fmt.Errorf("rung: empty; want priority, guard=DURATION, hold, tpcs=FRACTION or suspend, joined by +")
+	}
+	for _, part := range strings.Split(s, "+") {
+		part = strings.TrimSpace(part)
+		k, v, hasV := strings.Cut(part, "=")
+		switch {
+		case k == "priority" && !hasV:
+		case k == "hold" && !hasV:
+			r.HoldAll, r.Guard, r.Tau = true, false, 0
+		case k == "suspend" && !hasV:
+			r.Suspend = true
+		case k == "guard" && hasV:
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Rung{}, fmt.Errorf("rung %q: guard=%s: want a positive block-time threshold such as 256us", s, v)
+			}
+			if !r.HoldAll {
+				r.Guard, r.Tau = true, d
+			}
+		case k == "tpcs" && hasV:
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x > 0 && x < 1) {
+				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want the fraction of TPCs offline kernels keep, in (0, 1)", s, v)
+			}
+			r.TPCs = x
+		default:
+			return Rung{}, fmt.Errorf("rung %q: unknown part %q; want priority, guard=DURATION, hold, tpcs=FRACTION or suspend", s, part)
+		}
+	}
+	return r, nil
+}
+
+// Ladder is the rungs a controller climbs, cheapest first; rung 0 is
+// where it starts.
+type Ladder []Rung
+
+// ParseLadder reads rungs from their text forms.
+func ParseLadder(rungs []string) (Ladder, error) {
+	if len(rungs) == 0 {
+		return nil, fmt.Errorf("ladder: no rung")
+	}
+	l := make(Ladder, 0, len(rungs))
+	for i, s := range rungs {
+		r, err := ParseRung(s)
+		if err != nil {
+			return nil, fmt.Errorf("ladder rung %d: %w", i, err)
+		}
+		l = append(l, r)
+	}
+	return l, nil
+}
+
+// Strings are the rungs' text forms.
+func (l Ladder) Strings() []string {
+	out := make([]string, len(l))
+	for i, r := range l {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// UsesTPCs reports whether some rung masks TPCs.
+func (l Ladder) UsesTPCs() bool {
+	for _, r := range l {
+		if r.TPCs > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultLadder is mmk's default: priority alone, guard at 256 µs and
+// 64 µs, every offline kernel held during requests, then the offline jobs
+// suspended. TPC masks are off by default (an undocumented driver
+// interface: docs/slo.md).
+func DefaultLadder() Ladder {
+	return Ladder{
+		{},
+		{Guard: true, Tau: 256 * time.Microsecond},
+		{Guard: true, Tau: 64 * time.Microsecond},
+		{HoldAll: true},
+		{Suspend: true},
+	}
+}

@@ -1,0 +1,55 @@
+package slo
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseRung: each form, combined forms, and what is refused.
+func TestParseRung(t *testing.T) {
+	good := []struct {
+		in   string
+		want Rung
+	}{
+		{"priority", Rung{}},
+		{"guard=256us", Rung{Guard: true, Tau: 256 * time.Microsecond}},
+		{"hold", Rung{HoldAll: true}},
+		{"tpcs=0.5", Rung{TPCs: 0.5}},
+		{"suspend", Rung{Suspend: true}},
+		{"hold+tpcs=0.25", Rung{HoldAll: true, TPCs: 0.25}},
+		{"guard=64us + hold", Rung{HoldAll: true}},
+	}
+	for _, tc := range good {
+		got, err := ParseRung(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRung(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+		back, err := ParseRung(got.String())
+		if err != nil || back != got {
+			t.Errorf("%q: String %q reads back as %+v, %v", tc.in, got.String(), back, err)
+		}
+	}
+	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "hold=1", "fast", "priority+warp"} {
+		if _, err := ParseRung(in); err == nil || !strings.Contains(err.Error(), "rung") {
+			t.Errorf("ParseRung(%q): %v", in, err)
+		}
+	}
+}
+
+// TestParseLadder names the bad rung's index.
+func TestParseLadder(t *testing.T) {
+	l, err := ParseLadder([]string{"priority", "hold", "suspend"})
+	if err != nil || len(l) != 3 || !l[1].HoldAll || !l[2].Suspend || l.UsesTPCs() {
+		t.Fatalf("%+v %v", l, err)
+	}
+	if _, err := ParseLadder([]string{"priority", "bogus"}); err == nil || !strings.Contains(err.Error(), "rung 1") {
+		t.Errorf("bad rung: %v", err)
+	}
+	if _, err := ParseLadder(nil); err == nil {
+		t.Error("an empty ladder was taken")
+	}
+	if got := strings.Join(DefaultLadder().Strings(), ","); got != "priority,guard=256µs,guard=64µs,hold,suspend" {
+		t.Errorf("default ladder %s", got)
+	}
+}

@@ -1,0 +1,154 @@
+package slo
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is an online job's latency objective: Percentile percent of its
+// requests take at most the bound. The bound is either absolute (Bound)
+// or Ratio times the job's latency at that percentile alone, which mmk
+// measures; exactly one of them is set.
+type Target struct {
+	// Percentile is in (0, 100): 99 for p99, 99.9 for p99.9.
+	Percentile float64
+	// Bound is the absolute bound; 0 when Ratio is set.
+	Bound time.Duration
+	// Ratio is the bound as a multiple of the latency alone; 0 when Bound
+	// is set.
+	Ratio float64
+}
+
+// Limits of a target.
+const (
+	MinPercentile = 1
+	MaxPercentile = 99.99
+	// MaxBound is the longest absolute bound taken: a request an hour long
+	// is no latency objective.
+	MaxBound = time.Hour
+	// MaxRatio is the largest multiple of the latency alone taken.
+	MaxRatio = 1000
+)
+
+// Error is a target that does not parse; it names the part at fault.
+type Error struct {
+	Text, Reason string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("latency target %q: %s", e.Text, e.Reason) }
+
+// Parse reads a target's text form: "p<percentile>=<bound>", the bound a
+// duration with its unit (25ms, 1.5s, 800us) or a ratio to the latency
+// alone (1.5x): "p99=25ms", "p99.9=2x", "p50=3ms".
+func Parse(s string) (Target, error) {
+	bad := func(format string, a ...any) (Target, error) {
+		return Target{}, &Error{Text: s, Reason: fmt.Sprintf(format, a...)}
+	}
+	lhs, rhs, ok := strings.Cut(strings.TrimSpace(s), "=")
+	if !ok {
+		return bad("want p<percentile>=<bound>, such as p99=25ms or p99=1.5x")
+	}
+	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
+	if len(lhs) < 2 || (lhs[0] != 'p' && lhs[0] != 'P') {
+		return bad("the percentile %q must be written p<number>, such as p99", lhs)
+	}
+	pct, err := strconv.ParseFloat(lhs[1:], 64)
+	if err != nil || math.IsNaN(pct) || pct < MinPercentile || pct > MaxPercentile {
+		return bad("unknown percentile %q: want p%g to p%g, such as p50, p99 or p99.9", lhs, float64(MinPercentile), MaxPercentile)
+	}
+	t := Target{Percentile: pct}
+	if rhs == "" {
+		return bad("no bound after '='")
+	}
+	if r, ok := strings.CutSuffix(rhs, "x"); ok {
+		x, err := strconv.ParseFloat(r, 64)
+		switch {
+		case err != nil || math.IsNaN(x):
+			return bad("the ratio %q is not a number followed by x, such as 1.5x", rhs)
+		case x < 1:
+			return bad("the ratio %s is below 1x: no job is faster than alone for long", rhs)
+		case x > MaxRatio:
+			return bad("the ratio %s is above %dx", rhs, MaxRatio)
+		}
+		t.Ratio = x
+		return t, nil
+	}
+	if _, err := strconv.ParseFloat(rhs, 64); err == nil {
+		return bad("the bound %q has no unit: write a duration such as %sms or a ratio such as %sx", rhs, rhs, rhs)
+	}
+	d, err := time.ParseDuration(rhs)
+	switch {
+	case err != nil:
+		return bad("the bound %q is neither a duration (25ms, 1.5s) nor a ratio (1.5x)", rhs)
+	case d <= 0:
+		return bad("the bound %s must be positive", rhs)
+	case d > MaxBound:
+		return bad("the bound %s is longer than %v", rhs, MaxBound)
+	}
+	t.Bound = d
+	return t, nil
+}
+
+// MustParse is Parse for literals known to be good (tests, defaults); it
+// panics on a bad one.
+func MustParse(s string) Target {
+	t, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// IsZero reports the zero Target: no objective.
+func (t Target) IsZero() bool { return t == Target{} }
+
+// String is the target's text form, which Parse reads back.
+func (t Target) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	p := "p" + strconv.FormatFloat(t.Percentile, 'f', -1, 64)
+	if t.Ratio != 0 {
+		return p + "=" + strconv.FormatFloat(t.Ratio, 'f', -1, 64) + "x"
+	}
+	return p + "=" + t.Bound.String()
+}
+
+// MarshalText writes the text form (JSON: a string, "p99=25ms").
+func (t Target) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads the text form; an empty text is no objective.
+func (t *Target) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*t = Target{}
+		return nil
+	}
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Resolve is the bound in force given the job's latency alone at the
+// target's percentile (0: not measured yet). A ratio target without an
+// alone latency has no bound yet (false).
+func (t Target) Resolve(alone time.Duration) (time.Duration, bool) {
+	switch {
+	case t.IsZero():
+		return 0, false
+	case t.Ratio == 0:
+		return t.Bound, true
+	case alone <= 0:
+		return 0, false
+	}
+	return time.Duration(float64(alone) * t.Ratio), true
+}
+
+// Budget is the fraction of requests that may exceed the bound: 0.01 for
+// p99.
+func (t Target) Budget() float64 { return 1 - t.Percentile/100 }

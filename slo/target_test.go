@@ -1,0 +1,119 @@
+package slo
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParse: the text forms taken, and each bad one refused with the
+// part at fault named.
+func TestParse(t *testing.T) {
+	good := []struct {
+		in   string
+		want Target
+	}{
+		{"p99=25ms", Target{Percentile: 99, Bound: 25 * time.Millisecond}},
+		{"p99.9=1.5x", Target{Percentile: 99.9, Ratio: 1.5}},
+		{"P50=3ms", Target{Percentile: 50, Bound: 3 * time.Millisecond}},
+		{" p95 = 800us ", Target{Percentile: 95, Bound: 800 * time.Microsecond}},
+		{"p99=2s", Target{Percentile: 99, Bound: 2 * time.Second}},
+		{"p90=1x", Target{Percentile: 90, Ratio: 1}},
+	}
+	for _, tc := range good {
+		got, err := Parse(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	bad := []struct{ in, why string }{
+		{"25ms", "want p<percentile>=<bound>"},
+		{"p99=25", "has no unit"},
+		{"p99=0ms", "must be positive"},
+		{"p99=-5ms", "must be positive"},
+		{"p100=5ms", "unknown percentile"},
+		{"p0=5ms", "unknown percentile"},
+		{"pNaN=5ms", "unknown percentile"},
+		{"q99=5ms", "must be written p<number>"},
+		{"p99=", "no bound"},
+		{"p99=0.5x", "below 1x"},
+		{"p99=NaNx", "not a number"},
+		{"p99=2000x", "above"},
+		{"p99=abc", "neither a duration"},
+		{"p99=2h", "longer than"},
+	}
+	for _, tc := range bad {
+		_, err := Parse(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "latency target") {
+			t.Errorf("Parse(%q) error %v, want one saying %q", tc.in, err, tc.why)
+		}
+	}
+}
+
+// TestTargetText: String reads back, and JSON carries the text form.
+func TestTargetText(t *testing.T) {
+	type spec struct {
+		SLO Target `json:"slo,omitzero"`
+	}
+	for _, in := range []string{"p99=25ms", "p99.9=1.5x", "p50=800µs", "p95=1.25s"} {
+		tg := MustParse(in)
+		back, err := Parse(tg.String())
+		if err != nil || back != tg {
+			t.Errorf("%q: String %q parses to %+v, %v", in, tg.String(), back, err)
+		}
+		b, err := json.Marshal(spec{tg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s spec
+		if err := json.Unmarshal(b, &s); err != nil || s.SLO != tg {
+			t.Errorf("%q: JSON %s reads back as %+v, %v", in, b, s.SLO, err)
+		}
+	}
+	var s spec
+	if err := json.Unmarshal([]byte(`{"slo":"p99=7"}`), &s); err == nil || !strings.Contains(err.Error(), "no unit") {
+		t.Errorf("a bad target in JSON: %v", err)
+	}
+	if b, _ := json.Marshal(spec{}); string(b) != `{}` {
+		t.Errorf("no target marshals as %s", b)
+	}
+}
+
+// TestResolve: an absolute bound stands; a ratio waits for the latency
+// alone.
+func TestResolve(t *testing.T) {
+	abs, ratio := MustParse("p99=25ms"), MustParse("p99=1.5x")
+	if b, ok := abs.Resolve(0); !ok || b != 25*time.Millisecond {
+		t.Errorf("absolute: %v %v", b, ok)
+	}
+	if _, ok := ratio.Resolve(0); ok {
+		t.Error("a ratio resolved without the latency alone")
+	}
+	if b, ok := ratio.Resolve(10 * time.Millisecond); !ok || b != 15*time.Millisecond {
+		t.Errorf("ratio: %v %v", b, ok)
+	}
+	if got := MustParse("p99.9=1ms").Budget(); got < 0.00099 || got > 0.00101 {
+		t.Errorf("p99.9 budget %v", got)
+	}
+}
+
+// FuzzParse: no input panics, and what parses prints back to itself.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"p99=25ms", "p99.9=1.5x", "p50=3", "p=", "p1e2=1ms", "p99=1e3x", "p99=9223372036854775807ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tg, err := Parse(s)
+		if err != nil {
+			return
+		}
+		back, err := Parse(tg.String())
+		if err != nil || back != tg {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, tg, tg.String(), back, err)
+		}
+		if tg.Percentile < MinPercentile || tg.Percentile > MaxPercentile || (tg.Bound <= 0) == (tg.Ratio < 1) {
+			t.Fatalf("%q parsed to an invalid %+v", s, tg)
+		}
+	})
+}
