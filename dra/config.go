@@ -11,6 +11,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // ConfigAPIVersion and ConfigKind name the driver's opaque configuration
@@ -40,6 +41,9 @@ type ClaimConfig struct {
 	MPSPriority *int           `json:"mpsPriority,omitempty"`
 	Workload    *jobs.Workload `json:"workload,omitempty"`
 	TaskKey     string         `json:"taskKey,omitempty"`
+	// SLO is an online claim's latency target ("p99=25ms", "p99=1.5x":
+	// jobs.Spec.SLO).
+	SLO string `json:"slo,omitempty"`
 }
 
 // ParseConfig reads one opaque configuration strictly: known fields
@@ -65,6 +69,11 @@ func ParseConfig(raw []byte) (ClaimConfig, error) {
 	case c.Type != "" && c.Type != jobs.Online && c.Type != jobs.Offline:
 		return ClaimConfig{}, fmt.Errorf("config: type %q is not online or offline", c.Type)
 	}
+	if c.SLO != "" {
+		if _, err := slo.Parse(c.SLO); err != nil {
+			return ClaimConfig{}, fmt.Errorf("config: slo: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -84,6 +93,9 @@ func (c *ClaimConfig) merge(o ClaimConfig) {
 	}
 	if o.TaskKey != "" {
 		c.TaskKey = o.TaskKey
+	}
+	if o.SLO != "" {
+		c.SLO = o.SLO
 	}
 }
 

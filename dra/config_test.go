@@ -20,6 +20,8 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{`{` + head + `,"type":"online","priority":2,"workload":{"model":"resnet50","batch":1,"mode":"infer"}}`, ""},
 		{`{` + head + `}`, ""},
+		{`{` + head + `,"type":"online","slo":"p99=25ms"}`, ""},
+		{`{` + head + `,"type":"online","slo":"p99=25"}`, "slo: latency target \"p99=25\": the bound \"25\" has no unit"},
 		{`{"apiVersion":"v1","kind":"ClaimConfig"}`, "apiVersion"},
 		{`{"apiVersion":"mmk.dev/v1alpha1","kind":"Other"}`, "kind"},
 		{`{` + head + `,"type":"batch"}`, "type"},
@@ -45,7 +47,7 @@ func TestClaimConfig(t *testing.T) {
 	}
 	claim, class := resourceapi.AllocationConfigSourceClaim, resourceapi.AllocationConfigSourceClass
 	cfgs := []resourceapi.DeviceAllocationConfiguration{
-		opaque(claim, DriverName, `{`+head+`,"taskKey":"mine","priority":3}`, "gpu"),
+		opaque(claim, DriverName, `{`+head+`,"taskKey":"mine","priority":3,"slo":"p99=20ms"}`, "gpu"),
 		opaque(class, DriverName, `{`+head+`,"type":"online","priority":1}`),
 		opaque(claim, "other.dev", `not json`),
 		opaque(claim, DriverName, `{`+head+`,"type":"offline"}`, "other"),
@@ -54,7 +56,7 @@ func TestClaimConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Type != jobs.Online || got.TaskKey != "mine" || got.Priority == nil || *got.Priority != 3 {
+	if got.Type != jobs.Online || got.TaskKey != "mine" || got.Priority == nil || *got.Priority != 3 || got.SLO != "p99=20ms" {
 		t.Errorf("merged %+v", got)
 	}
 	if got, _ := claimConfig(nil, "gpu"); got.Type != jobs.Offline {

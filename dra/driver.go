@@ -147,7 +147,7 @@ func claimSpec(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocati
 			claim.Pods = append(claim.Pods, c.Namespace+"/"+ref.Name)
 		}
 	}
-	spec := jobs.Spec{Kind: cfg.Type, Priority: cfg.Priority, MPSPriority: cfg.MPSPriority, Workload: cfg.Workload, TaskKey: cfg.TaskKey, Claim: claim}
+	spec := jobs.Spec{Kind: cfg.Type, Priority: cfg.Priority, MPSPriority: cfg.MPSPriority, Workload: cfg.Workload, TaskKey: cfg.TaskKey, SLO: cfg.SLO, Claim: claim}
 	if q, ok := r.ConsumedCapacity[CapMemory]; ok {
 		spec.MemoryMiB = (q.Value() + 1<<20 - 1) >> 20
 	}

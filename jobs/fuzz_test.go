@@ -3,6 +3,8 @@ package jobs
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // FuzzSpec: any JSON decoded into a Spec validates without a panic, and a
@@ -12,6 +14,9 @@ func FuzzSpec(f *testing.F) {
 		`{"command":["python3","train.py"],"type":"offline"}`,
 		`{"command":["x"],"type":"online","priority":3,"memoryMiB":8192,"env":{"A":"b"},"workload":{"model":"resnet50","batch":1,"mode":"infer"}}`,
 		`{"command":[""],"type":"x","priority":-1}`,
+		`{"command":["serve"],"type":"online","slo":"p99=25ms"}`,
+		`{"command":["serve"],"type":"online","slo":"p99.9=1.5x"}`,
+		`{"command":["train"],"type":"offline","slo":"p50=3"}`,
 		`{"name":"\u0000","command":["a"],"type":"offline","taskKey":"a b"}`,
 		`{"name":"claim ns/c","type":"online","claim":{"namespace":"ns","name":"c","uid":"u1","instance":"gpu0/7g@0","pods":["ns/p"]}}`,
 	} {
@@ -24,6 +29,12 @@ func FuzzSpec(f *testing.F) {
 		}
 		if s.Validate() != nil {
 			return
+		}
+		if s.SLO != "" {
+			j := Job{Spec: s}
+			if j.Target(slo.Target{}).IsZero() {
+				t.Fatalf("a valid spec's target %q does not parse", s.SLO)
+			}
 		}
 		name, prio, mem, key := s.Defaults(4096)
 		if name == "" || prio < 0 || prio > 9 || mem < 1 || key == "" || len(key) > MaxTaskKeyLen || !taskKeyPattern.MatchString(key) {

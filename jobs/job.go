@@ -1,12 +1,15 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Kind says whether a job is latency-critical.
@@ -71,6 +74,12 @@ type Spec struct {
 	// MemoryMiB is the job's GPU memory estimate; 0 takes the daemon's
 	// default.
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	// SLO is an online job's latency target in slo.Parse's form:
+	// "p99=25ms", or a multiple of its latency alone, "p99=1.5x". mmk
+	// measures the job's requests against it and restrains the offline
+	// jobs beside it as little as holds it (docs/slo.md). Empty: the
+	// daemon's default (slo.default), which may be none.
+	SLO string `json:"slo,omitempty"`
 	// Workload is the optional predictor hint.
 	Workload *Workload `json:"workload,omitempty"`
 	// TaskKey selects the job's kernel profile; default: derived from the
@@ -224,6 +233,18 @@ func (s *Spec) Validate() error {
 	if s.MPSPriority != nil && (*s.MPSPriority < 0 || *s.MPSPriority > 1) {
 		return &FieldError{"mpsPriority", *s.MPSPriority, "must be 0 (normal) or 1 (below normal)"}
 	}
+	if s.SLO != "" {
+		if s.Kind != Online {
+			return &FieldError{"slo", s.SLO, "only an online job has a latency target"}
+		}
+		if _, err := slo.Parse(s.SLO); err != nil {
+			var e *slo.Error
+			if errors.As(err, &e) {
+				return &FieldError{"slo", s.SLO, e.Reason}
+			}
+			return &FieldError{"slo", s.SLO, err.Error()}
+		}
+	}
 	if s.MemoryMiB < 0 || s.MemoryMiB > MaxMemoryMiB {
 		return &FieldError{"memoryMiB", s.MemoryMiB, fmt.Sprintf("must be 1 to %d MiB (0: the default)", MaxMemoryMiB)}
 	}
@@ -320,6 +341,23 @@ func (j *Job) Type() string { return j.Spec.Workload.Type() }
 
 // Online reports a latency-critical job.
 func (j *Job) Online() bool { return j.Spec.Kind == Online }
+
+// Target is the job's latency target, or the default given for an
+// online job without one (the zero Target: none). A spec that passed
+// Validate always parses.
+func (j *Job) Target(def slo.Target) slo.Target {
+	if !j.Online() {
+		return slo.Target{}
+	}
+	if j.Spec.SLO == "" {
+		return def
+	}
+	t, err := slo.Parse(j.Spec.SLO)
+	if err != nil {
+		return slo.Target{}
+	}
+	return t
+}
 
 // OfflineMPSPriority is an offline job's MPS client priority unless its
 // spec says otherwise: below normal (online jobs run at 0, normal).

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 func intp(v int) *int { return &v }
@@ -47,6 +49,13 @@ func TestValidate(t *testing.T) {
 		{"workload model", func(s *Spec) { s.Workload = &Workload{Model: "Res Net", Mode: "train"} }, "workload.model"},
 		{"workload batch", func(s *Spec) { s.Workload = &Workload{Model: "resnet50", Mode: "train", Batch: -2} }, "workload.batch"},
 		{"task key", func(s *Spec) { s.TaskKey = "a b" }, "taskKey"},
+		{"slo", func(s *Spec) { s.Kind, s.SLO = Online, "p99=25ms" }, ""},
+		{"slo ratio", func(s *Spec) { s.Kind, s.SLO = Online, "p99.9=1.5x" }, ""},
+		{"slo offline", func(s *Spec) { s.SLO = "p99=25ms" }, "slo"},
+		{"slo no unit", func(s *Spec) { s.Kind, s.SLO = Online, "p99=25" }, "slo"},
+		{"slo zero", func(s *Spec) { s.Kind, s.SLO = Online, "p99=0ms" }, "slo"},
+		{"slo negative", func(s *Spec) { s.Kind, s.SLO = Online, "p99=-3ms" }, "slo"},
+		{"slo percentile", func(s *Spec) { s.Kind, s.SLO = Online, "p100=3ms" }, "slo"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +76,35 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error %q names field %q, want %q", err, fe.Field, tc.field)
 			}
 		})
+	}
+}
+
+// TestSLOErrorNamesValue: a bad target's error names the field, the value
+// and what is wrong with it.
+func TestSLOErrorNamesValue(t *testing.T) {
+	s := validSpec()
+	s.Kind, s.SLO = Online, "p99=25"
+	err := s.Validate()
+	if err == nil || err.Error() != `slo: the bound "25" has no unit: write a duration such as 25ms or a ratio such as 25x (got "p99=25")` {
+		t.Errorf("%v", err)
+	}
+}
+
+// TestJobTarget: an online job's target, else the default; none for an
+// offline job.
+func TestJobTarget(t *testing.T) {
+	def := slo.MustParse("p99=3x")
+	on := Job{Spec: Spec{Kind: Online, SLO: "p99=25ms"}}
+	if got := on.Target(def); got != slo.MustParse("p99=25ms") {
+		t.Errorf("declared: %v", got)
+	}
+	on.Spec.SLO = ""
+	if got := on.Target(def); got != def {
+		t.Errorf("default: %v", got)
+	}
+	off := Job{Spec: Spec{Kind: Offline}}
+	if got := off.Target(def); !got.IsZero() {
+		t.Errorf("offline: %v", got)
 	}
 }
 

@@ -30,6 +30,11 @@ func TestSubmit(t *testing.T) {
 					t.Errorf("job %+v", j)
 				}
 			}},
+		{"latency target", `{"command":["x"],"type":"online","slo":"p99=25ms"}`, nil, 201, "", func(t *testing.T, j jobs.Job) {
+			if j.Spec.SLO != "p99=25ms" {
+				t.Errorf("slo %q", j.Spec.SLO)
+			}
+		}},
 		{"memory with a unit", `{"command":["x"],"memory":"8GiB"}`, nil, 201, "", func(t *testing.T, j jobs.Job) {
 			if j.MemoryMiB != 8192 {
 				t.Errorf("memory %d MiB, want 8192", j.MemoryMiB)
@@ -50,6 +55,11 @@ func TestSubmit(t *testing.T) {
 		{"bad workload mode", `{"command":["x"],"workload":{"model":"resnet50","mode":"eval"}}`, nil, 400, "workload.mode", nil},
 		{"batch of wrong type", `{"command":["x"],"workload":{"model":"resnet50","mode":"train","batch":1.5}}`, nil, 400, "workload.batch", nil},
 		{"unknown field", `{"command":["x"],"gpus":2}`, nil, 400, "gpus", nil},
+		{"slo without unit", `{"command":["x"],"type":"online","slo":"p99=25"}`, nil, 400, "slo", nil},
+		{"slo zero", `{"command":["x"],"type":"online","slo":"p99=0ms"}`, nil, 400, "slo", nil},
+		{"slo negative", `{"command":["x"],"type":"online","slo":"p99=-1ms"}`, nil, 400, "slo", nil},
+		{"slo percentile", `{"command":["x"],"type":"online","slo":"p101=5ms"}`, nil, 400, "slo", nil},
+		{"slo offline", `{"command":["x"],"slo":"p99=5ms"}`, nil, 400, "slo", nil},
 		{"unknown nested field", `{"command":["x"],"workload":{"model":"m","mode":"train","epochs":3}}`, nil, 400, "epochs", nil},
 		{"not JSON", `command=python3`, nil, 400, "", nil},
 		{"truncated JSON", `{"command":["x"`, nil, 400, "", nil},
@@ -106,13 +116,16 @@ func TestSubmit(t *testing.T) {
 func TestSubmitReasonsNameTheValue(t *testing.T) {
 	ts := newTestServer(t)
 	for body, want := range map[string]string{
-		`{"command":["x"],"priority":12}`:      "must be 0 (highest) to 9",
-		`{"command":["x"],"gpus":2}`:           `unknown field "gpus"`,
-		`{"command":"python3"}`:                "command: must be an array, not string",
-		`{"command":["x"],"memory":"lots"}`:    `memory size "lots"`,
-		`{"command":["x"]`:                     "not JSON",
-		`{"command":["x"],"type":"batch"}`:     "must be online or offline",
-		`{"command":["x"],"memoryMiB":"8GiB"}`: "memoryMiB: must be an integer, not string",
+		`{"command":["x"],"priority":12}`:                  "must be 0 (highest) to 9",
+		`{"command":["x"],"gpus":2}`:                       `unknown field "gpus"`,
+		`{"command":"python3"}`:                            "command: must be an array, not string",
+		`{"command":["x"],"memory":"lots"}`:                `memory size "lots"`,
+		`{"command":["x"]`:                                 "not JSON",
+		`{"command":["x"],"type":"batch"}`:                 "must be online or offline",
+		`{"command":["x"],"memoryMiB":"8GiB"}`:             "memoryMiB: must be an integer, not string",
+		`{"command":["x"],"type":"online","slo":"p99=25"}`: `the bound "25" has no unit`,
+		`{"command":["x"],"type":"online","slo":"p99=0s"}`: `the bound 0s must be positive (got "p99=0s")`,
+		`{"command":["x"],"type":"online","slo":"p0=5ms"}`: `unknown percentile "p0"`,
 	} {
 		if e := ts.do(t, "POST", "/api/v1/jobs", body).apiErr(t); !strings.Contains(e.Message, want) {
 			t.Errorf("%s: error %q lacks %q", body, e.Message, want)

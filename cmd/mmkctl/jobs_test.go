@@ -46,7 +46,7 @@ func submitJob(t *testing.T, addr string, args ...string) string {
 
 func TestSubmitCommand(t *testing.T) {
 	n, addr := startMMKD(t, "")
-	id := submitJob(t, addr, "--online", "--priority", "2", "--memory", "8GiB", "--name", "bert", "--env", "A=1", "--env", "B=x=y",
+	id := submitJob(t, addr, "--online", "--slo", "p99=25ms", "--priority", "2", "--memory", "8GiB", "--name", "bert", "--env", "A=1", "--env", "B=x=y",
 		"--workdir", "/srv", "--workload", "bert:8:infer", "--task-key", "bert_bs8", "--", "python3", "serve.py", "--port", "80")
 	j, err := n.Job(id)
 	if err != nil {
@@ -55,8 +55,18 @@ func TestSubmitCommand(t *testing.T) {
 	s := j.Spec
 	if s.Kind != jobs.Online || *s.Priority != 2 || s.MemoryMiB != 8192 || s.Name != "bert" || s.Env["A"] != "1" || s.Env["B"] != "x=y" ||
 		s.WorkDir != "/srv" || *s.Workload != (jobs.Workload{Model: "bert", Batch: 8, Mode: "infer"}) || s.TaskKey != "bert_bs8" ||
-		strings.Join(s.Command, " ") != "python3 serve.py --port 80" {
+		strings.Join(s.Command, " ") != "python3 serve.py --port 80" || s.SLO != "p99=25ms" {
 		t.Errorf("spec %+v", s)
+	}
+	for args, want := range map[string]string{
+		"--slo p99=25ms":          "flag --slo: only an online job has a latency target: add --online",
+		"--online --slo p99=25":   `flag --slo: latency target "p99=25": the bound "25" has no unit`,
+		"--online --slo p99.9=0x": "below 1x",
+	} {
+		_, err := mmkctl(t, append(append([]string{"submit", "--addr", addr}, strings.Fields(args)...), "--", "true")...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("submit %s: %v, want %q", args, err, want)
+		}
 	}
 	// The command's own flags need no "--" once it has started.
 	id = submitJob(t, addr, "python3", "train.py", "--lr", "0.1")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // submitFlags are the flags of `mmkctl submit`.
@@ -22,6 +23,7 @@ type submitFlags struct {
 	workdir          string
 	workload         string
 	taskKey, idemKey string
+	slo              string
 }
 
 func newSubmitCommand(a *app) *cobra.Command {
@@ -33,7 +35,7 @@ func newSubmitCommand(a *app) *cobra.Command {
 		Long: "Submits CMD as a job to mmkd, which places it on a GPU instance and an MPS share\n" +
 			"and starts it. Offline (throughput) unless --online. Prints the job's id; -o json\n" +
 			"prints {\"id\": ...}. With --idempotency-key, submitting again returns the same job.",
-		Example: "  mmkctl submit --online --memory 8GiB --workload bert:8:infer -- python3 serve.py\n" +
+		Example: "  mmkctl submit --online --slo p99=25ms --memory 8GiB --workload bert:8:infer -- python3 serve.py\n" +
 			"  mmkctl submit --name resnet --env EPOCHS=3 -o json -- python3 train.py --lr 0.1",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,6 +82,7 @@ func newSubmitCommand(a *app) *cobra.Command {
 	fl.StringArrayVar(&f.env, "env", nil, "K=V added to the job's environment (repeatable)")
 	fl.StringVar(&f.workdir, "workdir", "", "working directory (a relative one is taken from the current directory)")
 	fl.StringVar(&f.workload, "workload", "", "predictor hint MODEL:BATCH:MODE or MODEL:MODE, e.g. resnet50:32:train")
+	fl.StringVar(&f.slo, "slo", "", "an online job's latency target: p99=25ms, or a multiple of its latency alone, p99=1.5x (default: mmkd's slo.default)")
 	fl.StringVar(&f.taskKey, "task-key", "", "kernel profile key (default: from the workload, else the name)")
 	fl.StringVar(&f.idemKey, "idempotency-key", "", "submitting again with the same key returns the same job")
 	server = addServerFlags(cmd, a.flags)
@@ -88,9 +91,17 @@ func newSubmitCommand(a *app) *cobra.Command {
 
 // spec builds the job spec of the flags and the command.
 func (f *submitFlags) spec(cmd *cobra.Command, args []string) (jobs.Spec, error) {
-	s := jobs.Spec{Name: f.name, Command: args, Kind: jobs.Offline, TaskKey: f.taskKey}
+	s := jobs.Spec{Name: f.name, Command: args, Kind: jobs.Offline, TaskKey: f.taskKey, SLO: f.slo}
 	if f.online {
 		s.Kind = jobs.Online
+	}
+	if f.slo != "" {
+		if !f.online {
+			return s, fmt.Errorf("flag --slo: only an online job has a latency target: add --online")
+		}
+		if _, err := slo.Parse(f.slo); err != nil {
+			return s, fmt.Errorf("flag --slo: %w", err)
+		}
 	}
 	if cmd.Flags().Changed("priority") {
 		p := f.priority
