@@ -121,6 +121,18 @@ func (g *guard) TaskAdded(s *Scheduler, t *Task) {
 
 func (g *guard) TaskRemoved(_ *Scheduler, t *Task) { g.services[t.ID] = nil }
 
+// retune takes new parameters live (Scheduler.SetPolicy to guard again):
+// a fixed Tau holds from now, an adaptive one starts from holding nothing;
+// the services' think times, latencies and probes stay.
+func (g *guard) retune(cfg Config) {
+	g.cfg = cfg.Guard
+	g.step = 0
+	if g.cfg.Tau != 0 {
+		g.step = -1
+	}
+	g.good, g.bad = 0, 0
+}
+
 // tau is the block-time threshold in force: Never holds nothing, a
 // negative value everything.
 func (g *guard) tau() time.Duration {

@@ -460,3 +460,34 @@ func TestBlockTime(t *testing.T) {
 		t.Errorf("unknown duration: %v, want 0", got)
 	}
 }
+
+// TestGuardRetunedLive: switching guard to guard with another Tau keeps
+// the think time it learnt and holds by the new Tau at once.
+func TestGuardRetunedLive(t *testing.T) {
+	b := newBench(t, "guard", Config{Guard: GuardConfig{Tau: 50 * us}})
+	prof := guardProfile()
+	on := b.task(TaskSpec{Name: "on", Priority: 0, Online: true, Profile: prof})
+	off := b.task(TaskSpec{Name: "off", Priority: 5, Profile: prof})
+	now := requests(b, on, prof, 2)
+	before := b.s.Policy()
+	// Short blocks (10 µs) go at Tau 50 µs, not at "hold every kernel".
+	if err := b.s.SetPolicy("guard", Config{Guard: GuardConfig{Tau: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.s.Policy() != before {
+		t.Fatal("retuning guard replaced it")
+	}
+	if g := b.s.Policy().(*guard); g.services[on].think != 2*time.Millisecond {
+		t.Errorf("think time %v after the retune, want the 2ms learnt", g.services[on].think)
+	}
+	b.s.Arrive(now, Launch{Task: on, Kernel: kH, Est: prof.Estimate(kH)})
+	b.schedule(now)
+	b.s.Arrive(now+10*us, Launch{Task: off, Kernel: kShort, Est: prof.Estimate(kShort)})
+	if got := b.schedule(now + 10*us); len(got) != 0 {
+		t.Fatalf("released during the request after the retune to hold all: %v", got)
+	}
+	// Another policy is a fresh one.
+	if err := b.s.SetPolicy("fifo", Config{}); err != nil || b.s.Policy().Name() != "fifo" {
+		t.Fatalf("%v %v", err, b.s.Policy().Name())
+	}
+}

@@ -251,12 +251,19 @@ func (s *Scheduler) Synced(now time.Duration, id TaskID) error {
 // SetPolicy switches to the named policy with cfg's policy parameters (the
 // instance's SMs, limits and bandwidth stay). Held launches stay held; the
 // new policy decides them from the next Schedule on, with none of the old
-// one's state.
+// one's state. Switching a policy that can be retuned live (guard) to
+// itself keeps what it learnt (think times, probes) and takes the new
+// parameters.
 func (s *Scheduler) SetPolicy(name string, cfg Config) error {
 	cfg.SMs, cfg.Limits, cfg.BandwidthGBs = s.cfg.SMs, s.cfg.Limits, s.cfg.BandwidthGBs
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return fmt.Errorf("kernel scheduler config: %w", err)
+	}
+	if r, ok := s.policy.(retuner); ok && s.policy.Name() == name {
+		s.cfg = cfg
+		r.retune(cfg)
+		return nil
 	}
 	p, err := NewPolicy(name)
 	if err != nil {
@@ -270,6 +277,11 @@ func (s *Scheduler) SetPolicy(name string, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// retuner is a policy that takes new parameters without losing its state.
+type retuner interface {
+	retune(cfg Config)
 }
 
 // Schedule asks the policy what to release now. It returns the released

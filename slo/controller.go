@@ -196,6 +196,14 @@ func New(cfg Config) (*Controller, error) {
 	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62}, nil
 }
 
+// Reset puts the controller back on rung 0 at now, with its first wait
+// for calm; it keeps the services, their requests and what they measured
+// alone.
+func (c *Controller) Reset(now time.Duration) {
+	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
+	c.calm, c.enterRate, c.probing = c.cfg.Calm, 0, false
+}
+
 // Config is the controller's configuration, defaults filled in.
 func (c *Controller) Config() Config { return c.cfg }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,14 +16,17 @@ import (
 
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int
-	var control, loud bool
+	var control, loud, sloOff bool
 	var spin, poll time.Duration
+	var targets []string
+	var ladder string
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
@@ -42,6 +46,13 @@ func newKernelschedCommand() *cobra.Command {
 				if st.IsDir() {
 					cfg.ProfileDir = profiles
 				}
+			}
+			if len(targets) > 0 || ladder != "" {
+				sc, err := sloConfig(targets, ladder, sloOff)
+				if err != nil {
+					return err
+				}
+				cfg.SLO = sc
 			}
 			s, err := server.New(cfg)
 			if err != nil {
@@ -78,8 +89,53 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().DurationVar(&poll, "poll", time.Millisecond, "while no task is held: how often the loop reads the rings (up to 16 times less often while no launch comes)")
 	serve.Flags().BoolVar(&loud, "loud", false, "keep every hook's launch callbacks on even while the policy needs none of a task's launches (by default such a task is quiet: its hook reports only synchronisations); for measuring the hook's cost while it reports")
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
-	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], stats) and answer each with a JSON line on stdout")
+	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo target NAME TARGET) and answer each with a JSON line on stdout")
+	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
+	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
+	serve.Flags().BoolVar(&sloOff, "slo-off", false, "start the latency controller off (the control line slo on turns it on)")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)
 	return cmd
+}
+
+// sloConfig is the latency controller of the serve command's flags: the
+// targets by task name, the ladder, and suspension by SIGSTOP and
+// SIGCONT to each offline task's process.
+func sloConfig(targets []string, ladder string, off bool) (*server.SLOConfig, error) {
+	c := &server.SLOConfig{Targets: map[string]slo.Target{}, Suspend: signalProcesses, Off: off}
+	for _, kv := range targets {
+		name, v, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--slo %q: want NAME=TARGET, such as svc=p99=20ms", kv)
+		}
+		t, err := slo.Parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("--slo %s: %w", name, err)
+		}
+		c.Targets[name] = t
+	}
+	if ladder != "" {
+		l, err := slo.ParseLadder(strings.Split(ladder, ","))
+		if err != nil {
+			return nil, fmt.Errorf("--slo-ladder: %w", err)
+		}
+		c.Controller.Ladder = l
+	}
+	return c, nil
+}
+
+// signalProcesses stops or continues processes (the latency controller's
+// suspension, for a server that knows its tasks only by pid).
+func signalProcesses(pids []int, stop bool) error {
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	var errs []error
+	for _, p := range pids {
+		if err := syscall.Kill(p, sig); err != nil {
+			errs = append(errs, fmt.Errorf("signal %v to %d: %w", sig, p, err))
+		}
+	}
+	return errors.Join(errs...)
 }

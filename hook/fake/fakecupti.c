@@ -14,8 +14,15 @@
  * a time, in launch order, for their duration, like time-shared processes
  * on one GPU. MMK_FAKE_GPU names a file that holds the GPU's timeline, so
  * that several processes share one GPU. fake_sync waits for the process's
- * last kernel, as a stream synchronisation does. Built by the tests, never
- * shipped.
+ * last kernel, as a stream synchronisation does.
+ *
+ * It also plays the driver's kernel descriptor callback that the hook's TPC
+ * masks use (tpcmask.c): cuGetExportTable hands out the callback table for
+ * its id only, one subscriber, and fake_launch runs the pre-upload callback
+ * on a Hopper descriptor (version 4.0) before the kernel is queued; a
+ * kernel whose descriptor keeps k of the fake GPU's 66 TPCs runs 66/k
+ * times as long, as a kernel of many blocks does on fewer TPCs. Built by
+ * the tests, never shipped.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -233,6 +240,83 @@ static void record(uint32_t corr, const mmk_cuLaunchKernel_params *p, const char
 	buf_used += sizeof *k;
 }
 
+/* The driver's callback table (tpcmask.c names its id and entries). */
+enum { FAKE_TPCS = 66, QMD_DOMAIN = 0xb, QMD_PRE_UPLOAD = 1 };
+static const unsigned char table_id[16] = {0x2c, 0x8e, 0x0a, 0xd8, 0x07, 0x10, 0xab, 0x4e,
+					   0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b};
+typedef void (*qmd_fn)(void *, int, int, const void *);
+static qmd_fn qmd_cb;
+static void *qmd_data;
+static _Atomic int qmd_on;
+static _Atomic uint64_t tpc_masked;
+static _Atomic uint32_t tpc_last_keep;
+
+static int fake_subscribe(uint32_t *handle, qmd_fn cb, void *data)
+{
+	if (qmd_cb)
+		return 1; /* one subscriber */
+	if (!handle || !cb)
+		return 1;
+	qmd_cb = cb, qmd_data = data;
+	*handle = 7;
+	return 0;
+}
+
+static int fake_enable(uint32_t on, uint32_t handle, int domain, int cbid)
+{
+	if (handle != 7 || !qmd_cb)
+		return 1;
+	if (domain == QMD_DOMAIN && cbid == QMD_PRE_UPLOAD)
+		qmd_on = on ? 1 : 0;
+	return 0;
+}
+
+static const void *fake_table[8] = {0, 0, 0, (const void *)fake_subscribe, 0, 0, (const void *)fake_enable, 0};
+
+__attribute__((visibility("default"))) int cuGetExportTable(const void **table, const void *id)
+{
+	if (!table || !id)
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	if (memcmp(id, table_id, sizeof table_id) != 0)
+		return 500; /* CUDA_ERROR_NOT_FOUND */
+	*table = fake_table;
+	return 0;
+}
+
+/* descriptor_keep runs the pre-upload callback on a fresh descriptor and
+ * returns the TPCs it leaves the kernel (FAKE_TPCS: no mask). */
+static uint32_t descriptor_keep(void)
+{
+	if (!qmd_cb || !qmd_on)
+		return FAKE_TPCS;
+	unsigned char tmd[512];
+	memset(tmd, 0, sizeof tmd);
+	tmd[72] = 0x40;
+	void *params[6] = {0};
+	uint32_t size = sizeof params;
+	memcpy(params, &size, sizeof size);
+	params[4] = tmd;
+	qmd_cb(qmd_data, QMD_DOMAIN, QMD_PRE_UPLOAD, params);
+	uint32_t w[4], first;
+	memcpy(&first, tmd, sizeof first);
+	memcpy(w, tmd + 304, sizeof w);
+	if (!(first & 0x80000000u))
+		return FAKE_TPCS;
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < FAKE_TPCS; i++)
+		if (!(w[i / 32] & (1u << (i % 32))))
+			keep++;
+	return keep;
+}
+
+/* fake_tpc_stats are the kernels that ran masked and the TPCs the last
+ * one kept. */
+__attribute__((visibility("default"))) void fake_tpc_stats(uint64_t *masked, uint32_t *last_keep)
+{
+	*masked = atomic_load(&tpc_masked);
+	*last_keep = atomic_load(&tpc_last_keep);
+}
+
 /* fake_launch is one cuLaunchKernel of a kernel that runs dur_ns: the
  * enter callback, the kernel queued on the fake GPU, the exit callback
  * (as the driver does: the kernel is queued when the call returns). */
@@ -240,6 +324,12 @@ __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel
 {
 	uint32_t corr = ++correlation;
 	api_site(MMK_CBID_cuLaunchKernel, MMK_CUPTI_API_ENTER, p, symbol, corr);
+	uint32_t keep = descriptor_keep();
+	if (keep < FAKE_TPCS) {
+		atomic_fetch_add(&tpc_masked, 1);
+		atomic_store(&tpc_last_keep, keep);
+		dur_ns = keep ? dur_ns * FAKE_TPCS / keep : dur_ns * FAKE_TPCS;
+	}
 	_Atomic uint64_t *g = timeline();
 	uint64_t now = now_ns(), busy = atomic_load(g), start;
 	do {

@@ -14,7 +14,10 @@
  * an iteration, then thinks think_us. It plays the file LOOPS times (0: no
  * limit) for at most SECONDS (0: no limit) and prints one JSON line:
  * launches, the time launch calls spent waiting for grants, iteration
- * latencies (first launch to the end of its sync) and the hook's counters.
+ * latencies (first launch to the end of its sync), the hook's counters and
+ * the kernels the fake GPU ran under a TPC mask. With MMK_FAKE_REPORT=1
+ * it reports each iteration as a request of its own (mmk_report_request),
+ * as a service that measures itself does.
  *
  *   replay TRACE [LOOPS [SECONDS]]
  */
@@ -124,7 +127,13 @@ int main(int argc, char **argv)
 	void (*sync)(void) = (void (*)(void))dlsym(cupti, "fake_sync");
 	int (*init)(void) = (int (*)(void))dlsym(hook, "InitializeInjection");
 	int (*stats)(char *, int) = (int (*)(char *, int))dlsym(hook, "mmk_hook_stats_json");
-	if (!launch || !sync || !init || !stats) {
+	int (*report)(unsigned long long, unsigned long long) =
+		(int (*)(unsigned long long, unsigned long long))dlsym(hook, "mmk_report_request");
+	void (*tpc_stats)(uint64_t *, uint32_t *) = (void (*)(uint64_t *, uint32_t *))dlsym(cupti, "fake_tpc_stats");
+	const char *rep = getenv("MMK_FAKE_REPORT");
+	int reporting = rep && strcmp(rep, "1") == 0;
+	int reported = 0;
+	if (!launch || !sync || !init || !stats || !report || !tpc_stats) {
 		fprintf(stderr, "replay: missing symbols\n");
 		return 1;
 	}
@@ -153,7 +162,10 @@ int main(int argc, char **argv)
 							return 1;
 						lat = m;
 					}
-					lat[iters++] = now_us() - iter_start;
+					double end = now_us();
+					lat[iters++] = end - iter_start;
+					if (reporting && report((unsigned long long)(iter_start * 1e3), (unsigned long long)(end * 1e3)) == 0)
+						reported++;
 				}
 				iter_start = -1;
 				wait_us(r->gap_us);
@@ -177,8 +189,11 @@ int main(int argc, char **argv)
 	double p50 = iters ? lat[iters / 2] : 0, p99 = iters ? lat[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] : 0;
 	char buf[2048];
 	stats(buf, sizeof buf);
+	uint64_t masked = 0;
+	uint32_t keep = 0;
+	tpc_stats(&masked, &keep);
 	printf("{\"hooked\":%d,\"launches\":%zu,\"wall_us\":%.0f,\"waited_us\":%.0f,\"max_wait_us\":%.0f,"
-	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"hook\":%s}\n",
-	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, buf);
+	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"reported\":%d,\"tpc_masked\":%llu,\"tpc_last_keep\":%u,\"hook\":%s}\n",
+	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, reported, (unsigned long long)masked, keep, buf);
 	return 0;
 }

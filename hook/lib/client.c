@@ -57,7 +57,8 @@ static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_try_ns;
 static uint64_t conns;          /* connections made (connect_mu) */
 static uint32_t observe_every;  /* protocol step 7; 0: no events */
-static int (*set_launches)(int on);
+static int (*set_launches)(enum mmk_launch_mode mode);
+static _Atomic uint32_t tpc_state; /* step 11: what the hook said, for every connection */
 static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t watch_cv = PTHREAD_COND_INITIALIZER;
 static int enabled, forked_child;
@@ -217,6 +218,7 @@ static struct conn *try_connect(uint64_t welcome_ns)
 	c->gen = ++conns;
 	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
 	atomic_store(&c->slot->observe_every, observe_every);
+	atomic_store(&c->slot->tpc_state, atomic_load(&tpc_state));
 	connecting = c;
 	if (mmk_names_each(send_existing, publish)) {
 		connecting = NULL;
@@ -280,14 +282,17 @@ static void after_fork_child(void)
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns);
 static int server_alive(struct conn *c);
 
-/* apply turns the launch callbacks on or off for the server's quiet word
- * (bit 0: off; without a connection, on) and echoes the word in quiet_ack
- * once applied: a word asking for them on only once they are on. */
+/* apply sets the launch callbacks for the server's quiet word (bit 0:
+ * off, unless bit 1 asks for request marks; without a connection, on) and
+ * echoes the word in quiet_ack once applied: a word asking for them on
+ * only once they are on. */
 static void apply(struct conn *c, uint32_t word)
 {
-	int on = !(word & 1);
-	int now_on = set_launches(on);
-	if (c && (!on || now_on) && atomic_load_explicit(&c->slot->quiet_ack, memory_order_relaxed) != word)
+	enum mmk_launch_mode mode = MMK_LAUNCHES_ON;
+	if (word & MMK_QUIET)
+		mode = (word & MMK_QUIET_MARK) ? MMK_LAUNCHES_MARK : MMK_LAUNCHES_OFF;
+	int now_on = set_launches(mode);
+	if (c && (mode == MMK_LAUNCHES_OFF || now_on) && atomic_load_explicit(&c->slot->quiet_ack, memory_order_relaxed) != word)
 		atomic_store_explicit(&c->slot->quiet_ack, word, memory_order_release);
 }
 
@@ -470,6 +475,38 @@ void mmk_report_sync(int enter)
 	put_entry(c, NULL, 0, enter ? MMK_ENTRY_SYNC_ENTER : MMK_ENTRY_SYNC_EXIT, now_ns());
 	if (!enter)
 		atomic_store_explicit(&c->stamp_next, 1, memory_order_relaxed);
+}
+
+void mmk_mark(void)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (!c || !atomic_load_explicit(&c->stamp_next, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&c->stamp_next, 0, memory_order_relaxed))
+		return;
+	put_entry(c, NULL, 0, MMK_ENTRY_MARK, now_ns());
+}
+
+int mmk_client_request(uint64_t start_ns, uint64_t end_ns)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (!c || end_ns < start_ns || forked_child)
+		return -1;
+	struct mmk_launch l = {.grid = {(uint32_t)start_ns, (uint32_t)(start_ns >> 32), 0}};
+	return put_entry(c, &l, 0, MMK_ENTRY_REQUEST, end_ns) ? 0 : -1;
+}
+
+uint32_t mmk_tpc_keep(void)
+{
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	return c ? atomic_load_explicit(&c->slot->tpc_keep, memory_order_relaxed) : 0;
+}
+
+void mmk_tpc_state(uint32_t state)
+{
+	atomic_store(&tpc_state, state);
+	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
+	if (c)
+		atomic_store(&c->slot->tpc_state, state);
 }
 
 void mmk_report_done(uint64_t gen, uint64_t seq)

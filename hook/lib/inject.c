@@ -23,6 +23,7 @@
 #include "client.h"
 #include "observe.h"
 #include "profile.h"
+#include "tpcmask.h"
 
 static const char *stats_path;
 
@@ -44,6 +45,10 @@ static void write_stats(void)
 }
 
 static int is_sync(mmk_CUpti_CallbackId cbid);
+
+/* mark_only: the launch callbacks are on only to mark requests (protocol
+ * step 9). */
+static _Atomic int mark_only;
 
 /* A launch to observe, between its enter and exit callbacks (one thread
  * runs both, with no other launch between them). */
@@ -68,6 +73,13 @@ static void mmk_on_callback(void *userdata, mmk_CUpti_CallbackDomain domain, mmk
 	if (is_sync(cbid)) {
 		atomic_fetch_add_explicit(&mmk_stats.syncs, cb->callbackSite == MMK_CUPTI_API_ENTER, memory_order_relaxed);
 		mmk_report_sync(cb->callbackSite == MMK_CUPTI_API_ENTER);
+		return;
+	}
+	if (atomic_load_explicit(&mark_only, memory_order_relaxed) && !atomic_load_explicit(&mmk_profiling, memory_order_relaxed)) {
+		/* Quiet, marking requests (protocol step 9): no launch is
+		 * reported, the first after a synchronisation begins a request. */
+		if (cb->callbackSite == MMK_CUPTI_API_ENTER)
+			mmk_mark();
 		return;
 	}
 	if (cb->callbackSite != MMK_CUPTI_API_ENTER) {
@@ -176,10 +188,12 @@ static mmk_CUpti_SubscriberHandle subscriber;
 
 /* Which callbacks are on: the synchronisations while the hook is active
  * (mmk_hook_set_active), the launches while it is active and the server
- * needs them (not quiet, protocol step 8) or a profile is being taken.
- * cb_mu orders the watcher thread's changes against the job's. */
+ * needs them (not quiet, protocol step 8) or marks requests (step 9), or a
+ * profile is being taken. cb_mu orders the watcher thread's changes
+ * against the job's. */
 static pthread_mutex_t cb_mu = PTHREAD_MUTEX_INITIALIZER;
-static int active = 1, loud = 1, launches_cur, syncs_cur;
+static int active = 1, launches_cur, syncs_cur;
+static enum mmk_launch_mode mode = MMK_LAUNCHES_ON;
 
 /* enable_ids turns ids on or off; it returns the number CUPTI refused. */
 static int enable_ids(const mmk_CUpti_CallbackId *ids, size_t n, uint32_t on)
@@ -201,7 +215,7 @@ static int enable_ids(const mmk_CUpti_CallbackId *ids, size_t n, uint32_t on)
 static int apply_callbacks(void)
 {
 	int bad = 0;
-	int want = active && (loud || atomic_load_explicit(&mmk_profiling, memory_order_relaxed));
+	int want = active && (mode != MMK_LAUNCHES_OFF || atomic_load_explicit(&mmk_profiling, memory_order_relaxed));
 	if (want != launches_cur) {
 		int b = enable_ids(callback_ids, sizeof callback_ids / sizeof *callback_ids, (uint32_t)want);
 		launches_cur = b && want ? 0 : want;
@@ -219,11 +233,12 @@ static int apply_callbacks(void)
 static void cb_lock(void) { pthread_mutex_lock(&cb_mu); }
 static void cb_unlock(void) { pthread_mutex_unlock(&cb_mu); }
 
-/* set_launches is the client's switch (protocol step 8). */
-static int set_launches(int on)
+/* set_launches is the client's switch (protocol steps 8 and 9). */
+static int set_launches(enum mmk_launch_mode m)
 {
 	pthread_mutex_lock(&cb_mu);
-	loud = on;
+	mode = m;
+	atomic_store_explicit(&mark_only, m == MMK_LAUNCHES_MARK, memory_order_relaxed);
 	if (enable_cb)
 		apply_callbacks();
 	int r = launches_cur;
@@ -266,6 +281,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	mmk_profile_init(h);
 	static const struct mmk_client_hooks client_hooks = {mmk_observe_init, set_launches};
 	mmk_client_init(&client_hooks);
+	mmk_tpcmask_init();
 	if (stats_path)
 		atexit(write_stats);
 	mmk_log(0, "hooked %zu launch and %d synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids, n_sync);
@@ -296,6 +312,16 @@ __attribute__((visibility("default"))) int mmk_hook_set_active(int on)
 	}
 	pthread_mutex_unlock(&cb_mu);
 	return r;
+}
+
+/* mmk_report_request is for a service that measures its own requests
+ * (protocol step 10): start and end on CLOCK_MONOTONIC, in nanoseconds
+ * (Python: time.monotonic_ns()). mmk then judges the job's latency target
+ * by them instead of by what the hook sees. It never waits; it returns 0,
+ * or -1 without a kernel scheduler or for an end before its start. */
+__attribute__((visibility("default"))) int mmk_report_request(unsigned long long start_ns, unsigned long long end_ns)
+{
+	return mmk_client_request(start_ns, end_ns);
 }
 
 /* mmk_hook_count is the number of launches seen so far. */

@@ -3,6 +3,7 @@
  * to stderr, the counters of launches, by launch API, that the hook's
  * stats report, and the hook's own threads.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,12 +68,12 @@ int mmk_stats_json(char *buf, int len)
 {
 	if (len <= 0)
 		return 0;
-	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"syncs\":%llu,\"observed\":%llu,\"unobserved\":%llu,\"by_api\":{",
+	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"syncs\":%llu,\"observed\":%llu,\"unobserved\":%llu,\"masked\":%llu,\"by_api\":{",
 			 (int)getpid(), (unsigned long long)mmk_hook_launches(),
 			 (unsigned long long)atomic_load(&mmk_stats.unnamed), (unsigned long long)atomic_load(&mmk_stats.held),
 			 (unsigned long long)atomic_load(&mmk_stats.fail_open), (unsigned long long)atomic_load(&mmk_stats.wakes),
 			 (unsigned long long)atomic_load(&mmk_stats.syncs), (unsigned long long)atomic_load(&mmk_stats.observed),
-			 (unsigned long long)atomic_load(&mmk_stats.unobserved));
+			 (unsigned long long)atomic_load(&mmk_stats.unobserved), (unsigned long long)atomic_load(&mmk_stats.masked));
 	for (int i = 0; i < MMK_API_COUNT && n < len; i++)
 		n += snprintf(buf + n, (size_t)(len - n), "%s\"%s\":%llu", i ? "," : "", api_names[i],
 			      (unsigned long long)atomic_load(&mmk_stats.by_api[i]));
@@ -92,4 +93,13 @@ int mmk_thread(void *(*fn)(void *), const char *what)
 	if (r < 0)
 		mmk_log(1, "no %s", what);
 	return r;
+}
+
+void *mmk_cuda(const char **why)
+{
+	const char *path = getenv("MMK_CUDA_PATH");
+	void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h && why)
+		*why = dlerror();
+	return h;
 }

@@ -43,6 +43,7 @@ struct mmk_stats {
 	_Atomic uint64_t syncs;     /* synchronisations seen */
 	_Atomic uint64_t observed;  /* completions seen through recorded events */
 	_Atomic uint64_t unobserved; /* launches to observe that got no event (pool full or an error) */
+	_Atomic uint64_t masked;    /* kernels whose TPC mask the hook set (protocol step 11) */
 };
 
 extern struct mmk_stats mmk_stats;
@@ -58,6 +59,11 @@ uint64_t mmk_hook_launches(void);
  * when MMK_HOOK_LOG=1 (or always for errors). */
 void mmk_log_init(void);
 void mmk_log(int always, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* mmk_cuda is the CUDA driver library the process has loaded
+ * (MMK_CUDA_PATH, else libcuda.so.1, opened with RTLD_NOLOAD: the hook
+ * links against no CUDA library), or NULL; why names what was tried. */
+void *mmk_cuda(const char **why);
 
 /* mmk_thread starts fn on a detached thread of the hook's own; it returns
  * 0, or -1 (logged, naming what) when the thread could not be made. */

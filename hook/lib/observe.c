@@ -64,10 +64,10 @@ uint32_t mmk_observe_init(void)
 	}
 	if (!every)
 		return 0;
-	const char *path = getenv("MMK_CUDA_PATH");
-	void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	const char *why = NULL;
+	void *h = mmk_cuda(&why);
 	if (!h) {
-		mmk_log(1, "no CUDA driver loaded (%s): completions are predicted, not observed", dlerror());
+		mmk_log(1, "no CUDA driver loaded (%s): completions are predicted, not observed", why);
 		return 0;
 	}
 	ev_create = (event_create_fn)dlsym(h, "cuEventCreate");

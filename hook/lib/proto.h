@@ -1,5 +1,5 @@
 /*
- * proto.h: the hook <-> kernel scheduler protocol, version 4. The Go side
+ * proto.h: the hook <-> kernel scheduler protocol, version 5. The Go side
  * is kernelsched/server (its proto.go mirrors these layouts; a test checks
  * the offsets by compiling this header).
  *
@@ -60,6 +60,25 @@
  *    held launch (for at most 2 ms), so that no policy decides while a
  *    task's new launches go unseen; what the task launched while quiet
  *    stays unknown to it.
+ * 9. (Version 5.) Requests of a quiet task. While bits 0 and 1 of quiet
+ *    are both set (MMK_QUIET | MMK_QUIET_MARK: a quiet task whose requests
+ *    the server measures, an online job's), the hook keeps its launch
+ *    callbacks on but reports no launch: the first launch after a
+ *    synchronisation returned publishes one MMK_ENTRY_MARK entry, t_ns
+ *    its time, which begins a request; the synchronisation that returns
+ *    next ends it. A loud task's first launch after a synchronisation
+ *    carries its time stamp already (step 3). The change count of quiet
+ *    is in its bits above bit 1.
+ * 10. (Version 5.) Requests a service reports itself: mmk_report_request
+ *    (start, end; CLOCK_MONOTONIC nanoseconds) publishes an
+ *    MMK_ENTRY_REQUEST entry: grid[0] and grid[1] the low and high 32
+ *    bits of start, t_ns the end. It never waits.
+ * 11. (Version 5.) TPC masks. While tpc_keep is not 0, every kernel the
+ *    task launches may use only the GPU's first tpc_keep TPCs, where the
+ *    hook can say so to the driver (MMK_TPC_MASK=1: an undocumented
+ *    interface of the driver, off by default). The hook sets tpc_state
+ *    once it knows: 1 it masks, 2 it cannot (and lets every kernel use
+ *    every TPC).
  * The server ends a task when its socket closes.
  */
 #ifndef MMK_PROTO_H
@@ -69,13 +88,20 @@
 #include <stdint.h>
 
 #define MMK_PROTO_MAGIC 0x484b4d4du /* "MMKH" little endian */
-#define MMK_PROTO_VERSION 4
+#define MMK_PROTO_VERSION 5
 #define MMK_RING 4096 /* entries, power of two */
 #define MMK_ENTRY_WENT 0x80000000u /* in api: the launch went without waiting (free) */
 #define MMK_ENTRY_SYNC 0x40000000u /* in api: no launch but a synchronisation: */
 #define MMK_ENTRY_SYNC_ENTER (MMK_ENTRY_SYNC | 1u) /* it starts */
 #define MMK_ENTRY_SYNC_EXIT (MMK_ENTRY_SYNC | 2u)  /* it returned */
 #define MMK_ENTRY_DONE 0x20000000u /* in api (version 3): an observed completion (step 7) */
+#define MMK_ENTRY_MARK 0x10000000u /* in api (version 5): a request began (step 9) */
+#define MMK_ENTRY_REQUEST 0x08000000u /* in api (version 5): a request the service reported (step 10) */
+#define MMK_QUIET 1u      /* quiet, bit 0: the policy needs none of the task's launches (step 8) */
+#define MMK_QUIET_MARK 2u /* quiet, bit 1: mark the start of each request (step 9) */
+#define MMK_QUIET_COUNT 4u /* quiet: the change count's unit */
+#define MMK_TPC_MASKING 1u /* tpc_state: the hook masks TPCs (step 11) */
+#define MMK_TPC_NONE 2u    /* tpc_state: it cannot */
 
 struct mmk_hello {
 	uint32_t magic;
@@ -119,13 +145,15 @@ struct mmk_slot {
 	_Atomic uint32_t free;
 	_Atomic uint32_t server_sleeping;
 	_Atomic uint32_t quiet; /* version 4: step 8; futex word */
-	char pad1[48];
+	_Atomic uint32_t tpc_keep; /* version 5: step 11; 0: every TPC */
+	char pad1[44];
 	/* Written by the hook. */
 	_Atomic uint64_t head;
 	_Atomic uint64_t fail_open; /* launches let go unscheduled */
 	_Atomic uint32_t observe_every; /* version 3: step 7 */
 	_Atomic uint32_t quiet_ack;     /* version 4: step 8 */
-	char pad2[40];
+	_Atomic uint32_t tpc_state;     /* version 5: step 11 */
+	char pad2[36];
 	/* Written by the server: entries before tail were read. */
 	_Atomic uint64_t tail;
 	char pad3[56];

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Command is one line of a running server's control channel
@@ -18,8 +19,11 @@ import (
 //	policy NAME [tau=DUR] [slack=F] [inflight=DUR] [floor=F] [probe-every=N]
 //	loud 0|1
 //	stats
+//	slo on|off
+//	slo target NAME TARGET
+//	slo status
 type Command struct {
-	// Op is "policy", "loud" or "stats".
+	// Op is "policy", "loud", "stats" or "slo".
 	Op string
 	// Loud: whether every hook reports every launch (Config.Loud).
 	Loud bool
@@ -27,15 +31,22 @@ type Command struct {
 	// (zero fields: the defaults).
 	Policy string
 	Config kernelsched.Config
+	// SLO is the latency controller's command: "on", "off", "target" (of
+	// the tasks named Task) or "status".
+	SLO    string
+	Task   string
+	Target slo.Target
 }
 
 // ParseCommand parses one control line. Errors name the bad word.
 func ParseCommand(line string) (Command, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 {
-		return Command{}, fmt.Errorf("empty command; want policy NAME [key=value ...], loud 0|1 or stats")
+		return Command{}, fmt.Errorf("empty command; want policy NAME [key=value ...], loud 0|1, stats or slo")
 	}
 	switch f[0] {
+	case "slo":
+		return parseSLOCommand(f[1:])
 	case "stats":
 		if len(f) > 1 {
 			return Command{}, fmt.Errorf("stats takes no argument, got %q", f[1])
@@ -48,7 +59,7 @@ func ParseCommand(line string) (Command, error) {
 		return Command{Op: "loud", Loud: f[1] == "1"}, nil
 	case "policy":
 	default:
-		return Command{}, fmt.Errorf("unknown command %q; want policy, loud or stats", f[0])
+		return Command{}, fmt.Errorf("unknown command %q; want policy, loud, stats or slo", f[0])
 	}
 	if len(f) < 2 {
 		return Command{}, fmt.Errorf("policy: missing the policy name")
@@ -88,6 +99,24 @@ func ParseCommand(line string) (Command, error) {
 	return c, nil
 }
 
+// parseSLOCommand reads the words after "slo".
+func parseSLOCommand(f []string) (Command, error) {
+	c := Command{Op: "slo"}
+	switch {
+	case len(f) == 1 && (f[0] == "on" || f[0] == "off" || f[0] == "status"):
+		c.SLO = f[0]
+	case len(f) == 3 && f[0] == "target":
+		t, err := slo.Parse(f[2])
+		if err != nil {
+			return Command{}, fmt.Errorf("slo target %s: %w", f[1], err)
+		}
+		c.SLO, c.Task, c.Target = "target", f[1], t
+	default:
+		return Command{}, fmt.Errorf("slo takes on, off, status or target NAME TARGET, got %q", strings.Join(f, " "))
+	}
+	return c, nil
+}
+
 func positiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err == nil && d <= 0 {
@@ -112,6 +141,8 @@ type Reply struct {
 	Policy      string             `json:"policy"`
 	Counters    *Counters          `json:"counters,omitempty"`
 	PolicyStats map[string]float64 `json:"policy_stats,omitempty"`
+	// SLO is the latency controller's state (stats, slo status).
+	SLO *SLOView `json:"slo,omitempty"`
 }
 
 // Do runs one control line against the server and returns the JSON reply.
@@ -124,6 +155,12 @@ func (s *Server) Do(ctx context.Context, line string) []byte {
 		err = s.SetPolicy(ctx, c.Policy, c.Config)
 	case c.Op == "loud":
 		err = s.SetLoud(ctx, c.Loud)
+	case c.Op == "slo" && (c.SLO == "on" || c.SLO == "off"):
+		err = s.SetSLOActive(ctx, c.SLO == "on")
+	case c.Op == "slo" && c.SLO == "target":
+		err = s.SetTarget(c.Task, c.Target)
+	case c.Op == "slo" && s.slo == nil:
+		err = fmt.Errorf("slo: the server has no latency controller")
 	}
 	if err != nil {
 		r.OK, r.Error = false, err.Error()
@@ -132,6 +169,10 @@ func (s *Server) Do(ctx context.Context, line string) []byte {
 	if err == nil && c.Op == "stats" {
 		cs := s.Counters()
 		r.Counters, r.PolicyStats = &cs, s.PolicyStats()
+	}
+	if err == nil && s.slo != nil && (c.Op == "stats" || c.Op == "slo") {
+		v := s.SLO(false)
+		r.SLO = &v
 	}
 	b, _ := json.Marshal(r) // a struct of plain fields always marshals
 	return b

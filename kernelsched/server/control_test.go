@@ -35,6 +35,13 @@ func TestParseCommand(t *testing.T) {
 		{"policy guard inflight=0s", Command{}, "inflight=0s: must be positive"},
 		{"policy guard probe-every=1", Command{}, "probe-every=1: must be at least 2"},
 		{"policy guard colour=red", Command{}, `unknown key "colour"`},
+		{"slo on", Command{Op: "slo", SLO: "on"}, ""},
+		{"slo off", Command{Op: "slo", SLO: "off"}, ""},
+		{"slo status", Command{Op: "slo", SLO: "status"}, ""},
+		{"slo target svc p99=20ms", Command{Op: "slo", SLO: "target", Task: "svc"}, ""},
+		{"slo target svc p99=20", Command{}, `slo target svc: latency target "p99=20": the bound "20" has no unit`},
+		{"slo", Command{}, "slo takes on, off, status or target NAME TARGET"},
+		{"slo target svc", Command{}, "slo takes on, off"},
 	}
 	for _, tc := range tests {
 		got, err := ParseCommand(tc.line)
@@ -48,7 +55,7 @@ func TestParseCommand(t *testing.T) {
 			t.Errorf("%q: %v", tc.line, err)
 			continue
 		}
-		if got.Op != tc.want.Op || got.Policy != tc.want.Policy || got.Loud != tc.want.Loud {
+		if got.Op != tc.want.Op || got.Policy != tc.want.Policy || got.Loud != tc.want.Loud || got.SLO != tc.want.SLO || got.Task != tc.want.Task {
 			t.Errorf("%q: %+v, want op %q policy %q", tc.line, got, tc.want.Op, tc.want.Policy)
 		}
 	}
@@ -63,7 +70,8 @@ func TestParseCommand(t *testing.T) {
 }
 
 func FuzzParseCommand(f *testing.F) {
-	for _, s := range []string{"stats", "policy guard tau=1ms slack=0.05", "policy fikit", "policy guard floor=NaN", "policy guard probe-every=99999999999999999999"} {
+	for _, s := range []string{"stats", "policy guard tau=1ms slack=0.05", "policy fikit", "policy guard floor=NaN", "policy guard probe-every=99999999999999999999",
+		"slo target a p99.9=2x", "slo on"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -71,7 +79,7 @@ func FuzzParseCommand(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" {
+		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" && c.Op != "slo" {
 			t.Fatalf("%q parsed to op %q", line, c.Op)
 		}
 		g := c.Config.Guard

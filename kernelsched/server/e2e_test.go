@@ -79,7 +79,12 @@ type replayResult struct {
 	Iters     int     `json:"iters"`
 	IterP50Us float64 `json:"iter_p50_us"`
 	IterP99Us float64 `json:"iter_p99_us"`
-	Hook      struct {
+	// Reported iterations (MMK_FAKE_REPORT=1); kernels the fake GPU ran
+	// under a TPC mask, and the TPCs the last kept.
+	Reported    int    `json:"reported"`
+	TPCMasked   uint64 `json:"tpc_masked"`
+	TPCLastKeep uint32 `json:"tpc_last_keep"`
+	Hook        struct {
 		Launches uint64 `json:"launches"`
 		Held     uint64 `json:"held"`
 		FailOpen uint64 `json:"fail_open"`

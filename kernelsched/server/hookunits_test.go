@@ -11,8 +11,8 @@ import (
 
 // TestHookUnitsLayered holds the hook's C units (hook/lib) to their one-way
 // layering: log and handshake at the bottom; decode over log; client and
-// profile over decode (client over handshake too); observe over client;
-// inject, the entry, over all. A unit may call the functions of the
+// profile over decode (client over handshake too); observe and tpcmask
+// over client; inject, the entry, over all. A unit may call the functions of the
 // units below it only (log.h says so for the readers).
 func TestHookUnitsLayered(t *testing.T) {
 	below := map[string][]string{
@@ -22,7 +22,8 @@ func TestHookUnitsLayered(t *testing.T) {
 		"client":    {"handshake", "decode", "log"},
 		"profile":   {"decode", "log"},
 		"observe":   {"client", "log"},
-		"inject":    {"observe", "client", "profile", "decode", "log"},
+		"tpcmask":   {"client", "log"},
+		"inject":    {"tpcmask", "observe", "client", "profile", "decode", "log"},
 	}
 	dir := filepath.Join(repoRoot(t), "hook", "lib")
 	def := regexp.MustCompile(`(?m)^[a-z_][\w \*]*?\b(mmk_\w+)\(`)

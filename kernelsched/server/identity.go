@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/mmkgpu/mmk/internal/unixsock"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Peer is a connecting process as the kernel recorded it at connect
@@ -17,6 +18,10 @@ type Identity struct {
 	Online   bool
 	TaskKey  string
 	Name     string
+	// Job is the owner's name for the task's job; Target its latency
+	// target (nil: the latency controller's own, by name or default).
+	Job    string
+	Target *slo.Target
 }
 
 // DefaultMaxTasks is Config.MaxTasks when unset.
@@ -32,19 +37,20 @@ func peerOf(c *net.UnixConn) (Peer, bool) {
 }
 
 // identify applies Config.Identify to a hello: the declared priority,
-// kind, key and name give way to the identity of the peer.
-func (s *Server) identify(c *net.UnixConn, h Hello) (Hello, error) {
+// kind, key and name give way to the identity of the peer, which it
+// returns too (nil without Config.Identify).
+func (s *Server) identify(c *net.UnixConn, h Hello) (Hello, *Identity, error) {
 	if s.cfg.Identify == nil {
-		return h, nil
+		return h, nil, nil
 	}
 	p, ok := peerOf(c)
 	if !ok {
-		return h, errNoPeer
+		return h, nil, errNoPeer
 	}
 	id, err := s.cfg.Identify(p)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	h.PID, h.Priority, h.Online, h.TaskKey, h.Name = p.PID, id.Priority, id.Online, id.TaskKey, id.Name
-	return h, nil
+	return h, &id, nil
 }

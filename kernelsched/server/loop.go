@@ -7,18 +7,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Marks in an entry's api field (proto.h): a launch that went without
 // waiting (MMK_ENTRY_WENT); no launch but a synchronisation that starts
-// or returned (MMK_ENTRY_SYNC_ENTER, MMK_ENTRY_SYNC_EXIT), or an observed
-// completion (MMK_ENTRY_DONE).
+// or returned (MMK_ENTRY_SYNC_ENTER, MMK_ENTRY_SYNC_EXIT), an observed
+// completion (MMK_ENTRY_DONE), a request's start (MMK_ENTRY_MARK) or a
+// request the service reported (MMK_ENTRY_REQUEST).
 const (
 	entryWent      = 0x80000000
 	entrySync      = 0x40000000
 	entrySyncEnter = entrySync | 1
 	entrySyncExit  = entrySync | 2
 	entryDone      = 0x20000000
+	entryMark      = 0x10000000
+	entryRequest   = 0x08000000
 )
 
 // loop owns the core: it reads the rings, runs the policy, grants, and
@@ -44,6 +48,7 @@ func (s *Server) loop(ctx context.Context) {
 		}
 		changed = s.refree() || changed
 		changed = s.requiet(now) || changed
+		s.retpc()
 		if changed || ((busy || len(released) > 0) && now-s.lastPublish >= publishEvery) {
 			s.publish()
 			s.lastPublish = now
@@ -101,6 +106,10 @@ func (s *Server) applyEvents() bool {
 			s.tasks[id] = t
 			s.mu.Unlock()
 			s.ntasks.Add(1)
+			if !t.hello.Online {
+				s.offline++
+			}
+			s.sloTaskAdded(t)
 		case e.policy != nil:
 			err := s.core.SetPolicy(e.policy.name, e.policy.cfg)
 			if err == nil {
@@ -138,6 +147,10 @@ func (s *Server) applyEvents() bool {
 			}
 			t.slot.close()
 			s.ntasks.Add(-1)
+			if !t.hello.Online {
+				s.offline--
+			}
+			s.sloTaskRemoved(t)
 			s.cfg.Log.Info("kernel scheduler: task gone", "name", t.hello.Name, "pid", t.hello.PID)
 		}
 	}
@@ -207,7 +220,7 @@ func (s *Server) requiet(now time.Duration) bool {
 		}
 		changed = true
 		t.quiet = quiet
-		word := t.slot.setQuiet(quiet)
+		word := t.slot.setQuiet(quiet, t.hello.Online && !s.cfg.NoRequestMarks)
 		t.loudAt = 0
 		if quiet {
 			s.nquiet.Add(1)
@@ -258,8 +271,19 @@ func (s *Server) drain(now time.Duration) bool {
 }
 
 func (s *Server) arrive(t *task, e entry, now time.Duration) {
-	if e.api == entryDone {
+	switch e.api {
+	case entryDone:
 		s.observedDone(t, e, now)
+		return
+	case entryMark:
+		t.begin(stamp(e, now))
+		return
+	case entryRequest:
+		start := time.Duration(uint64(e.grid[0]) | uint64(e.grid[1])<<32)
+		end := stamp(e, now)
+		if end >= start {
+			s.request(t, slo.Sample{At: end, Latency: end - start, Source: slo.Reported})
+		}
 		return
 	}
 	if e.api&entrySync != 0 {
@@ -288,9 +312,11 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	}
 	// A launch that went at once carries no time stamp (0): the loop,
 	// which reads the rings at once while another task waits, stamps it.
-	at := now
+	// The first launch after a synchronisation is stamped: it begins a
+	// request.
+	at := stamp(e, now)
 	if e.tNs != 0 {
-		at = min(time.Duration(e.tNs), now)
+		t.begin(at)
 	}
 	if e.api&entryWent != 0 && !t.free {
 		// The hook failed open: the launch went without a decision.
@@ -319,6 +345,22 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	t.ringSeq = append(t.ringSeq, e.seq)
 	if e.api&entryWent != 0 {
 		s.atOnce.Add(1)
+	}
+}
+
+// stamp is an entry's time on the loop's clock: the hook's stamp, never
+// after now; now for an entry without one.
+func stamp(e entry, now time.Duration) time.Duration {
+	if e.tNs == 0 {
+		return now
+	}
+	return min(time.Duration(e.tNs), now)
+}
+
+// begin starts a request of t at at unless one runs.
+func (t *task) begin(at time.Duration) {
+	if !t.inReq {
+		t.inReq, t.reqStart = true, at
 	}
 }
 
@@ -411,9 +453,10 @@ func (s *Server) sync(t *task, e entry, now time.Duration) {
 	if t.syncing > 0 {
 		return
 	}
-	at := now
-	if e.tNs != 0 {
-		at = min(time.Duration(e.tNs), now)
+	at := stamp(e, now)
+	if t.inReq {
+		t.inReq = false
+		s.request(t, slo.Sample{At: at, Latency: max(at-t.reqStart, 0), Source: slo.Hook})
 	}
 	if err := s.core.Synced(at, t.id); err != nil {
 		s.cfg.Log.Debug("kernel scheduler: synced", "task", t.hello.Name, "err", err)

@@ -9,7 +9,7 @@ import (
 // TestLayoutMatchesC compiles it to check every offset here.
 const (
 	ProtoMagic   = 0x484b4d4d // "MMKH"
-	ProtoVersion = 4
+	ProtoVersion = 5
 	Ring         = 4096
 
 	helloSize   = 4 + 2 + 2 + 4*4 + 128 + 64
@@ -22,10 +22,12 @@ const (
 	offFree           = 4
 	offServerSleeping = 8
 	offQuiet          = 12
+	offTPCKeep        = 16
 	offHead           = 64
 	offFailOpen       = 72
 	offObserveEvery   = 80
 	offQuietAck       = 84
+	offTPCState       = 88
 	offTail           = 128
 	offRing           = 192
 	entrySize         = 56

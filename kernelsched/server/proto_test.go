@@ -29,6 +29,8 @@ P(offsetof(struct mmk_entry, t_ns)); P(offsetof(struct mmk_entry, grid)); P(offs
 P(offsetof(struct mmk_entry, shared_mem)); P(offsetof(struct mmk_entry, api));
 P(MMK_PROTO_MAGIC); P(MMK_PROTO_VERSION); P(MMK_RING); P(MMK_ENTRY_WENT);
 P(MMK_ENTRY_SYNC_ENTER); P(MMK_ENTRY_SYNC_EXIT); P(MMK_ENTRY_DONE);
+P(offsetof(struct mmk_slot, tpc_keep)); P(offsetof(struct mmk_slot, tpc_state));
+P(MMK_ENTRY_MARK); P(MMK_ENTRY_REQUEST); P(MMK_QUIET); P(MMK_QUIET_MARK); P(MMK_QUIET_COUNT); P(MMK_TPC_MASKING); P(MMK_TPC_NONE);
 return 0; }
 `
 	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
@@ -54,6 +56,7 @@ return 0; }
 		"offsetof(struct mmk_slot, server_sleeping)": offServerSleeping, "offsetof(struct mmk_slot, head)": offHead,
 		"offsetof(struct mmk_slot, fail_open)": offFailOpen, "offsetof(struct mmk_slot, observe_every)": offObserveEvery,
 		"offsetof(struct mmk_slot, quiet)": offQuiet, "offsetof(struct mmk_slot, quiet_ack)": offQuietAck,
+		"offsetof(struct mmk_slot, tpc_keep)": offTPCKeep, "offsetof(struct mmk_slot, tpc_state)": offTPCState,
 		"offsetof(struct mmk_slot, tail)": offTail,
 		"offsetof(struct mmk_slot, ring)": offRing, "sizeof(struct mmk_entry)": entrySize, "sizeof(struct mmk_slot)": slotBytes,
 		"offsetof(struct mmk_entry, ready)": entReady, "offsetof(struct mmk_entry, name_id)": entNameID,
@@ -62,6 +65,8 @@ return 0; }
 		"offsetof(struct mmk_entry, shared_mem)": entSharedMem, "offsetof(struct mmk_entry, api)": entAPI,
 		"MMK_PROTO_MAGIC": ProtoMagic, "MMK_PROTO_VERSION": ProtoVersion, "MMK_RING": Ring, "MMK_ENTRY_WENT": entryWent,
 		"MMK_ENTRY_SYNC_ENTER": entrySyncEnter, "MMK_ENTRY_SYNC_EXIT": entrySyncExit, "MMK_ENTRY_DONE": entryDone,
+		"MMK_ENTRY_MARK": entryMark, "MMK_ENTRY_REQUEST": entryRequest, "MMK_QUIET": quietBit, "MMK_QUIET_MARK": quietMark,
+		"MMK_QUIET_COUNT": quietCount, "MMK_TPC_MASKING": TPCMasking, "MMK_TPC_NONE": TPCNone,
 	}
 	for k, v := range want {
 		if got[k] != itoa(v) {

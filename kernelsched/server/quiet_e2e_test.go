@@ -172,8 +172,8 @@ func TestDeafHoldsBack(t *testing.T) {
 }
 
 // TestQuietWord: each change of a task's quiet flag writes a new word,
-// bit 0 the flag and a count of changes above, so that the hook's echo
-// names the change it applied.
+// bit 0 the flag, bit 1 request marks while quiet, and a count of
+// changes above, so that the hook's echo names the change it applied.
 func TestQuietWord(t *testing.T) {
 	sl, err := newSlot("word")
 	if err != nil {
@@ -181,10 +181,10 @@ func TestQuietWord(t *testing.T) {
 	}
 	defer sl.close()
 	var got []uint32
-	for _, q := range []bool{true, false, true, false} {
-		got = append(got, sl.setQuiet(q))
+	for _, q := range []struct{ quiet, mark bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		got = append(got, sl.setQuiet(q.quiet, q.mark))
 	}
-	if want := []uint32{3, 4, 7, 8}; !slices.Equal(got, want) {
+	if want := []uint32{5, 8, 15, 16}; !slices.Equal(got, want) {
 		t.Errorf("words %v, want %v", got, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mmkgpu/mmk/internal/unixsock"
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Config sets up a server.
@@ -67,7 +68,14 @@ type Config struct {
 	// MaxTasks caps the tasks connected at once (default
 	// DefaultMaxTasks); one more is refused.
 	MaxTasks int
-	Log      *slog.Logger
+	// SLO, if set, holds the online tasks' latency targets (slo.go).
+	SLO *SLOConfig
+	// NoRequestMarks keeps quiet online tasks fully quiet: their hooks
+	// mark no request (protocol step 9), which costs them nothing, and the
+	// server then measures their requests only while they are loud. For
+	// measuring what the marks cost.
+	NoRequestMarks bool
+	Log            *slog.Logger
 }
 
 // Counters are a server's running totals.
@@ -99,6 +107,8 @@ type Counters struct {
 	// Waits is how often the loop blocked, waiting for a launch, a
 	// hook's wake-up or a timer: its cost in system calls.
 	Waits uint64 `json:"waits"`
+	// Requests counts the online requests measured (hook or reported).
+	Requests uint64 `json:"requests"`
 }
 
 // Server is one instance's kernel scheduler server.
@@ -117,7 +127,7 @@ type Server struct {
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	went, unprofiled, observed, unobserved atomic.Uint64
-	waits, loudLate                        atomic.Uint64
+	waits, loudLate, requests              atomic.Uint64
 	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -140,6 +150,14 @@ type Server struct {
 	// loop last refreshed it.
 	view        view
 	lastPublish time.Duration
+	// The latency controller (nil: none); loop-owned: the offline tasks
+	// registered and the last controller id given.
+	slo     *sloState
+	offline int
+	sloSeq  uint64
+	// tpcKeep is the TPCs offline tasks may use (0: all), set by the
+	// controller, applied by the loop.
+	tpcKeep atomic.Uint32
 }
 
 type event struct {
@@ -180,6 +198,17 @@ type task struct {
 	done     []done // released kernels, predicted ends, in order
 	lastEnd  time.Duration
 	syncing  int // synchronisations the task is inside
+	// A request runs from reqStart (inReq): the first launch after a
+	// synchronisation returned, or the hook's mark (protocol step 9).
+	inReq    bool
+	reqStart time.Duration
+	// tpcKeep is the TPCs the slot lets its kernels use (0: all).
+	tpcKeep uint32
+	// job and target are what the server's owner said of the task
+	// (Identity); sloID names it to the latency controller.
+	job    string
+	target *slo.Target
+	sloID  string
 }
 
 // done is a released kernel: its core seq, its ring seq, its predicted
@@ -221,7 +250,15 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1}
+	sms := cfg.Sched.SMs
+	if sms == 0 {
+		sms = kernelsched.DefaultConfig().SMs
+	}
+	st, err := newSLO(cfg.SLO, sms)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st}
 	s.policyName.Store(&cfg.Policy)
 	s.view.init()
 	for _, p := range cfg.Profiles {
@@ -245,7 +282,7 @@ func (s *Server) Counters() Counters {
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
 		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(), Quiet: int(s.nquiet.Load()), LoudLate: s.loudLate.Load(),
-		Refused: s.refused.Load(), Waits: s.waits.Load(),
+		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(),
 	}
 }
 
@@ -322,7 +359,24 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.accept(ctx, ln)
 	}()
 	s.cfg.Log.Info("kernel scheduler serving", "socket", s.cfg.Socket, "policy", s.cfg.Policy, "protocol", ProtoVersion)
-	s.loop(ctx)
+	if s.slo != nil {
+		sloDone := make(chan struct{})
+		loopCtx, stopLoop := context.WithCancel(context.Background())
+		go func() {
+			defer close(sloDone)
+			s.sloLoop(ctx)
+		}()
+		// The loop outlives the controller: lifting its restraint at the
+		// end switches the policy through the loop.
+		go func() {
+			<-sloDone
+			stopLoop()
+		}()
+		s.loop(loopCtx)
+		stopLoop()
+	} else {
+		s.loop(ctx)
+	}
 	s.accepting.Wait()
 	s.mu.Lock()
 	for _, t := range s.tasks {
@@ -367,8 +421,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	h, err := parseHello(buf)
+	var id *Identity
 	if err == nil {
-		h, err = s.identify(c, h)
+		h, id, err = s.identify(c, h)
 	}
 	if err == nil && int(s.ntasks.Load()) >= s.cfg.MaxTasks {
 		err = fmt.Errorf("%w (%d)", errTooManyTask, s.cfg.MaxTasks)
@@ -387,6 +442,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1)}
+	if id != nil {
+		t.job, t.target = id.Job, id.Target
+	}
 	// The loop registers the task and sets its free flag before the hook
 	// may launch.
 	s.post(event{add: t})

@@ -74,20 +74,47 @@ func (s *slot) setSleeping(on bool) {
 	atomic.StoreUint32(s.u32(offServerSleeping), v)
 }
 
+// The quiet word's bits (proto.h, protocol steps 8 and 9).
+const (
+	quietBit   = 1 // the policy needs none of the task's launches
+	quietMark  = 2 // while quiet, mark each request's start
+	quietCount = 4 // the change count's unit
+)
+
+// The hook's word on TPC masks (tpc_state, protocol step 11).
+const (
+	// TPCMasking: the hook masks the task's kernels as asked.
+	TPCMasking = 1
+	// TPCNone: it cannot (no MMK_TPC_MASK=1 gives 0, not this).
+	TPCNone = 2
+)
+
 // setQuiet tells the hook whether the policy needs the task's launches
-// (protocol step 8): it writes the next quiet word (bit 0 quiet, a count
-// of changes above), wakes the hook's watcher thread, and returns the
-// word, which the hook echoes once it has applied it.
-func (s *slot) setQuiet(quiet bool) uint32 {
+// (protocol step 8) and, while it does not, whether to mark requests
+// (step 9): it writes the next quiet word (a count of changes above bit
+// 1), wakes the hook's watcher thread, and returns the word, which the
+// hook echoes once it has applied it.
+func (s *slot) setQuiet(quiet, mark bool) uint32 {
 	p := s.u32(offQuiet)
-	v := (atomic.LoadUint32(p)>>1 + 1) << 1
+	v := (atomic.LoadUint32(p)/quietCount + 1) * quietCount
 	if quiet {
-		v |= 1
+		v |= quietBit
+		if mark {
+			v |= quietMark
+		}
 	}
 	atomic.StoreUint32(p, v)
 	wakeAll(p)
 	return v
 }
+
+// setTPCKeep lets the task's kernels use only the first keep TPCs (0:
+// all; protocol step 11).
+func (s *slot) setTPCKeep(keep uint32) { atomic.StoreUint32(s.u32(offTPCKeep), keep) }
+
+// tpcState is what the hook said of TPC masks: 0 nothing (not asked for),
+// TPCMasking or TPCNone.
+func (s *slot) tpcState() uint32 { return atomic.LoadUint32(s.u32(offTPCState)) }
 
 // quietAck is the last quiet word the hook applied (protocol step 8).
 func (s *slot) quietAck() uint32 { return atomic.LoadUint32(s.u32(offQuietAck)) }

@@ -73,6 +73,9 @@ func (v *view) init() {
 	v.wall = time.Duration(time.Now().UnixNano()) - mono()
 }
 
+// wallOf is the wall time of a time on the loop's monotonic clock.
+func (v *view) wallOf(d time.Duration) time.Time { return time.Unix(0, int64(v.wall+d)) }
+
 // record adds a released kernel of task t running from start to end.
 func (v *view) record(t *task, start, end time.Duration) {
 	v.mu.Lock()

@@ -1,0 +1,139 @@
+/*
+ * tpcmask.c: TPC masks on the task's kernels (protocol step 11), so that an
+ * offline job's kernels leave part of the GPU to the online ones without a
+ * restart. Off unless MMK_TPC_MASK=1: it rests on an undocumented interface
+ * of the CUDA driver, the one CUPTI itself subscribes through
+ * (cuGetExportTable with the callback table's id), whose pre-upload
+ * callback hands over each kernel's task metadata descriptor (TMD/QMD)
+ * before the driver sends it to the GPU. The descriptor has a TPC disable
+ * mask, as the libsmctrl work (Bakita and Anderson, RTAS 2023) found and
+ * documented: from Hopper on (descriptor version 4.0) 128 bits at bytes
+ * 304-319 and an enable bit, bit 31 of the first word; Volta to Ada
+ * (versions 1.6 to 3.x) 64 bits at bytes 84-91. A set bit disables a TPC.
+ *
+ * Everything fails open: no driver table, a descriptor of another size or
+ * version, or a subscription the driver refuses leaves every kernel
+ * unmasked, logged once and told to the server (tpc_state). The hook only
+ * ever disables more TPCs than the descriptor already does (bits are
+ * or-ed in), never fewer, so an MPS share or a mask set by the job stays.
+ */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "log.h"
+#include "proto.h"
+#include "tpcmask.h"
+
+/* The id of the driver's callback table, its subscribe and enable entries,
+ * and the domain and id of the descriptor's pre-upload callback. */
+static const unsigned char callback_table_id[16] = {0x2c, 0x8e, 0x0a, 0xd8, 0x07, 0x10, 0xab, 0x4e,
+						    0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b};
+enum { TABLE_SUBSCRIBE = 3, TABLE_ENABLE = 6, QMD_DOMAIN = 0xb, QMD_PRE_UPLOAD = 1 };
+
+typedef int (*export_table_fn)(const void **table, const void *id);
+typedef void (*qmd_callback)(void *data, int domain, int cbid, const void *params);
+typedef int (*subscribe_fn)(uint32_t *handle, qmd_callback cb, void *data);
+typedef int (*enable_fn)(uint32_t enable, uint32_t handle, int domain, int cbid);
+
+static _Atomic int broken; /* 1: stop touching descriptors */
+static _Atomic int told;   /* tpc_state told once */
+
+/* give_up stops masking, says why once, and tells the server. */
+static void give_up(const char *why, unsigned v)
+{
+	if (atomic_exchange(&broken, 1))
+		return;
+	mmk_log(1, "TPC masks off: %s (%u); kernels use every TPC", why, v);
+	mmk_tpc_state(MMK_TPC_NONE);
+}
+
+/* mask_words sets the disable bits of TPCs keep and above in a 64-bit
+ * mask held as two 32-bit words, from TPC first on. */
+static void mask_words(uint32_t *lo, uint32_t *hi, uint32_t keep, uint32_t first)
+{
+	uint64_t m = 0;
+	for (uint32_t i = 0; i < 64; i++)
+		if (first + i >= keep)
+			m |= 1ull << i;
+	*lo |= (uint32_t)m;
+	*hi |= (uint32_t)(m >> 32);
+}
+
+/* on_descriptor is the driver's pre-upload callback: it masks the
+ * kernel's descriptor while the server asks for it. */
+static void on_descriptor(void *data, int domain, int cbid, const void *params)
+{
+	(void)data;
+	if (domain != QMD_DOMAIN || cbid != QMD_PRE_UPLOAD || atomic_load_explicit(&broken, memory_order_relaxed))
+		return;
+	uint32_t keep = mmk_tpc_keep();
+	if (!keep)
+		return;
+	if (!params || *(const uint32_t *)params < 5 * sizeof(void *)) {
+		give_up("the driver's descriptor callback parameters are smaller than expected", params ? *(const uint32_t *)params : 0);
+		return;
+	}
+	unsigned char *tmd = *((void *const *)params + 4);
+	if (!tmd) {
+		give_up("the driver's descriptor callback has no descriptor", 0);
+		return;
+	}
+	uint8_t version = tmd[72];
+	uint32_t w[4];
+	if (version >= 0x40) {
+		memcpy(w, tmd + 304, sizeof w);
+		mask_words(&w[0], &w[1], keep, 0);
+		mask_words(&w[2], &w[3], keep, 64);
+		memcpy(tmd + 304, w, sizeof w);
+		uint32_t first;
+		memcpy(&first, tmd, sizeof first);
+		first |= 0x80000000u;
+		memcpy(tmd, &first, sizeof first);
+	} else if (version >= 0x16) {
+		memcpy(w, tmd + 84, 2 * sizeof *w);
+		mask_words(&w[0], &w[1], keep, 0);
+		memcpy(tmd + 84, w, 2 * sizeof *w);
+	} else {
+		give_up("the kernel descriptor's version has no TPC mask", version);
+		return;
+	}
+	atomic_fetch_add_explicit(&mmk_stats.masked, 1, memory_order_relaxed);
+	if (!atomic_exchange_explicit(&told, 1, memory_order_relaxed))
+		mmk_tpc_state(MMK_TPC_MASKING);
+}
+
+void mmk_tpcmask_init(void)
+{
+	const char *v = getenv("MMK_TPC_MASK");
+	if (!v || strcmp(v, "1") != 0)
+		return;
+	const char *why = NULL;
+	void *cuda = mmk_cuda(&why);
+	export_table_fn get = cuda ? (export_table_fn)dlsym(cuda, "cuGetExportTable") : NULL;
+	if (!get) {
+		give_up(cuda ? "the CUDA driver has no cuGetExportTable" : "no CUDA driver loaded", 0);
+		return;
+	}
+	const void *const *table = NULL;
+	int r = get((const void **)&table, callback_table_id);
+	if (r || !table || !table[TABLE_SUBSCRIBE] || !table[TABLE_ENABLE]) {
+		give_up("the CUDA driver has no callback table", (unsigned)r);
+		return;
+	}
+	subscribe_fn subscribe = (subscribe_fn)(uintptr_t)table[TABLE_SUBSCRIBE];
+	enable_fn enable = (enable_fn)(uintptr_t)table[TABLE_ENABLE];
+	uint32_t handle = 0;
+	if ((r = subscribe(&handle, on_descriptor, NULL)) != 0) {
+		give_up("the CUDA driver refused the descriptor callback's subscription", (unsigned)r);
+		return;
+	}
+	if ((r = enable(1, handle, QMD_DOMAIN, QMD_PRE_UPLOAD)) != 0) {
+		give_up("the CUDA driver refused to enable the descriptor callback", (unsigned)r);
+		return;
+	}
+	mmk_log(0, "TPC masks ready (MMK_TPC_MASK=1)");
+}

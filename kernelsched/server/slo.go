@@ -1,0 +1,483 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// SLOConfig turns on the latency controller of a server (Config.SLO): the
+// online tasks' requests are measured against their targets and a
+// slo.Controller picks, rung by rung, the restraint on the offline tasks
+// that holds them (docs/slo.md).
+type SLOConfig struct {
+	// Controller tunes the controller and names its ladder.
+	Controller slo.Config
+	// Targets are online tasks' targets by task name, for tasks whose
+	// Identity names none (mmkctl kernelsched serve --slo NAME=TARGET);
+	// Default the target of an online task nothing names (zero: measured
+	// and shown only).
+	Targets map[string]slo.Target
+	Default slo.Target
+	// Suspend stops (stop) or resumes the processes of offline tasks; a
+	// ladder with a suspending rung needs it.
+	Suspend func(pids []int, stop bool) error
+	// OnDecision hears every change of rung, after it was applied.
+	OnDecision func(SLODecision)
+	// TPCs is the instance's TPC count (default: Sched.SMs / 2, Hopper
+	// and Ampere's two SMs per TPC).
+	TPCs int
+	// Off starts the controller inactive (SetSLOActive turns it on).
+	Off bool
+}
+
+// SLODecision is a change of rung as the server applied it.
+type SLODecision struct {
+	slo.Decision
+	// Wall is when it was taken.
+	Wall time.Time `json:"wall"`
+	// Services are the online tasks then; Offline the offline tasks the
+	// rung applies to.
+	Services []ServiceView `json:"services"`
+	Offline  []TaskRef     `json:"offline"`
+	// Err says what could not be applied ("" : all of it).
+	Err string `json:"error,omitempty"`
+}
+
+// TaskRef names a task: its process, name and the job the server's
+// owner knows it by (Identity.Job).
+type TaskRef struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	Job  string `json:"job,omitempty"`
+}
+
+// ServiceView is an online task against its target.
+type ServiceView struct {
+	TaskRef
+	slo.ServiceStatus
+}
+
+// SLOView is the controller's state for views: its ladder and rung, the
+// services, the offline tasks it restrains and its last decisions.
+type SLOView struct {
+	Active    bool            `json:"active"`
+	Ladder    []string        `json:"ladder"`
+	Level     int             `json:"level"`
+	Rung      string          `json:"rung"`
+	Probing   bool            `json:"probing"`
+	Services  []ServiceView   `json:"services"`
+	Offline   []TaskRef       `json:"offline"`
+	Suspended []int           `json:"suspended,omitempty"`
+	TPCKeep   int             `json:"tpcKeep,omitempty"`
+	Decisions []SLODecision `json:"decisions"`
+	// TPCStates is what each offline task's hook said of TPC masks
+	// (by pid; TPCMasking, TPCNone), while a rung masks.
+	TPCStates map[int]uint32 `json:"tpcStates,omitempty"`
+	Policy    string         `json:"policy"`
+	// Since is when the controller was last turned on; Window how far
+	// back it judges.
+	Since  time.Time     `json:"since"`
+	Window time.Duration `json:"window"`
+	// History is each service's points over time, by pid (SLO(true)).
+	History map[int][]Point `json:"-"`
+}
+
+// Point is a service's history point with its wall time.
+type Point struct {
+	Time time.Time `json:"time"`
+	slo.Point
+}
+
+// maxDecisions is how many decisions the view keeps.
+const maxDecisions = 64
+
+// sloSample is a request the loop measured, for the controller.
+type sloSample struct {
+	id    string
+	s     slo.Sample
+	alone bool
+}
+
+// sloTask is a task coming (add) or going (!add), for the controller.
+type sloTask struct {
+	id     string
+	add    bool
+	online bool
+	ref    TaskRef
+	target slo.Target
+	named  bool // the target came from an Identity
+}
+
+// sloState is the controller's side of the server: the loop hands it
+// tasks and samples (in), the controller goroutine owns the rest (mu
+// guards it against views).
+type sloState struct {
+	cfg SLOConfig
+
+	inMu    sync.Mutex
+	tasks   []sloTask
+	samples []sloSample
+
+	mu        sync.Mutex
+	ctrl      *slo.Controller
+	active    bool
+	since     time.Duration
+	services  map[string]TaskRef
+	offline   map[string]TaskRef
+	suspended []int
+	tpcKeep   int
+	// policy is the guard setting the controller applied ("" : the
+	// server's own policy, untouched).
+	policy    string
+	decisions []SLODecision
+	named     map[string]bool // services whose target an Identity gave
+}
+
+// newSLO checks the configuration.
+func newSLO(cfg *SLOConfig, sms int) (*sloState, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	c := *cfg
+	ctrl, err := slo.New(c.Controller)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range ctrl.Config().Ladder {
+		if r.Suspend && c.Suspend == nil {
+			return nil, errors.New("slo: the ladder suspends offline jobs, and nothing was given to suspend them with")
+		}
+	}
+	if c.TPCs == 0 {
+		c.TPCs = max(sms/2, 1)
+	}
+	return &sloState{cfg: c, ctrl: ctrl, active: !c.Off, services: map[string]TaskRef{}, offline: map[string]TaskRef{},
+		named: map[string]bool{}}, nil
+}
+
+// sloTaskAdded tells the controller of a registered task (loop).
+func (s *Server) sloTaskAdded(t *task) {
+	if s.slo == nil {
+		return
+	}
+	s.sloSeq++
+	t.sloID = "t" + strconv.FormatUint(s.sloSeq, 10)
+	st := sloTask{id: t.sloID, add: true, online: t.hello.Online, ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job}}
+	if t.target != nil {
+		st.target, st.named = *t.target, true
+	}
+	s.slo.inMu.Lock()
+	s.slo.tasks = append(s.slo.tasks, st)
+	s.slo.inMu.Unlock()
+}
+
+// sloTaskRemoved tells the controller a task went (loop).
+func (s *Server) sloTaskRemoved(t *task) {
+	if s.slo == nil || t.sloID == "" {
+		return
+	}
+	s.slo.inMu.Lock()
+	s.slo.tasks = append(s.slo.tasks, sloTask{id: t.sloID})
+	s.slo.inMu.Unlock()
+}
+
+// request hands a measured request of t to the controller (loop).
+func (s *Server) request(t *task, sm slo.Sample) {
+	s.requests.Add(1)
+	if s.slo == nil || t.sloID == "" || !t.hello.Online {
+		return
+	}
+	s.slo.inMu.Lock()
+	if len(s.slo.samples) < 1<<16 {
+		s.slo.samples = append(s.slo.samples, sloSample{id: t.sloID, s: sm, alone: s.offline == 0})
+	}
+	s.slo.inMu.Unlock()
+}
+
+// SetTarget sets the target of the online tasks named name, now and when
+// they connect again, unless their Identity names one.
+func (s *Server) SetTarget(name string, t slo.Target) error {
+	if s.slo == nil {
+		return errors.New("slo: the server has no latency controller")
+	}
+	s.slo.mu.Lock()
+	defer s.slo.mu.Unlock()
+	if s.slo.cfg.Targets == nil {
+		s.slo.cfg.Targets = map[string]slo.Target{}
+	}
+	s.slo.cfg.Targets[name] = t
+	for id, ref := range s.slo.services {
+		if ref.Name == name && !s.slo.named[id] {
+			s.slo.ctrl.AddService(id, t)
+		}
+	}
+	return nil
+}
+
+// SetSLOActive turns the controller on (from rung 0) or off: off, the
+// offline tasks are resumed, unmasked, and the policy goes back to the
+// server's own (or what SetPolicy set since).
+func (s *Server) SetSLOActive(ctx context.Context, on bool) error {
+	if s.slo == nil {
+		return errors.New("slo: the server has no latency controller")
+	}
+	s.slo.mu.Lock()
+	was := s.slo.active
+	s.slo.active = on
+	if on && !was {
+		s.slo.ctrl.Reset(mono())
+		s.slo.since = mono()
+	}
+	s.slo.mu.Unlock()
+	if !on && was {
+		return s.applyRung(ctx, slo.Rung{}, true)
+	}
+	return nil
+}
+
+// sloLoop runs the controller until ctx ends, then lifts every
+// restraint it put on.
+func (s *Server) sloLoop(ctx context.Context) {
+	tick := max(s.slo.ctrl.Config().Tick/4, 10*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Never leave an offline job stopped or masked behind.
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.applyRung(c, slo.Rung{}, false); err != nil {
+				s.cfg.Log.Warn("slo: lifting the restraint at stop", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			s.sloStep(ctx, mono())
+		}
+	}
+}
+
+// sloStep feeds the controller what the loop measured, lets it decide,
+// and applies its rung.
+func (s *Server) sloStep(ctx context.Context, now time.Duration) {
+	st := s.slo
+	st.inMu.Lock()
+	tasks, samples := st.tasks, st.samples
+	st.tasks, st.samples = nil, nil
+	st.inMu.Unlock()
+
+	st.mu.Lock()
+	for _, tk := range tasks {
+		switch {
+		case !tk.add:
+			st.ctrl.RemoveService(tk.id)
+			delete(st.services, tk.id)
+			delete(st.offline, tk.id)
+			delete(st.named, tk.id)
+		case tk.online:
+			target := tk.target
+			if !tk.named {
+				target = st.cfg.Default
+				if t, ok := st.cfg.Targets[tk.ref.Name]; ok {
+					target = t
+				}
+			}
+			st.ctrl.AddService(tk.id, target)
+			st.services[tk.id] = tk.ref
+			st.named[tk.id] = tk.named
+		default:
+			st.offline[tk.id] = tk.ref
+		}
+	}
+	for _, sm := range samples {
+		st.ctrl.Observe(sm.id, sm.s, sm.alone)
+	}
+	active := st.active
+	var d slo.Decision
+	changed := false
+	if active {
+		d, changed = st.ctrl.Step(now)
+	}
+	rung := slo.Rung{}
+	if active {
+		rung = st.ctrl.Rung()
+	}
+	st.mu.Unlock()
+	if !active {
+		return
+	}
+	err := s.applyRung(ctx, rung, false)
+	if !changed {
+		if err != nil {
+			s.cfg.Log.Warn("slo: applying the rung", "rung", rung, "err", err)
+		}
+		return
+	}
+	view := s.SLO(false)
+	dec := SLODecision{Decision: d, Wall: time.Now(), Services: view.Services, Offline: view.Offline}
+	if err != nil {
+		dec.Err = err.Error()
+	}
+	st.mu.Lock()
+	st.decisions = append(st.decisions, dec)
+	if len(st.decisions) > maxDecisions {
+		st.decisions = slices.Delete(st.decisions, 0, len(st.decisions)-maxDecisions)
+	}
+	st.mu.Unlock()
+	s.cfg.Log.Info("slo: rung", "from", d.From, "to", d.To, "rung", d.Rung.String(), "reason", d.Reason, "err", dec.Err)
+	if st.cfg.OnDecision != nil {
+		st.cfg.OnDecision(dec)
+	}
+}
+
+// applyRung brings the offline tasks to a rung: the policy (guard with a
+// fixed Tau while the rung holds launches, else the server's own), TPC
+// masks and suspension. It is idempotent and called every step, so that
+// offline tasks that come later are restrained too. force reapplies the
+// server's own policy even if the rung's was never set.
+func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
+	st := s.slo
+	var errs []error
+	want, cfg := "", kernelsched.Config{}
+	if r.Holds() {
+		cfg.Guard.Tau = r.Tau
+		if r.HoldAll {
+			cfg.Guard.Tau = -1
+		}
+		want = "guard tau=" + cfg.Guard.Tau.String()
+	}
+	st.mu.Lock()
+	prev := st.policy
+	st.mu.Unlock()
+	if want != prev || force {
+		name := s.cfg.Policy
+		if want != "" {
+			name = "guard"
+		}
+		if err := s.SetPolicy(ctx, name, cfg); err != nil {
+			errs = append(errs, fmt.Errorf("policy %s: %w", name, err))
+		} else {
+			st.mu.Lock()
+			st.policy = want
+			st.mu.Unlock()
+		}
+	}
+	keep := 0
+	if r.TPCs > 0 {
+		keep = max(int(r.TPCs*float64(st.cfg.TPCs)+0.5), 1)
+	}
+	s.tpcKeep.Store(uint32(keep))
+	st.mu.Lock()
+	st.tpcKeep = keep
+	var stopped []int
+	if r.Suspend {
+		for _, ref := range st.offline {
+			stopped = append(stopped, ref.PID)
+		}
+		slices.Sort(stopped)
+	}
+	have := st.suspended
+	st.mu.Unlock()
+	var stop, resume []int
+	for _, p := range stopped {
+		if !slices.Contains(have, p) {
+			stop = append(stop, p)
+		}
+	}
+	for _, p := range have {
+		if !slices.Contains(stopped, p) {
+			resume = append(resume, p)
+		}
+	}
+	if len(resume) > 0 {
+		if err := st.cfg.Suspend(resume, false); err != nil {
+			errs = append(errs, fmt.Errorf("resume %v: %w", resume, err))
+		}
+	}
+	if len(stop) > 0 {
+		if err := st.cfg.Suspend(stop, true); err != nil {
+			errs = append(errs, fmt.Errorf("suspend %v: %w", stop, err))
+		}
+	}
+	st.mu.Lock()
+	st.suspended = stopped
+	st.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// SLO is the controller's state (nil view fields without a controller);
+// with history, each service's points over time too.
+func (s *Server) SLO(history bool) SLOView {
+	if s.slo == nil {
+		return SLOView{}
+	}
+	st := s.slo
+	now := mono()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
+		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
+		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window}
+	if !st.active {
+		v.Level, v.Rung = 0, slo.Rung{}.String()
+	}
+	for _, ss := range st.ctrl.Status(now) {
+		sv := ServiceView{TaskRef: st.services[ss.ID], ServiceStatus: ss}
+		v.Services = append(v.Services, sv)
+		if history {
+			if v.History == nil {
+				v.History = map[int][]Point{}
+			}
+			var pts []Point
+			for _, p := range st.ctrl.History(ss.ID, now) {
+				pts = append(pts, Point{Time: s.view.wallOf(p.Start), Point: p})
+			}
+			v.History[sv.PID] = pts
+		}
+	}
+	for _, ref := range st.offline {
+		v.Offline = append(v.Offline, ref)
+	}
+	slices.SortFunc(v.Offline, func(a, b TaskRef) int { return a.PID - b.PID })
+	if st.tpcKeep > 0 {
+		v.TPCStates = s.tpcStates()
+	}
+	return v
+}
+
+// tpcStates is what each offline task's hook said of TPC masks, by pid.
+func (s *Server) tpcStates() map[int]uint32 {
+	out := map[int]uint32{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if !t.hello.Online {
+			out[t.hello.PID] = t.slot.tpcState()
+		}
+	}
+	return out
+}
+
+// retpc gives each task the TPC mask the rung asks for (offline tasks;
+// online ones keep every TPC); loop-owned.
+func (s *Server) retpc() {
+	keep := s.tpcKeep.Load()
+	for _, t := range s.tasks {
+		want := keep
+		if t.hello.Online {
+			want = 0
+		}
+		if t.tpcKeep != want {
+			t.slot.setTPCKeep(want)
+			t.tpcKeep = want
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// writeRequests writes a service's trace: iters requests of kernels
+// launches each (durUs long, gapUs apart), each ended by a
+// synchronisation and followed by thinkUs.
+func writeRequests(t *testing.T, iters, kernels, durUs, gapUs, thinkUs int) string {
+	t.Helper()
+	var b strings.Builder
+	for range iters {
+		for k := range kernels {
+			fmt.Fprintf(&b, "r%d 4 1 1 128 1 1 %d %d\n", k, durUs, gapUs)
+		}
+		fmt.Fprintf(&b, "sync %d\n", thinkUs)
+	}
+	p := filepath.Join(t.TempDir(), "requests.txt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sloServer serves fifo with a latency controller on ladder.
+func sloServer(t *testing.T, ladder []string, targets map[string]slo.Target, suspend func([]int, bool) error, extra func(*Config)) *Server {
+	t.Helper()
+	l, err := slo.ParseLadder(ladder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Policy: "fifo", SLO: &SLOConfig{Controller: slo.Config{Ladder: l, MinAlone: 1 << 20}, Targets: targets, Suspend: suspend}}
+	if extra != nil {
+		extra(&cfg)
+	}
+	s, _ := startServerWith(t, cfg)
+	return s
+}
+
+// service finds the controller's view of the task named name.
+func service(s *Server, name string) (ServiceView, bool) {
+	for _, sv := range s.SLO(false).Services {
+		if sv.Name == name {
+			return sv, true
+		}
+	}
+	return ServiceView{}, false
+}
+
+// TestRequestsMeasuredEndToEnd: protocol steps 9 and 10 with the real
+// hook and the fake CUPTI. A quiet online task (fifo) marks each request's
+// first launch, so the server measures requests it sees no launch of; a
+// service that reports its own is judged by those; with marks off a quiet
+// task's requests go unmeasured.
+func TestRequestsMeasuredEndToEnd(t *testing.T) {
+	a := buildC(t)
+	cases := []struct {
+		name     string
+		env      []string
+		noMarks  bool
+		reported bool
+		measured bool
+	}{
+		{name: "quiet, marked by the hook", measured: true},
+		{name: "reported by the service", env: []string{"MMK_FAKE_REPORT=1"}, reported: true, measured: true},
+		{name: "quiet, no marks", noMarks: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := sloServer(t, []string{"priority"}, nil, nil, func(cfg *Config) { cfg.NoRequestMarks = c.noMarks })
+			// 200 requests of 5 kernels of 200 µs, 2 ms apart.
+			tr := writeRequests(t, 200, 5, 200, 20, 2000)
+			env := append([]string{"MMK_SCHED_SOCKET=" + s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc"}, c.env...)
+			var res replayResult
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				res = runReplay(t, replay(context.Background(), a, tr, 1, env...))
+			}()
+			var sv ServiceView
+			waitFor(t, func() bool {
+				var ok bool
+				sv, ok = service(s, "svc")
+				return ok
+			})
+			<-done
+			waitFor(t, func() bool { return s.Counters().Tasks == 0 })
+			// The controller drops a gone task: read its last view from
+			// the counters and the history it kept is gone with it, so
+			// the checks use a live view taken while it ran.
+			t.Logf("replay: %d iterations, p50 %.0f µs, p99 %.0f µs, reported %d; server requests %d; last view %+v",
+				res.Iters, res.IterP50Us, res.IterP99Us, res.Reported, s.Counters().Requests, sv)
+			n := s.Counters().Requests
+			switch {
+			case !c.measured && n > 20:
+				t.Errorf("a quiet task without marks had %d requests measured", n)
+			case c.measured && (n < uint64(res.Iters)*9/10 || n > uint64(res.Iters)*2+2):
+				t.Errorf("%d requests measured of %d iterations", n, res.Iters)
+			}
+			if c.reported && res.Reported != res.Iters {
+				t.Errorf("reported %d of %d iterations", res.Reported, res.Iters)
+			}
+		})
+	}
+}
+
+// TestHookLatencyMatchesTheService: the hook's measure of a request and
+// the service's own agree on the fake GPU (the same span: first launch to
+// the synchronisation's return).
+func TestHookLatencyMatchesTheService(t *testing.T) {
+	a := buildC(t)
+	for _, report := range []bool{false, true} {
+		s := sloServer(t, []string{"priority"}, map[string]slo.Target{"svc": slo.MustParse("p99=1s")}, nil, nil)
+		tr := writeRequests(t, 400, 5, 200, 20, 1000)
+		env := []string{"MMK_SCHED_SOCKET=" + s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc"}
+		if report {
+			env = append(env, "MMK_FAKE_REPORT=1")
+		}
+		cmd := replay(context.Background(), a, tr, 1, env...)
+		var res replayResult
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			res = runReplay(t, cmd)
+		}()
+		var last ServiceView
+		for {
+			select {
+			case <-done:
+			case <-time.After(50 * time.Millisecond):
+				if sv, ok := service(s, "svc"); ok && sv.Total > 0 {
+					last = sv
+				}
+				continue
+			}
+			break
+		}
+		p50 := float64(last.Recent.P50) / 1e3
+		t.Logf("report %v: service p50 %.0f µs, server p50 %.0f µs over %d (total %d)", report, res.IterP50Us, p50, last.Recent.N, last.Total)
+		if last.Total < 100 || math.Abs(p50-res.IterP50Us) > 0.1*res.IterP50Us+100 {
+			t.Errorf("report %v: the server's p50 %.0f µs over %d requests, the service's %.0f µs", report, p50, last.Total, res.IterP50Us)
+		}
+	}
+}
+
+// recorder is a Suspend that records its calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) suspend(pids []int, stop bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, fmt.Sprintf("%v %v", stop, pids))
+	return nil
+}
+
+func (r *recorder) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// TestSLOControllerEndToEnd: a service with a target it cannot meet makes
+// the server's controller climb its ladder, each decision with its reason:
+// guard holding every offline kernel, TPC masks on the offline task (its
+// hook masks, MMK_TPC_MASK=1, and the fake GPU runs its kernels on half
+// the TPCs), then the offline task suspended; when the server stops, the
+// suspension is lifted.
+func TestSLOControllerEndToEnd(t *testing.T) {
+	a := buildC(t)
+	rec := &recorder{}
+	var decisions []SLODecision
+	var mu sync.Mutex
+	s := sloServer(t, []string{"priority", "hold", "tpcs=0.5", "suspend"}, map[string]slo.Target{"svc": slo.MustParse("p99=1us")}, rec.suspend,
+		func(c *Config) {
+			c.SLO.Controller.Settle = 50 * time.Millisecond
+			c.SLO.Controller.Tick = 100 * time.Millisecond
+			c.SLO.OnDecision = func(d SLODecision) {
+				mu.Lock()
+				decisions = append(decisions, d)
+				mu.Unlock()
+			}
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lo := replay(ctx, a, writeTrace(t, 400, 3, 50), 0, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo",
+		"MMK_TPC_MASK=1", "MMK_CUDA_PATH="+a.cupti)
+	lo.Args = append(lo.Args, "8") // loops without end, for at most 8 s
+	var loRes replayResult
+	loDone := make(chan struct{})
+	go func() {
+		defer close(loDone)
+		loRes = runReplay(t, lo)
+	}()
+	waitFor(t, func() bool { return s.Counters().Tasks == 1 })
+	hi := replay(ctx, a, writeRequests(t, 2000, 4, 100, 10, 500), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc")
+	hiDone := make(chan struct{})
+	go func() {
+		defer close(hiDone)
+		runReplay(t, hi)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	var masked map[int]uint32
+	for time.Now().Before(deadline) {
+		v := s.SLO(false)
+		if v.TPCKeep > 0 {
+			masked = v.TPCStates
+		}
+		if v.Level == 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	v := s.SLO(true)
+	<-hiDone
+	if v.Level != 3 || v.Rung != "suspend" {
+		t.Fatalf("rung %d %s after a minute; decisions %+v", v.Level, v.Rung, v.Decisions)
+	}
+	mu.Lock()
+	got := slices.Clone(decisions)
+	mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d decisions: %+v", len(got), got)
+	}
+	for i, d := range got {
+		if d.To != i+1 || !strings.Contains(d.Reason, "tighten: ") || !strings.Contains(d.Reason, "p99") || len(d.Services) != 1 ||
+			d.Services[0].Name != "svc" || len(d.Offline) != 1 || d.Offline[0].Name != "lo" || d.Err != "" {
+			t.Errorf("decision %d: %+v", i, d)
+		}
+	}
+	loPID := got[0].Offline[0].PID
+	if st := masked[loPID]; st != TPCMasking {
+		t.Errorf("tpc state of lo %d (%v), want %d (masking)", st, masked, TPCMasking)
+	}
+	if calls := rec.seen(); len(calls) != 1 || calls[0] != fmt.Sprintf("true [%d]", loPID) {
+		t.Errorf("suspend calls %v", calls)
+	}
+	if h := v.History[v.Services[0].PID]; len(h) == 0 {
+		t.Error("no history of the service")
+	}
+	// Lifting: the controller turned off resumes lo and puts fifo back.
+	if err := s.SetSLOActive(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if calls := rec.seen(); len(calls) != 2 || calls[1] != fmt.Sprintf("false [%d]", loPID) || s.Policy() != "fifo" {
+		t.Errorf("after off: calls %v, policy %s", calls, s.Policy())
+	}
+	<-loDone
+	if loRes.TPCMasked == 0 || loRes.TPCLastKeep != 33 {
+		t.Errorf("lo ran %d kernels masked, the last on %d TPCs; want some, on 33 of 66", loRes.TPCMasked, loRes.TPCLastKeep)
+	}
+}
