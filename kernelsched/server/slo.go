@@ -68,15 +68,15 @@ type ServiceView struct {
 // SLOView is the controller's state for views: its ladder and rung, the
 // services, the offline tasks it restrains and its last decisions.
 type SLOView struct {
-	Active    bool            `json:"active"`
-	Ladder    []string        `json:"ladder"`
-	Level     int             `json:"level"`
-	Rung      string          `json:"rung"`
-	Probing   bool            `json:"probing"`
-	Services  []ServiceView   `json:"services"`
-	Offline   []TaskRef       `json:"offline"`
-	Suspended []int           `json:"suspended,omitempty"`
-	TPCKeep   int             `json:"tpcKeep,omitempty"`
+	Active    bool          `json:"active"`
+	Ladder    []string      `json:"ladder"`
+	Level     int           `json:"level"`
+	Rung      string        `json:"rung"`
+	Probing   bool          `json:"probing"`
+	Services  []ServiceView `json:"services"`
+	Offline   []TaskRef     `json:"offline"`
+	Suspended []int         `json:"suspended,omitempty"`
+	TPCKeep   int           `json:"tpcKeep,omitempty"`
 	Decisions []SLODecision `json:"decisions"`
 	// TPCStates is what each offline task's hook said of TPC masks
 	// (by pid; TPCMasking, TPCNone), while a rung masks.
