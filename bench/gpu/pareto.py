@@ -52,6 +52,8 @@ WORKER = os.path.join(HERE, "pareto_worker.py")
 # inference back to back.
 PAIRS = {
     "main": (("resnet50", 1), ("vgg16", 64, True)),
+    # tpcmask.py's: the batch-16 service and vgg19 trainer of GPU-FACTS.md.
+    "b16": (("resnet50", 16), ("vgg19", 32, True)),
     "alexnet": (("alexnet", 1), ("vgg16", 8, False)),
     "keypoint": (("keypointrcnn", 1), ("fcn_resnet50", 8, False)),
     "mask": (("maskrcnn", 1), ("keypointrcnn", 8, False)),
@@ -203,6 +205,7 @@ class Segment:
     def start_server(self):
         r = self.run
         argv = [r.mmkctl, "kernelsched", "serve", "--control", "--policy", "fifo", "--socket", r.sock, "--profiles", r.profiles]
+        argv += getattr(r, "server_args", [])
         self.server = Proc("server", argv, self.env({}), r.log, r.cpus.get("server"))
         for _ in range(100):
             if os.path.exists(r.sock):
@@ -265,17 +268,19 @@ class Segment:
                 if st.get("policy"):
                     self.control("loud %d" % st.get("loud", 0))
                     self.control("policy " + st["policy"])
+                if self.server and getattr(self, "masks", False):
+                    self.control("tpcs %g" % st.get("tpcs", 1))
                 active = [n for n in (st.get("hp"), st.get("lp")) if n]
                 for n, p in self.procs.items():
                     p.send("run" if n in active else "pause")
                 time.sleep(st.get("settle", r.args.settle))
                 b0, l0 = cpu_busy()
                 stats0 = self.control("stats") if self.server else None
-                t0 = time.time()
+                t0, m0 = time.time(), time.monotonic_ns()
                 time.sleep(r.args.window)
-                t1 = time.time()
+                t1, m1 = time.time(), time.monotonic_ns()
                 b1, l1 = cpu_busy()
-                w = {"pair": r.args.pair, "segment": self.name, "setting": st["name"], "cycle": c, "t0": t0, "t1": t1,
+                w = {"pair": r.args.pair, "segment": self.name, "setting": st["name"], "cycle": c, "t0": t0, "t1": t1, "m0": m0, "m1": m1,
                      "hp": st.get("hp"), "lp": st.get("lp"), "policy": st.get("policy"), "loud": st.get("loud", 0),
                      "gpu": r.sampler.window(t0, t1), "host_busy": round((b1 - b0) / max(l1 - l0, 1), 3),
                      "load1": os.getloadavg()[0]}

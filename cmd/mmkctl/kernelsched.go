@@ -26,7 +26,7 @@ func newKernelschedCommand() *cobra.Command {
 	var control, loud, sloOff bool
 	var spin, poll time.Duration
 	var targets []string
-	var ladder string
+	var ladder, requests string
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
@@ -53,6 +53,14 @@ func newKernelschedCommand() *cobra.Command {
 					return err
 				}
 				cfg.SLO = sc
+			}
+			if requests != "" {
+				f, err := os.Create(requests)
+				if err != nil {
+					return fmt.Errorf("--requests: %w", err)
+				}
+				defer f.Close()
+				cfg.RequestLog = f
 			}
 			s, err := server.New(cfg)
 			if err != nil {
@@ -92,6 +100,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo target NAME TARGET) and answer each with a JSON line on stdout")
 	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
+	serve.Flags().StringVar(&requests, "requests", "", "write every online request measured to this file, a JSON line each (source hook or reported, pid, name, end and latency in ns)")
 	serve.Flags().BoolVar(&sloOff, "slo-off", false, "start the latency controller off (the control line slo on turns it on)")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)

@@ -11,6 +11,9 @@
  * 304-319 and an enable bit, bit 31 of the first word; Volta to Ada
  * (versions 1.6 to 3.x) 64 bits at bytes 84-91. A set bit disables a TPC.
  *
+ * MMK_TPC_KEEP=N masks every kernel to N TPCs while no kernel scheduler
+ * asks otherwise (bench/gpu/tpcmask.py measures masks that way).
+ *
  * Everything fails open: no driver table, a descriptor of another size or
  * version, or a subscription the driver refuses leaves every kernel
  * unmasked, logged once and told to the server (tpc_state). The hook only
@@ -41,6 +44,7 @@ typedef int (*enable_fn)(uint32_t enable, uint32_t handle, int domain, int cbid)
 
 static _Atomic int broken; /* 1: stop touching descriptors */
 static _Atomic int told;   /* tpc_state told once */
+static uint32_t fixed_keep; /* MMK_TPC_KEEP: TPCs kept while no server asks */
 
 /* give_up stops masking, says why once, and tells the server. */
 static void give_up(const char *why, unsigned v)
@@ -71,6 +75,8 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 	if (domain != QMD_DOMAIN || cbid != QMD_PRE_UPLOAD || atomic_load_explicit(&broken, memory_order_relaxed))
 		return;
 	uint32_t keep = mmk_tpc_keep();
+	if (!keep)
+		keep = fixed_keep;
 	if (!keep)
 		return;
 	if (!params || *(const uint32_t *)params < 5 * sizeof(void *)) {
@@ -111,6 +117,17 @@ void mmk_tpcmask_init(void)
 	const char *v = getenv("MMK_TPC_MASK");
 	if (!v || strcmp(v, "1") != 0)
 		return;
+	/* MMK_TPC_KEEP fixes the TPCs kept while no kernel scheduler asks
+	 * for a mask: for measuring masks without one. */
+	const char *k = getenv("MMK_TPC_KEEP");
+	if (k && *k) {
+		char *end;
+		long n = strtol(k, &end, 10);
+		if (*end || n < 0 || n > 128)
+			mmk_log(1, "MMK_TPC_KEEP=%s is not a number of TPCs in 0..128; ignored", k);
+		else
+			fixed_keep = (uint32_t)n;
+	}
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);
 	export_table_fn get = cuda ? (export_table_fn)dlsym(cuda, "cuGetExportTable") : NULL;

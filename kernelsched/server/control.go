@@ -22,6 +22,7 @@ import (
 //	slo on|off
 //	slo target NAME TARGET
 //	slo status
+//	tpcs F
 type Command struct {
 	// Op is "policy", "loud", "stats" or "slo".
 	Op string
@@ -36,6 +37,8 @@ type Command struct {
 	SLO    string
 	Task   string
 	Target slo.Target
+	// TPCs is the share of the TPCs offline tasks keep (tpcs F, 1: all).
+	TPCs float64
 }
 
 // ParseCommand parses one control line. Errors name the bad word.
@@ -47,6 +50,15 @@ func ParseCommand(line string) (Command, error) {
 	switch f[0] {
 	case "slo":
 		return parseSLOCommand(f[1:])
+	case "tpcs":
+		if len(f) != 2 {
+			return Command{}, fmt.Errorf("tpcs takes the share of the TPCs offline tasks keep, in (0, 1], got %q", strings.Join(f[1:], " "))
+		}
+		x, err := fraction(f[1], 1)
+		if err != nil {
+			return Command{}, fmt.Errorf("tpcs %s: %w", f[1], err)
+		}
+		return Command{Op: "tpcs", TPCs: x}, nil
 	case "stats":
 		if len(f) > 1 {
 			return Command{}, fmt.Errorf("stats takes no argument, got %q", f[1])
@@ -159,6 +171,8 @@ func (s *Server) Do(ctx context.Context, line string) []byte {
 		err = s.SetSLOActive(ctx, c.SLO == "on")
 	case c.Op == "slo" && c.SLO == "target":
 		err = s.SetTarget(c.Task, c.Target)
+	case c.Op == "tpcs":
+		s.SetTPCs(c.TPCs)
 	case c.Op == "slo" && s.slo == nil:
 		err = fmt.Errorf("slo: the server has no latency controller")
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	MaxTasks int
 	// SLO, if set, holds the online tasks' latency targets (slo.go).
 	SLO *SLOConfig
+	// RequestLog, if set, gets every request measured, one JSON line each
+	// (source hook or reported, the task, its end and latency): for
+	// comparing the hook's measure with a service's own.
+	RequestLog io.Writer
 	// NoRequestMarks keeps quiet online tasks fully quiet: their hooks
 	// mark no request (protocol step 9), which costs them nothing, and the
 	// server then measures their requests only while they are loud. For
@@ -156,8 +160,12 @@ type Server struct {
 	offline int
 	sloSeq  uint64
 	// tpcKeep is the TPCs offline tasks may use (0: all), set by the
-	// controller, applied by the loop.
+	// controller (or SetTPCs), applied by the loop; tpcs is the
+	// instance's TPC count (two SMs each, Ampere and Hopper).
 	tpcKeep atomic.Uint32
+	tpcs    int
+	// requestLog, if set, takes every measured request (Config.RequestLog).
+	requestLog *requestLog
 }
 
 type event struct {
@@ -254,12 +262,16 @@ func New(cfg Config) (*Server, error) {
 	if sms == 0 {
 		sms = kernelsched.DefaultConfig().SMs
 	}
-	st, err := newSLO(cfg.SLO, sms)
+	st, err := newSLO(cfg.SLO)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st}
+	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st,
+		tpcs: max(sms/2, 1)}
 	s.policyName.Store(&cfg.Policy)
+	if cfg.RequestLog != nil {
+		s.requestLog = &requestLog{w: cfg.RequestLog}
+	}
 	s.view.init()
 	for _, p := range cfg.Profiles {
 		s.profiles[p.Key] = p
@@ -376,6 +388,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		stopLoop()
 	} else {
 		s.loop(ctx)
+	}
+	if err := s.FlushRequestLog(); err != nil {
+		s.cfg.Log.Warn("kernel scheduler: request log", "err", err)
 	}
 	s.accepting.Wait()
 	s.mu.Lock()

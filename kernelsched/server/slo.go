@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -31,9 +32,6 @@ type SLOConfig struct {
 	Suspend func(pids []int, stop bool) error
 	// OnDecision hears every change of rung, after it was applied.
 	OnDecision func(SLODecision)
-	// TPCs is the instance's TPC count (default: Sched.SMs / 2, Hopper
-	// and Ampere's two SMs per TPC).
-	TPCs int
 	// Off starts the controller inactive (SetSLOActive turns it on).
 	Off bool
 }
@@ -142,7 +140,7 @@ type sloState struct {
 }
 
 // newSLO checks the configuration.
-func newSLO(cfg *SLOConfig, sms int) (*sloState, error) {
+func newSLO(cfg *SLOConfig) (*sloState, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -155,9 +153,6 @@ func newSLO(cfg *SLOConfig, sms int) (*sloState, error) {
 		if r.Suspend && c.Suspend == nil {
 			return nil, errors.New("slo: the ladder suspends offline jobs, and nothing was given to suspend them with")
 		}
-	}
-	if c.TPCs == 0 {
-		c.TPCs = max(sms/2, 1)
 	}
 	return &sloState{cfg: c, ctrl: ctrl, active: !c.Off, services: map[string]TaskRef{}, offline: map[string]TaskRef{},
 		named: map[string]bool{}}, nil
@@ -189,9 +184,13 @@ func (s *Server) sloTaskRemoved(t *task) {
 	s.slo.inMu.Unlock()
 }
 
-// request hands a measured request of t to the controller (loop).
+// request hands a measured request of t to the controller and the
+// request log (loop).
 func (s *Server) request(t *task, sm slo.Sample) {
 	s.requests.Add(1)
+	if s.requestLog != nil {
+		s.requestLog.add(t, sm)
+	}
 	if s.slo == nil || t.sloID == "" || !t.hello.Online {
 		return
 	}
@@ -372,7 +371,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	}
 	keep := 0
 	if r.TPCs > 0 {
-		keep = max(int(r.TPCs*float64(st.cfg.TPCs)+0.5), 1)
+		keep = max(int(r.TPCs*float64(s.tpcs)+0.5), 1)
 	}
 	s.tpcKeep.Store(uint32(keep))
 	st.mu.Lock()
@@ -453,6 +452,21 @@ func (s *Server) SLO(history bool) SLOView {
 	return v
 }
 
+// SetTPCs lets offline tasks' kernels use share of the instance's TPCs
+// (1: all) where their hooks mask (MMK_TPC_MASK=1). A latency controller
+// that is on sets its own at its next step.
+func (s *Server) SetTPCs(share float64) {
+	keep := 0
+	if share < 1 {
+		keep = max(int(share*float64(s.tpcs)+0.5), 1)
+	}
+	s.tpcKeep.Store(uint32(keep))
+}
+
+// TPCStates is what each offline task's hook said of TPC masks, by pid:
+// 0 nothing yet, TPCMasking, TPCNone.
+func (s *Server) TPCStates() map[int]uint32 { return s.tpcStates() }
+
 // tpcStates is what each offline task's hook said of TPC masks, by pid.
 func (s *Server) tpcStates() map[int]uint32 {
 	out := map[int]uint32{}
@@ -480,4 +494,49 @@ func (s *Server) retpc() {
 			t.tpcKeep = want
 		}
 	}
+}
+
+// requestLog writes measured requests as JSON lines (Config.RequestLog),
+// buffered, flushed at least once a second and at Flush.
+type requestLog struct {
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	last  time.Time
+	err   error
+	count uint64
+}
+
+func (l *requestLog) add(t *task, sm slo.Sample) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = fmt.Appendf(l.buf, `{"pid":%d,"name":%q,"src":%q,"end_ns":%d,"lat_ns":%d}`+"\n",
+		t.hello.PID, t.hello.Name, sm.Source.String(), int64(sm.At), int64(sm.Latency))
+	l.count++
+	if now := time.Now(); len(l.buf) > 64<<10 || now.Sub(l.last) > time.Second {
+		l.flush()
+		l.last = now
+	}
+}
+
+func (l *requestLog) flush() {
+	if len(l.buf) == 0 || l.err != nil {
+		l.buf = l.buf[:0]
+		return
+	}
+	_, l.err = l.w.Write(l.buf)
+	l.buf = l.buf[:0]
+}
+
+// FlushRequestLog writes out what the request log holds; it returns the
+// first write error the log met.
+func (s *Server) FlushRequestLog() error {
+	if s.requestLog == nil {
+		return nil
+	}
+	l := s.requestLog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flush()
+	return l.err
 }
