@@ -1,0 +1,453 @@
+"""The SLO benchmark on a real GPU (issue 34): online services with
+time-varying Poisson load and declared latency targets beside trainers,
+every setting side by side in the same processes.
+
+  python3 bench/gpu/slo.py --out OUT [--round R] [--phase-s 12] [--timeslice]
+
+Services (open loop, FCFS, slo_worker.py; each reports its own latencies
+to mmk): resnet50 at batch 1 and at batch 32. Trainers (pareto_worker.py):
+vgg19 and resnet50, batch 32. The load profile is four phases (low,
+medium, high, low), each --phase-s seconds; every setting runs the whole
+profile without a break, so that a controller meets its changes as they
+come. Under one MPS daemon, in a rotated order per round:
+
+  together    the services alone together (no trainer): how much they
+              slow each other at equal priority
+  prio        by hand: trainers at MPS client priority 1 (no hook)
+  prio+70%    by hand: and an active thread percentage of 70
+  prio+50%    by hand: and 50
+  hold        guard holding every trainer launch while a request runs
+  mmk         mmk's latency controller (kernelsched serve --slo), from its
+              cheapest rung, with the services' targets
+  and, at the high phase only, the papers' kernel policies as named
+  variants: fikit, mmk's contention check (mmk), FLEP's hpf, EffiSha's piv.
+
+Before them each service runs alone at each of its rates, and each trainer
+alone, for the references. The targets: --slo NAME=TARGET, else the
+service's p99 alone at its high rate times --slo-mult, measured in this
+round. --timeslice adds a segment without MPS (time slicing, the GPU's
+default) with its own processes. With --fake, sleeping workers and no GPU
+(a dry run of the driver: CI runs it).
+
+Output: OUT/windows.jsonl (one line per setting and phase: per service
+the requests, late ones, p50 and p99 against its alone; per trainer its
+it/s against alone), OUT/slo.jsonl (mmk's rung over time and its
+decisions), OUT/requests.jsonl (the server's measured requests, hook and
+reported), OUT/records-*.json.gz, OUT/server.log; then slo_report.py
+writes OUT/report.md and OUT/round-R.svg. No MIG change; the MPS daemon
+runs with its pipe directory under /tmp and is quit before the end.
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from pareto import Proc, Sampler, cpu_busy, pinned  # noqa: E402
+
+# name, model, batch, rates (low, medium, high) in requests a second.
+SERVICES = [("svc-b1", "resnet50", 1, (20, 50, 100)), ("svc-b32", "resnet50", 32, (8, 16, 30))]
+TRAINERS = [("vgg19", 32), ("resnet50", 32)]
+PHASES = [("low", 0), ("medium", 1), ("high", 2), ("low-again", 0)]
+PAPERS = [("fikit", "fikit"), ("mmk-check", "mmk"), ("hpf", "hpf"), ("piv", "piv")]
+
+
+def pick(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, max(0, int(round(q * len(v))) - 1))] if v else None
+
+
+def cpu_plan(n_services, n_trainer_procs):
+    """CPU sets: the driver, the server and a spinner one each, each service
+    two, the trainers the rest (shared)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 12:
+        return {}
+    plan = {"driver": cpus[0:1], "server": cpus[1:2], "spin": cpus[2:3]}
+    at = 4
+    for i in range(n_services):
+        plan["svc%d" % i] = cpus[at:at + 2]
+        at += 2
+    plan["lp"] = cpus[at:]
+    return plan
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        os.makedirs(args.out, exist_ok=True)
+        self.tmp = tempfile.mkdtemp(prefix="mmk-slo.", dir="/tmp")
+        self.pipe, self.mpslog = os.path.join(self.tmp, "mps-pipe"), os.path.join(self.tmp, "mps-log")
+        self.sock = os.path.join(self.tmp, "sched.sock")
+        self.profiles = os.path.join(self.tmp, "profiles")
+        os.makedirs(self.profiles, exist_ok=True)
+        self.log = open(os.path.join(args.out, "workers.log"), "a")
+        self.windows, self.timeline = [], []
+        self.sampler = Sampler() if not args.fake else None
+        self.mps_on = False
+        self.cpus = cpu_plan(len(SERVICES), 6) if args.pin else {}
+        if self.cpus.get("driver"):
+            os.sched_setaffinity(0, self.cpus["driver"])
+        self.spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pinned(self.cpus.get("spin")))
+        self.procs, self.server, self.targets = {}, None, {}
+        self.svc_rates = {name: rates for name, _, _, rates in SERVICES}
+        self.alone_svc, self.alone_lp = {}, {}
+
+    # --- processes -------------------------------------------------------
+    def env(self, extra, mps=True):
+        e = dict(os.environ)
+        if mps:
+            e["CUDA_MPS_PIPE_DIRECTORY"], e["CUDA_MPS_LOG_DIRECTORY"] = self.pipe, self.mpslog
+        e.update(extra)
+        return e
+
+    def hooked(self, argv, name, prio, online):
+        if self.args.fake:
+            return argv  # no CUDA: nothing to inject
+        mmkctl = os.path.join(self.args.bin, "mmkctl")
+        return [mmkctl, "run", "--socket", self.sock, "--profiles", self.profiles, "--task-key", name, "--name", name,
+                "--priority", str(prio)] + (["--online"] if online else []) + ["--"] + argv
+
+    def start_service(self, i, name, model, batch, hooked, mps):
+        argv = [sys.executable, os.path.join(HERE, "slo_worker.py"), "--model", model, "--batch", str(batch), "--seed", str(100 + i)]
+        argv += ["--report"] if hooked else []
+        argv += ["--fake"] if self.args.fake else []
+        if hooked:
+            argv = self.hooked(argv, name, 0, True)
+        env = {"CUDA_MPS_CLIENT_PRIORITY": "0"} if mps else {}
+        self.procs[name] = Proc(name, argv, self.env(env, mps), self.log, self.cpus.get("svc%d" % i))
+
+    def start_trainer(self, name, model, batch, prio, pct, hooked, mps):
+        argv = [sys.executable, os.path.join(HERE, "pareto_worker.py"), "--role", "lp", "--model", model, "--batch", str(batch), "--train"]
+        argv += ["--fake"] if self.args.fake else []
+        env = {}
+        if mps:
+            env["CUDA_MPS_CLIENT_PRIORITY"] = str(prio)
+            if pct != 100:
+                env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(pct)
+        if hooked:
+            argv = self.hooked(argv, name, 5, False)
+            if self.args.masks:
+                env["MMK_TPC_MASK"] = "1"
+        self.procs[name] = Proc(name, argv, self.env(env, mps), self.log, self.cpus.get("lp"))
+
+    def start_server(self):
+        mmkctl = os.path.join(self.args.bin, "mmkctl")
+        argv = [mmkctl, "kernelsched", "serve", "--control", "--policy", "fifo", "--socket", self.sock, "--profiles", self.profiles,
+                "--requests", os.path.join(self.args.out, "requests.jsonl"), "--slo-off", "--slo-ladder", self.args.ladder]
+        err = open(os.path.join(self.args.out, "server.log"), "a")
+        self.server = Proc("server", argv, self.env({}), err, self.cpus.get("server"))
+        for _ in range(100):
+            if os.path.exists(self.sock):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the kernel scheduler server's socket never appeared")
+
+    def control(self, line):
+        if self.server is None:
+            return {}
+        self.server.send(line)
+        m = self.server.expect("reply", 10)
+        if not m.get("ok"):
+            raise RuntimeError("server: %s: %s" % (line, m.get("error")))
+        return m
+
+    def mps(self, on):
+        if self.args.fake:
+            return
+        env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=self.pipe, CUDA_MPS_LOG_DIRECTORY=self.mpslog)
+        if on:
+            os.makedirs(self.pipe, exist_ok=True)
+            os.makedirs(self.mpslog, exist_ok=True)
+            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
+            self.mps_on = True
+            time.sleep(1)
+        elif self.mps_on:
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env, check=False)
+            self.mps_on = False
+            time.sleep(2)
+
+    def go(self, names, timeout=300):
+        for n in names:
+            self.procs[n].expect("loaded", timeout)
+        for n in names:
+            self.procs[n].send("go")
+        for n in names:
+            self.procs[n].expect("ready", timeout)
+
+    def set_hooks(self, names, on):
+        if self.args.fake:
+            return
+        for n in names:
+            self.procs[n].send("hook %d" % on)
+        for n in names:
+            m = self.procs[n].expect("hook", 30)
+            if m.get("rc") != 0:
+                raise RuntimeError("%s: mmk_hook_set_active(%d) returned %s" % (n, on, m.get("rc")))
+
+    # --- measurement -----------------------------------------------------
+    def window(self, segment, setting, phase, run, seconds, extra=None):
+        """Measures one window: run names the processes that run."""
+        b0, l0 = cpu_busy()
+        t0, m0 = time.time(), time.monotonic()
+        end = m0 + seconds
+        while time.monotonic() < end:
+            if setting == "mmk" and self.server:
+                st = self.control("slo status").get("slo") or {}
+                self.timeline.append({"round": self.args.round, "phase": phase, "t": time.monotonic(), "level": st.get("level"),
+                                      "rung": st.get("rung"), "services": [{k: s.get(k) for k in ("name", "State", "Detail")} for s in st.get("services") or []]})
+                time.sleep(min(0.5, max(0, end - time.monotonic())))
+            else:
+                time.sleep(max(0, end - time.monotonic()))
+        t1, m1 = time.time(), time.monotonic()
+        b1, l1 = cpu_busy()
+        w = {"round": self.args.round, "segment": segment, "setting": setting, "phase": phase, "run": sorted(run), "t0": t0, "t1": t1,
+             "m0": m0, "m1": m1, "gpu": self.sampler.window(t0, t1) if self.sampler else None,
+             "host_busy": round((b1 - b0) / max(l1 - l0, 1), 3)}
+        w.update(extra or {})
+        self.windows.append(w)
+        print("  %-8s %-12s %-9s %s" % (segment, setting, phase, w["gpu"]), flush=True)
+        return w
+
+    def rates(self, phase_index, services):
+        for name in services:
+            self.procs[name].send("rate %g" % self.svc_rates[name][phase_index])
+
+    def setting(self, segment, name, services, trainers, phases, prepare=None):
+        """Runs one setting through phases: services and trainers run, the
+        rest pause."""
+        run = set(services) | set(trainers)
+        for n, p in self.procs.items():
+            if n not in run:
+                p.send("pause")
+        if prepare:
+            prepare()
+        self.rates(phases[0][1], services)
+        for n in run:
+            self.procs[n].send("run")
+        time.sleep(self.args.settle)
+        for phase, idx in phases:
+            self.rates(idx, services)
+            self.window(segment, name, phase, run, self.args.phase_s)
+        for n in run:
+            self.procs[n].send("pause")
+
+    def references(self, segment, services, trainers):
+        """Each service alone at each rate; each trainer alone."""
+        for name, _, _, rates in SERVICES:
+            if name not in services:
+                continue
+            for idx, label in enumerate(("low", "medium", "high")):
+                self.setting(segment, "alone " + name, [name], [], [(label, idx)])
+        for t in trainers:
+            self.setting(segment, "alone " + t, [], [t], [("-", 0)])
+
+    def mps_segment(self):
+        a = self.args
+        self.mps(True)
+        self.start_server()
+        svcs = [s[0] for s in SERVICES]
+        for i, (name, model, batch, _) in enumerate(SERVICES):
+            self.start_service(i, name, model, batch, True, True)
+        hooked = list(svcs)
+        groups = {"h": [], "p70": [], "p50": []}
+        for model, batch in TRAINERS:
+            n = "%s-train" % model
+            self.start_trainer(n, model, batch, 1, 100, True, True)
+            groups["h"].append(n)
+            hooked.append(n)
+            for pct in (70, 50):
+                m = "%s-train-%d" % (model, pct)
+                self.start_trainer(m, model, batch, 1, pct, False, True)
+                groups["p%d" % pct].append(m)
+        self.go(svcs + groups["h"] + groups["p70"] + groups["p50"])
+        hooks = {"on": None}
+
+        def hooks_to(on):
+            def f():
+                if hooks["on"] != on:
+                    self.set_hooks(hooked, on)
+                    hooks["on"] = on
+            return f
+
+        def policy(line, on=True):
+            def f():
+                hooks_to(on)()
+                self.control("slo off")
+                self.control("policy " + line)
+            return f
+
+        # References, by hand (hooks off).
+        hooks_to(0)()
+        self.references("mps", svcs, groups["h"])
+        self.set_targets()
+
+        def mmk():
+            hooks_to(1)()
+            self.control("policy fifo")
+            self.control("slo on")
+
+        settings = [
+            ("together", [], policy("fifo", 0)),
+            ("prio", groups["h"], policy("fifo", 0)),
+            ("prio+70%", groups["p70"], policy("fifo", 0)),
+            ("prio+50%", groups["p50"], policy("fifo", 0)),
+            ("hold", groups["h"], policy("guard tau=-1ns", 1)),
+            ("mmk", groups["h"], mmk),
+        ]
+        if a.settings:
+            keep = a.settings.split(",")
+            settings = [s for s in settings if s[0] in keep]
+        k = a.round % len(settings)
+        for name, trainers, prep in settings[k:] + settings[:k]:
+            self.setting("mps", name, svcs, trainers, PHASES, prep)
+        self.control("slo off")
+        if not a.no_papers:
+            for name, pol in PAPERS:
+                self.setting("mps", name, svcs, groups["h"], [("high", 2)], policy(pol, 1))
+        self.control("policy fifo")
+        self.finish_segment("mps")
+        self.mps(False)
+
+    def set_targets(self):
+        """The services' targets: --slo, else --slo-mult times p99 alone at
+        the high rate in this round."""
+        given = dict(kv.split("=", 1) for kv in self.args.slo)
+        for name, _, _, _ in SERVICES:
+            if name in given:
+                t = given[name]
+            else:
+                p99 = self.alone_p99(name, "high")
+                t = "p99=%.1fms" % (self.args.slo_mult * p99)
+            self.targets[name] = t
+            self.control("slo target %s %s" % (name, t))
+            print("  target %s %s" % (name, t), flush=True)
+
+    def alone_p99(self, name, phase):
+        """p99 of the service alone at a phase's rate, asked of the worker."""
+        for w in self.windows:
+            if w["setting"] == "alone " + name and w["phase"] == phase:
+                self.procs[name].send("lat %f %f" % (w["m0"], w["m1"]))
+                lat = self.procs[name].expect("lat", 30)["ms"]
+                if lat:
+                    return pick(lat, 0.99)
+        raise RuntimeError("%s: no request alone at the %s rate to set its target from" % (name, phase))
+
+    def timeslice_segment(self):
+        """Time slicing, the GPU's default without MPS: processes of its
+        own (the MPS daemon is gone), names ending in -ts."""
+        svcs, tnames = [], []
+        for i, (name, model, batch, rates) in enumerate(SERVICES):
+            self.start_service(i, name + "-ts", model, batch, False, False)
+            self.svc_rates[name + "-ts"] = rates
+            svcs.append(name + "-ts")
+        for model, batch in TRAINERS:
+            n = "%s-train-ts" % model
+            self.start_trainer(n, model, batch, 0, 100, False, False)
+            tnames.append(n)
+        self.go(svcs + tnames)
+        self.setting("timeslice", "time slicing", svcs, tnames, PHASES)
+        self.finish_segment("timeslice")
+
+    def finish_segment(self, segment):
+        records = {}
+        for n, p in self.procs.items():
+            p.stop()
+            try:
+                records[n] = p.expect("records", 120)
+            except (TimeoutError, RuntimeError) as e:
+                print("  %s: %s" % (n, e), flush=True)
+            try:
+                p.p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.p.kill()
+        if self.server:
+            try:
+                self.server.p.stdin.close()
+                self.server.p.send_signal(2)
+                self.server.p.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.server.p.kill()
+            self.server = None
+        self.annotate(segment, records)
+        with gzip.open(os.path.join(self.args.out, "records-r%d-%s.json.gz" % (self.args.round, segment)), "wt") as f:
+            json.dump(records, f)
+        self.procs = {}
+
+    def annotate(self, segment, records):
+        """Cuts each window out of the records: per service and trainer."""
+        for w in self.windows:
+            if w["segment"] != segment:
+                continue
+            w["services"], w["trainers"] = {}, {}
+            for n in w["run"]:
+                r = records.get(n)
+                if not r:
+                    continue
+                if r.get("role") == "svc":
+                    lat = [(e - a) * 1e3 for a, s, e in r["requests"] if w["m0"] <= a <= w["m1"]]
+                    svc = n[:-3] if n.endswith("-ts") else n
+                    t = self.targets.get(svc, "")
+                    bound = float(t.split("=")[1][:-2]) if t.endswith("ms") else None
+                    if lat:
+                        w["services"][svc] = {"n": len(lat), "p50_ms": round(pick(lat, 0.5), 3), "p99_ms": round(pick(lat, 0.99), 3),
+                                              "late": sum(1 for x in lat if bound and x > bound), "bound_ms": bound}
+                else:
+                    st = [x for x in r.get("steps", []) if w["t0"] <= x <= w["t1"]]
+                    its = (len(st) - 1) / (st[-1] - st[0]) if len(st) >= 2 else len(st) / (w["t1"] - w["t0"])
+                    w["trainers"][n] = {"steps": len(st), "it_s": round(its, 3)}
+
+    def finish(self):
+        with open(os.path.join(self.args.out, "windows.jsonl"), "a") as f:
+            for w in self.windows:
+                f.write(json.dumps(w) + "\n")
+        with open(os.path.join(self.args.out, "slo.jsonl"), "a") as f:
+            for t in self.timeline:
+                f.write(json.dumps(t) + "\n")
+        if self.sampler:
+            self.sampler.stop.set()
+        self.spinner.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--round", type=int, default=0, help="rotates the order of the settings")
+    ap.add_argument("--phase-s", type=float, default=12)
+    ap.add_argument("--settle", type=float, default=1.5)
+    ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms (repeatable)")
+    ap.add_argument("--slo-mult", type=float, default=2.0)
+    ap.add_argument("--ladder", default="priority,hold,suspend", help="mmk's rungs (kernelsched serve --slo-ladder)")
+    ap.add_argument("--masks", action="store_true", help="the hooked trainers may be TPC-masked (MMK_TPC_MASK=1)")
+    ap.add_argument("--settings", default="", help="comma-separated: only these settings")
+    ap.add_argument("--no-papers", action="store_true")
+    ap.add_argument("--timeslice", action="store_true")
+    ap.add_argument("--pin", type=int, default=1)
+    ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
+    ap.add_argument("--fake", action="store_true")
+    args = ap.parse_args()
+    if args.fake:
+        args.phase_s, args.settle = min(args.phase_s, 0.6), 0.1
+    b = Bench(args)
+    t = time.time()
+    try:
+        b.mps_segment()
+        if args.timeslice:
+            b.timeslice_segment()
+    finally:
+        b.mps(False)
+        b.finish()
+    print("slo: %d windows in %.0f s" % (len(b.windows), time.time() - t), flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "slo_report.py"), args.out], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSLODryRun runs the SLO benchmark's protocol without a GPU (DRY=1:
+// sleeping workers, a real kernel scheduler server with the latency
+// controller): every setting runs through every load phase, the papers'
+// policies at the high phase, each window holds the services' and
+// trainers' numbers, and the report answers the issue's questions.
+func TestSLODryRun(t *testing.T) {
+	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms")
+	type window struct {
+		Round    int
+		Setting  string
+		Phase    string
+		Services map[string]struct {
+			N      int     `json:"n"`
+			BoundMs float64 `json:"bound_ms"`
+		}
+		Trainers map[string]struct {
+			ItS float64 `json:"it_s"`
+		}
+	}
+	ws := jsonLines[window](t, filepath.Join(out, "windows.jsonl"))
+	seen := map[string][]string{}
+	for _, w := range ws {
+		seen[w.Setting] = append(seen[w.Setting], w.Phase)
+		if w.Round != 2 {
+			t.Errorf("round %d, want 2", w.Round)
+		}
+		for name, s := range w.Services {
+			if s.N == 0 || (name == "svc-b1" && s.BoundMs != 50) {
+				t.Errorf("%s %s: service %s %+v", w.Setting, w.Phase, name, s)
+			}
+		}
+	}
+	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk"} {
+		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
+			t.Errorf("setting %s ran phases %v", s, seen[s])
+		}
+	}
+	for _, s := range []string{"fikit", "mmk-check", "hpf", "piv"} {
+		if !slices.Equal(seen[s], []string{"high"}) {
+			t.Errorf("paper policy %s ran phases %v", s, seen[s])
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Phase high", "| **mmk** |", "Whole run: mmk's trainers", "batch-1 service under mmk"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "round-2.svg")); err != nil {
+		t.Error(err)
+	}
+}

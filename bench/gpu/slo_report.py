@@ -1,0 +1,235 @@
+"""The report of bench/gpu/slo.py runs: python3 slo_report.py OUT.
+
+Reads OUT/windows.jsonl (every round appended) and OUT/slo.jsonl, writes
+OUT/report.md and one plot per round (OUT/round-R.svg), and prints the
+report. Per round and load phase: each service's SLO attainment (requests
+within its target), p50 and p99 against alone at the same rate (measured
+in the same round), the trainers' throughput against alone (mean over
+trainers), and STP (trainers' normalised throughput plus the services'
+share of requests served). Then the issue's questions: which static
+setting holds every target in every phase (the one a user would have to
+pick without knowing the load), mmk's trainer throughput against it over
+the whole run and against the best static setting of each phase, and the
+batch-1 service's p50 under mmk. Across rounds: medians [min-max].
+"""
+import json
+import os
+import statistics
+import sys
+
+STATIC = ["prio", "prio+70%", "prio+50%", "hold", "time slicing"]
+HELD = 0.99
+
+
+def load(out):
+    wins = [json.loads(l) for l in open(os.path.join(out, "windows.jsonl")) if l.strip()]
+    tl = []
+    p = os.path.join(out, "slo.jsonl")
+    if os.path.exists(p):
+        tl = [json.loads(l) for l in open(p) if l.strip()]
+    return wins, tl
+
+
+def base(trainer):
+    """A trainer process's base name: vgg19-train-70 -> vgg19-train."""
+    for suffix in ("-ts", "-70", "-50"):
+        if trainer.endswith(suffix):
+            trainer = trainer[: -len(suffix)]
+    return trainer
+
+
+def rate_label(phase):
+    return "low" if phase.startswith("low") else phase
+
+
+def round_stats(ws):
+    """Per (setting, phase) of one round: the metrics."""
+    alone_svc, alone_lp = {}, {}
+    for w in ws:
+        if w["setting"].startswith("alone "):
+            for n, s in w.get("services", {}).items():
+                alone_svc[(n, w["phase"])] = s
+            for n, t in w.get("trainers", {}).items():
+                alone_lp[n] = t["it_s"]
+    out = {}
+    for w in ws:
+        if w["setting"].startswith("alone "):
+            continue
+        m = {"services": {}, "trainers": {}}
+        for n, s in w.get("services", {}).items():
+            a = alone_svc.get((n, rate_label(w["phase"])))
+            m["services"][n] = {"attain": 1 - s["late"] / s["n"] if s["n"] else 1, "n": s["n"], "late": s["late"],
+                                "p50": s["p50_ms"], "p99": s["p99_ms"], "p50x": s["p50_ms"] / a["p50_ms"] if a else None,
+                                "p99x": s["p99_ms"] / a["p99_ms"] if a else None}
+        for n, t in w.get("trainers", {}).items():
+            a = alone_lp.get(base(n))
+            m["trainers"][n] = t["it_s"] / a if a else None
+        tr = [v for v in m["trainers"].values() if v is not None]
+        m["train"] = statistics.fmean(tr) if tr else 0.0
+        m["stp"] = sum(tr) + len(m["services"])
+        m["attain"] = min((s["attain"] for s in m["services"].values()), default=1)
+        out[(w["setting"], w["phase"])] = m
+    return out
+
+
+def verdict(st, phases):
+    """The issue's comparisons for one round."""
+    v = {"phases": phases}
+    settings = sorted({s for s, _ in st})
+    whole = {s: statistics.fmean(st[(s, p)]["train"] for p in phases) for s in settings if all((s, p) in st for p in phases)}
+    holds = {s: all(st[(s, p)]["attain"] >= HELD for p in phases) for s in whole}
+    static_ok = [s for s in STATIC if holds.get(s)]
+    v["whole"] = whole
+    v["holds"] = holds
+    if "mmk" in whole:
+        if static_ok:
+            best = max(static_ok, key=lambda s: whole[s])
+            v["best_static"] = best
+            v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
+        else:
+            att = {s: min(st[(s, p)]["attain"] for p in phases) for s in STATIC if s in whole}
+            if att:
+                best = max(att, key=lambda s: (att[s], whole[s]))
+                v["best_static"] = best + " (highest attainment; none holds every phase)"
+                v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
+        per = {}
+        for p in phases:
+            ok = [s for s in STATIC if (s, p) in st and st[(s, p)]["attain"] >= HELD]
+            mm = st.get(("mmk", p))
+            if not mm:
+                continue
+            row = {"mmk_attain": mm["attain"], "mmk_train": mm["train"]}
+            if ok:
+                b = max(ok, key=lambda s: st[(s, p)]["train"])
+                row.update(best=b, best_train=st[(b, p)]["train"], ratio=mm["train"] / st[(b, p)]["train"] if st[(b, p)]["train"] else None,
+                           held=mm["attain"] >= HELD)
+            per[p] = row
+        v["per_phase"] = per
+        b1 = [st[("mmk", p)]["services"].get("svc-b1", {}).get("p50x") for p in phases if ("mmk", p) in st]
+        v["b1_p50x"] = [x for x in b1 if x is not None]
+    return v
+
+
+def fmt(x, f="%.2f"):
+    return "-" if x is None else f % x
+
+
+def spread(v, f="%.2f"):
+    v = [x for x in v if x is not None]
+    if not v:
+        return "-"
+    if len(v) == 1:
+        return f % v[0]
+    return (f + " [" + f + "-" + f + "]") % (statistics.median(v), min(v), max(v))
+
+
+def svg(path, rnd, st, phases, tl):
+    """Per setting and phase: the trainers' throughput (bar) and the lowest
+    attainment (dot); below, mmk's rung over time."""
+    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "time slicing"] if any((s, p) in st for p in phases)]
+    W, H, left, top = 860, 360, 60, 30
+    cw = (W - left - 20) / max(len(settings), 1)
+    bw = cw / (len(phases) + 1)
+    g = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H + 170),
+         '<text x="%d" y="16" font-size="13">SLO benchmark, round %d: trainers\' throughput against alone (bars), lowest SLO attainment (dots, 99 %% line)</text>' % (left, rnd)]
+    y = lambda v: top + (1 - v) * (H - top - 40)
+    g.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c00" stroke-dasharray="4"/>' % (left, y(HELD), W - 20, y(HELD)))
+    for k in (0, 0.5, 1):
+        g.append('<text x="%d" y="%.1f" text-anchor="end">%.1f</text>' % (left - 4, y(k) + 4, k))
+    colors = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
+    for i, s in enumerate(settings):
+        x0 = left + i * cw
+        g.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x0 + cw / 2, H - 10, s))
+        for j, p in enumerate(phases):
+            m = st.get((s, p))
+            if not m:
+                continue
+            x = x0 + (j + 0.5) * bw
+            t = min(m["train"], 1.2)
+            g.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: trainers %.2f, attainment %.3f</title></rect>' % (
+                x, y(t), bw * 0.8, y(0) - y(t), colors[j % 4], s, p, m["train"], m["attain"]))
+            g.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="#000"/>' % (x + bw * 0.4, y(max(m["attain"], 0))))
+    for j, p in enumerate(phases):
+        g.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>' % (left + j * 110, H + 2, colors[j % 4], left + j * 110 + 14, H + 11, p))
+    pts = [t for t in tl if t.get("round") == rnd and t.get("level") is not None]
+    if pts:
+        t0, t1 = pts[0]["t"], pts[-1]["t"]
+        top2, h2 = H + 40, 100
+        levels = max(t["level"] for t in pts) + 1
+        g.append('<text x="%d" y="%d" font-size="13">mmk: the controller\'s rung over the run (0: priority alone)</text>' % (left, top2 - 8))
+        xs = lambda t: left + (t - t0) / max(t1 - t0, 1e-9) * (W - left - 20)
+        ys = lambda l: top2 + h2 - l / max(levels - 1, 1) * h2
+        path_d = " ".join(("M" if i == 0 else "L") + "%.1f %.1f" % (xs(t["t"]), ys(t["level"])) for i, t in enumerate(pts))
+        g.append('<path d="%s" fill="none" stroke="#333" stroke-width="1.5"/>' % path_d)
+        last = None
+        for t in pts:
+            if t["phase"] != last:
+                g.append('<text x="%.1f" y="%d">%s</text>' % (xs(t["t"]), top2 + h2 + 14, t["phase"]))
+                last = t["phase"]
+        for l in range(levels):
+            name = next((t["rung"] for t in pts if t["level"] == l), "")
+            g.append('<text x="%d" y="%.1f" text-anchor="end" font-size="9">%s</text>' % (left - 4, ys(l) + 3, name))
+    g.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(g) + "\n")
+
+
+def main(out):
+    wins, tl = load(out)
+    rounds = sorted({w["round"] for w in wins})
+    phases = []
+    for w in wins:
+        if w["setting"] == "prio" and w["phase"] not in phases:
+            phases.append(w["phase"])
+    lines = ["# SLO benchmark", "", "Raw lines: windows.jsonl (one per setting and phase), slo.jsonl (mmk's rung); plots: round-R.svg.", ""]
+    per_round = {}
+    for r in rounds:
+        st = round_stats([w for w in wins if w["round"] == r])
+        per_round[r] = (st, verdict(st, phases))
+        svg(os.path.join(out, "round-%d.svg" % r), r, st, phases, tl)
+    settings = []
+    for w in wins:
+        if not w["setting"].startswith("alone ") and w["setting"] not in settings:
+            settings.append(w["setting"])
+    services = sorted({n for st, _ in per_round.values() for m in st.values() for n in m["services"]})
+    for p in phases:
+        rows = [s for s in settings if any((s, p) in st for st, _ in per_round.values())]
+        lines += ["## Phase %s (%d rounds; medians [min-max])" % (p, len(rounds)), "",
+                  "| setting | " + " | ".join("%s attainment | %s p50/alone | %s p99/alone" % (n, n, n) for n in services) + " | trainers / alone | STP |",
+                  "|---|" + "---|" * (3 * len(services) + 2)]
+        for s in rows:
+            cells = []
+            for n in services:
+                vals = [st[(s, p)]["services"].get(n) for st, _ in per_round.values() if (s, p) in st]
+                vals = [v for v in vals if v]
+                cells += [spread([100 * v["attain"] for v in vals], "%.1f%%"), spread([v["p50x"] for v in vals]), spread([v["p99x"] for v in vals])]
+            tr = [st[(s, p)]["train"] for st, _ in per_round.values() if (s, p) in st]
+            stp = [st[(s, p)]["stp"] for st, _ in per_round.values() if (s, p) in st]
+            name = "**%s**" % s if s == "mmk" else s
+            lines.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), spread(tr), spread(stp)))
+        lines.append("")
+    lines += ["## The issue's questions, per round", ""]
+    for r in rounds:
+        st, v = per_round[r]
+        lines.append("Round %d: static settings holding every target in every phase: %s." % (
+            r, ", ".join(s for s in STATIC if v["holds"].get(s)) or "none"))
+        if "mmk_over_best" in v:
+            lines.append("- Whole run: mmk's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); mmk holds every phase: %s." % (
+                fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best_static"].split(" ")[0])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
+        for p, row in v.get("per_phase", {}).items():
+            if "best" in row:
+                lines.append("- %s: best static %s (trainers %.2f); mmk %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)." % (
+                    p, row["best"], row["best_train"], row["mmk_train"], fmt(row["ratio"]), 100 * row["mmk_attain"]))
+            else:
+                lines.append("- %s: no static setting held every target; mmk's lowest attainment %.1f %%, trainers %.2f." % (p, 100 * row["mmk_attain"], row["mmk_train"]))
+        if v.get("b1_p50x"):
+            lines.append("- batch-1 service under mmk: p50 %s of alone (goal at most 1.10x)." % ", ".join("%.2fx" % x for x in v["b1_p50x"]))
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
