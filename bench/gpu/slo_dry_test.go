@@ -20,7 +20,7 @@ func TestSLODryRun(t *testing.T) {
 		Setting  string
 		Phase    string
 		Services map[string]struct {
-			N      int     `json:"n"`
+			N       int     `json:"n"`
 			BoundMs float64 `json:"bound_ms"`
 		}
 		Trainers map[string]struct {
