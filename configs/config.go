@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 )
@@ -38,6 +39,55 @@ type Config struct {
 	KernelSched KernelSchedConfig `mapstructure:"kernelsched"`
 	Predictor   PredictorConfig   `mapstructure:"predictor"`
 	Placement   PlacementConfig   `mapstructure:"placement"`
+	SLO         SLOConfig         `mapstructure:"slo"`
+}
+
+// SLOConfig configures the online jobs' latency targets and the
+// controller that holds them (docs/slo.md). It needs kernel scheduling.
+type SLOConfig struct {
+	// Controller lets each instance's controller restrain the offline jobs
+	// beside online ones as the targets need; off, requests are measured
+	// and shown only.
+	Controller bool `mapstructure:"controller"`
+	// Default is the target of an online job that declares none ("" :
+	// none).
+	Default string `mapstructure:"default"`
+	// Ladder are the restraints the controller climbs, cheapest first.
+	Ladder []string `mapstructure:"ladder"`
+	// Window is how far back a service's requests are judged; Calm how
+	// long every service must stay well within its target before a step
+	// down.
+	Window time.Duration `mapstructure:"window"`
+	Calm   time.Duration `mapstructure:"calm"`
+}
+
+// Target is the default target, parsed (zero: none). Validate checks it.
+func (c SLOConfig) Target() slo.Target {
+	t, _ := slo.Parse(c.Default)
+	return t
+}
+
+// ControllerConfig is the controller's configuration (Validate checks
+// the ladder).
+func (c SLOConfig) ControllerConfig() slo.Config {
+	l, _ := slo.ParseLadder(c.Ladder)
+	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm}
+}
+
+// validate checks the default target, the ladder and the durations.
+func (c SLOConfig) validate() error {
+	if c.Default != "" {
+		if _, err := slo.Parse(c.Default); err != nil {
+			return &FieldError{Key: "slo.default", Value: c.Default, Reason: err.Error()}
+		}
+	}
+	if _, err := slo.ParseLadder(c.Ladder); err != nil {
+		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","), Reason: err.Error()}
+	}
+	if err := positive("slo.window", int64(c.Window)); err != nil {
+		return err
+	}
+	return positive("slo.calm", int64(c.Calm))
 }
 
 // JobsConfig sets the defaults and limits of jobs.
@@ -223,6 +273,7 @@ func (c *Config) Validate() error {
 		notNegative("jobs.backup_every", int64(c.Jobs.BackupEvery)),
 		positive("server.max_conns", int64(c.Server.MaxConns)),
 		positive("server.max_streams", int64(c.Server.MaxStreams)),
+		c.SLO.validate(),
 	}
 	for _, err := range checks {
 		if err != nil {

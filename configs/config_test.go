@@ -151,6 +151,9 @@ func TestDaemonKeys(t *testing.T) {
 		{"bad mps switch", []string{"MMK_MPS_ENABLED=maybe"}, "mps.enabled"},
 		{"zero memory", []string{"MMK_JOBS_DEFAULT_MEMORY_MIB=0"}, "jobs.default_memory_mib"},
 		{"duration", []string{"MMK_JOBS_STOP_GRACE=3s"}, ""},
+		{"default slo", []string{"MMK_SLO_DEFAULT=p99=2x"}, ""},
+		{"slo without a unit", []string{"MMK_SLO_DEFAULT=p99=25"}, "slo.default"},
+		{"slo window", []string{"MMK_SLO_WINDOW=0s"}, "slo.window"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,6 +167,12 @@ func TestDaemonKeys(t *testing.T) {
 				}
 				if tc.name == "duration" && c.Jobs.StopGrace.Seconds() != 3 {
 					t.Errorf("stop_grace %v", c.Jobs.StopGrace)
+				}
+				if tc.name == "default slo" && c.SLO.Target().Ratio != 2 {
+					t.Errorf("slo.default %q parsed to %v", c.SLO.Default, c.SLO.Target())
+				}
+				if tc.name == "defaults" && (!c.SLO.Controller || len(c.SLO.ControllerConfig().Ladder) != 5) {
+					t.Errorf("slo %+v", c.SLO)
 				}
 				return
 			}

@@ -255,6 +255,19 @@ func (s *Store) Transition(id string, to State, now time.Time, reason string, fn
 	return out, err
 }
 
+// Note adds an event to a job that changes nothing of it (what mmk did
+// beside it: the latency controller suspended it, say); From and To are
+// its state.
+func (s *Store) Note(id string, now time.Time, reason string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		var j Job
+		if err := get(tx, id, &j); err != nil {
+			return err
+		}
+		return putEvent(tx, id, Event{Time: now, From: j.State, To: j.State, Reason: reason})
+	})
+}
+
 // Update changes a job's fields other than its state (a pid, say).
 func (s *Store) Update(id string, now time.Time, fn func(*Job)) (Job, error) {
 	var out Job

@@ -33,7 +33,12 @@ func (n *Node) identifyTask(key string) func(server.Peer) (server.Identity, erro
 		if p.UID != uid {
 			return server.Identity{}, fmt.Errorf("process %d runs as uid %d, its job %s as uid %d", p.PID, p.UID, j.ID, uid)
 		}
-		return server.Identity{Priority: j.Priority, Online: j.Online(), TaskKey: j.TaskKey, Name: truncate(j.Spec.Name, 63)}, nil
+		id := server.Identity{Priority: j.Priority, Online: j.Online(), TaskKey: j.TaskKey, Name: truncate(j.Spec.Name, 63), Job: j.ID}
+		if j.Online() && n.cfg.SLO != nil {
+			t := j.Target(n.cfg.SLO.Default)
+			id.Target = &t
+		}
+		return id, nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
@@ -134,6 +135,7 @@ func (n *Node) restart(id, reason string) {
 // stop asks a job's supervisor to stop it; a request that fails is tried
 // again at each decision.
 func (n *Node) stop(id string) {
+	n.resumeIfSuspended(id)
 	if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err != nil {
 		n.cfg.Log.Error("stop job; trying again at the next decision", "job", id, "err", err)
 		n.stopRetry[id] = true
@@ -244,6 +246,7 @@ func (n *Node) cancel(id, reason string) (jobs.Job, error) {
 		return jobs.Job{}, err
 	}
 	if live {
+		n.resumeIfSuspended(id)
 		err := n.cfg.Runner.Stop(id, n.cfg.StopGrace)
 		switch {
 		case errors.Is(err, jobs.ErrNotStarted):
@@ -313,6 +316,13 @@ func (n *Node) recover(ctx context.Context) {
 			n.exited(ctx, exitEvent{id: id, exit: *exit})
 		case err == nil:
 			n.cfg.Log.Info("recovery: adopted running job", "job", id, "pid", proc.PID)
+			// A latency controller of the last mmkd may have left it
+			// stopped (SIGSTOP): it runs on.
+			if proc.PID > 0 {
+				if err := syscall.Kill(-proc.PID, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
+					n.cfg.Log.Warn("recovery: continue adopted job", "job", id, "err", err)
+				}
+			}
 			if j.State == jobs.Placed {
 				if _, err := n.move(id, jobs.Running, "adopted after a restart of mmkd", func(j *jobs.Job) {
 					j.PID, j.ShimPID, j.StartedAt = proc.PID, proc.ShimPID, proc.StartedAt

@@ -57,6 +57,9 @@ type Config struct {
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig
+	// SLO is the latency controller of each instance's kernel scheduler
+	// (slo.go); nil: none (requests are not measured).
+	SLO *SLOConfig
 	// DefaultMemoryMiB is the memory of a job that gave none.
 	DefaultMemoryMiB int64
 	// MemLimit says which jobs' MPS clients get a device memory limit
@@ -141,6 +144,9 @@ type Node struct {
 	usageMu sync.Mutex
 	usage   map[string]*jobUsage
 	usageAt time.Time
+
+	// slo is what the latency controllers did to jobs (slo.go).
+	slo sloState
 }
 
 // pruneEvery is how often finished jobs past their retention are removed.
@@ -274,6 +280,7 @@ func New(cfg Config) (*Node, error) {
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
 		usage: map[string]*jobUsage{},
+		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)

@@ -33,17 +33,23 @@ type SchedConfig struct {
 // kernel profile yet and that no other running job is profiling: the
 // hook measures its first runs (trace.ProfilePhase) and the loop turns the
 // trace into the profile, which the instance's scheduler then loads. A
-// policy that decides without profiles (fifo, the default) needs none:
-// the job then runs unprofiled, and a profile taken earlier stays in
-// ProfileDir for a policy that needs it.
+// policy that decides without profiles (fifo, the default) needs none,
+// unless the latency controller may hold launches (an offline job is then
+// profiled): the job then runs unprofiled, and a profile taken earlier
+// stays in ProfileDir for a policy that needs it.
 func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
 	c := n.cfg.Sched
 	if c.ProfileDir == "" {
 		return nil, nil
 	}
 	need, err := kernelsched.NeedsProfiles(c.Policy)
-	if err != nil || !need {
+	if err != nil {
 		return nil, err
+	}
+	// The latency controller may switch to guard, which holds by the
+	// offline jobs' predicted block times.
+	if !need && !(n.ladderHolds() && !j.Online()) {
+		return nil, nil
 	}
 	for _, p := range n.phases {
 		if p.Key == j.TaskKey {
@@ -123,6 +129,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
 		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
+		SLO: n.sloServerConfig(key),
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)

@@ -149,7 +149,10 @@ type ServiceStatus struct {
 	// requests it rests on (0: not measured).
 	Alone  time.Duration
 	AloneN int
-	State  State
+	// Reported says the service reports its own latencies (judged by
+	// them); else the hook measures them.
+	Reported bool
+	State    State
 	// Detail says State in numbers.
 	Detail string
 }
@@ -449,7 +452,7 @@ func (c *Controller) Status(now time.Duration) []ServiceStatus {
 	for _, sv := range c.services {
 		t := sv.tr.Target()
 		st := ServiceStatus{ID: sv.id, Target: t, Bound: sv.tr.Bound(), Recent: sv.tr.Window(now-c.cfg.Window, now),
-			State: sv.state, Detail: sv.detail, AloneN: len(sv.alone)}
+			State: sv.state, Detail: sv.detail, AloneN: len(sv.alone), Reported: sv.tr.Reported()}
 		st.Total, st.Late = sv.tr.Total()
 		if len(sv.alone) > 0 {
 			st.Alone = aloneAt(sv.alone, cmp.Or(t.Percentile, 99))

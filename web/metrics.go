@@ -162,6 +162,9 @@ func newMetricsHandler(n Node, log *slog.Logger) http.Handler {
 	if u, ok := n.(UsageNode); ok {
 		reg.MustRegister(newJobCollector(u))
 	}
+	if sn, ok := n.(SLONode); ok {
+		reg.MustRegister(newSLOCollector(sn))
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{log},
 		ErrorHandling: promhttp.ContinueOnError,

@@ -154,6 +154,8 @@ func (s *Server) routes() {
 	jobs.POST("/jobs/:id/cancel", s.handle(s.cancelJob))
 	jobs.GET("/jobs/:id/logs", s.jobLogs)
 	jobs.GET("/jobs/:id/usage", s.handle(s.jobUsage))
+	jobs.GET("/jobs/:id/slo", s.handle(s.jobSLO))
+	jobs.GET("/slo", s.handle(s.slo))
 	jobs.GET("/usage", s.handle(s.usage))
 	jobs.GET("/instances", s.handle(s.instances))
 	jobs.GET("/plan", s.handle(s.plan))

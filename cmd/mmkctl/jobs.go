@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/jobs"
-	"github.com/mmkgpu/mmk/node"
 )
 
 // jobsFlags are the flags of `mmkctl jobs`.
@@ -55,13 +54,13 @@ func newJobsCommand(a *app) *cobra.Command {
 			if p.json {
 				return p.JSON(list)
 			}
-			var usage map[string]node.JobUsage // the wide table's
+			var w *wideInfo // the wide table's
 			if p.wide {
-				if usage, err = jobsUsage(cmd.Context(), c); err != nil {
+				if w, err = readWide(cmd.Context(), c); err != nil {
 					return err
 				}
 			}
-			return printJobs(p, list, usage, time.Now())
+			return printJobs(p, list, w, time.Now())
 		},
 	}
 	fl := cmd.Flags()
@@ -100,17 +99,19 @@ func (c *client) listJobs(ctx context.Context, q url.Values, limit int) ([]jobs.
 	}
 }
 
-// printJobs writes jobs as a table; with usage (the wide table, -o wide,
-// never nil there) each job's GPU use and the reason for its state too.
-func printJobs(p printer, list []jobs.Job, usage map[string]node.JobUsage, now time.Time) error {
+// printJobs writes jobs as a table; with w (the wide table, -o wide)
+// each job's GPU use, an online job's latency against its target, and
+// the reason for its state too.
+func printJobs(p printer, list []jobs.Job, w *wideInfo, now time.Time) error {
 	if len(list) == 0 {
 		p.Line("no jobs")
 		return nil
 	}
-	wide := usage != nil
+	wide := w != nil
 	head := []string{"ID", "NAME", "TYPE", "STATE", "PRIO", "MEMORY"}
 	if wide {
 		head = append(head, usageHeader...)
+		head = append(head, sloHeader...)
 	}
 	head = append(head, "PLACEMENT", "AGE")
 	if wide {
@@ -120,7 +121,8 @@ func printJobs(p printer, list []jobs.Job, usage map[string]node.JobUsage, now t
 	for i, j := range list {
 		row := []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority), mib(j.MemoryMiB)}
 		if wide {
-			row = append(row, usageCells(j, usage)...)
+			row = append(row, usageCells(j, w.usage)...)
+			row = append(row, sloCells(j, w.slo)...)
 		}
 		row = append(row, placement(j.Placement), age(now, j.CreatedAt))
 		if wide {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -186,8 +187,12 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
+	var sloCfg *node.SLOConfig
+	if sc != nil {
+		sloCfg = &node.SLOConfig{Off: !cfg.SLO.Controller, Default: cfg.SLO.Target(), Controller: cfg.SLO.ControllerConfig()}
+	}
 	n, err := node.New(node.Config{
-		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm,
+		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,
 		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
 		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
@@ -197,7 +202,8 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		store.Close()
 		return nil, nil, err
 	}
-	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage, "spread", cfg.Placement.Spread)
+	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage, "spread", cfg.Placement.Spread,
+		"sloController", sc != nil && cfg.SLO.Controller, "sloDefault", cfg.SLO.Default, "sloLadder", strings.Join(cfg.SLO.Ladder, ","))
 	ctx, stopBackups := context.WithCancel(context.Background())
 	backups := make(chan struct{})
 	go func() {

@@ -19,7 +19,8 @@
  * It also plays the driver's kernel descriptor callback that the hook's TPC
  * masks use (tpcmask.c): cuGetExportTable hands out the callback table for
  * its id only, one subscriber, and fake_launch runs the pre-upload callback
- * on a Hopper descriptor (version 4.0) before the kernel is queued; a
+ * on a Hopper descriptor (version 4.0) before the kernel is queued (one
+ * subscriber to the driver's callbacks in all: CUPTI, or the table's); a
  * kernel whose descriptor keeps k of the fake GPU's 66 TPCs runs 66/k
  * times as long, as a kernel of many blocks does on fewer TPCs. Built by
  * the tests, never shipped.
@@ -44,9 +45,13 @@ static void *subscriber_data;
  * hook's watcher does, protocol step 8), as CUPTI allows. */
 static _Atomic unsigned char enabled[FAKE_MAX_CBID];
 
+/* The driver's callbacks take one subscriber, CUPTI or another through
+ * its callback table (as an H200 with driver 580 does). */
+static int table_taken(void);
+
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiSubscribe(mmk_CUpti_SubscriberHandle *sub, mmk_CUpti_CallbackFunc cb, void *data)
 {
-	if (subscriber)
+	if (subscriber || table_taken())
 		return 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
 	if (!sub || !cb)
 		return 1; /* CUPTI_ERROR_INVALID_PARAMETER */
@@ -251,10 +256,12 @@ static _Atomic int qmd_on;
 static _Atomic uint64_t tpc_masked;
 static _Atomic uint32_t tpc_last_keep;
 
+static int table_taken(void) { return qmd_cb != NULL; }
+
 static int fake_subscribe(uint32_t *handle, qmd_fn cb, void *data)
 {
-	if (qmd_cb)
-		return 1; /* one subscriber */
+	if (qmd_cb || subscriber)
+		return 210; /* CUDA_ERROR_ALREADY_ACQUIRED: one subscriber */
 	if (!handle || !cb)
 		return 1;
 	qmd_cb = cb, qmd_data = data;

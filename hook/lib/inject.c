@@ -256,6 +256,19 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	stats_path = getenv("MMK_HOOK_STATS");
 	if (stats_path && !*stats_path)
 		stats_path = NULL;
+	if (stats_path)
+		atexit(write_stats);
+	static const struct mmk_client_hooks client_hooks = {mmk_observe_init, set_launches};
+	/* The driver takes one subscriber to its callbacks, CUPTI's or
+	 * another's: TPC masks (MMK_TPC_MASK=1) take it first, and the job's
+	 * launches then go unseen (an offline job a latency controller masks
+	 * needs no launch of it seen); it still talks to its kernel scheduler,
+	 * which sets its mask. */
+	if (mmk_tpcmask_init()) {
+		mmk_log(0, "TPC masks hold the driver's callbacks (MMK_TPC_MASK=1): launches and synchronisations are not seen");
+		mmk_client_init(&client_hooks);
+		return 1;
+	}
 	void *h = open_cupti();
 	if (!h) {
 		mmk_log(1, "no CUPTI library (set MMK_CUPTI_PATH); launches are not seen");
@@ -279,11 +292,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	pthread_mutex_unlock(&cb_mu);
 	pthread_atfork(cb_lock, cb_unlock, cb_unlock);
 	mmk_profile_init(h);
-	static const struct mmk_client_hooks client_hooks = {mmk_observe_init, set_launches};
 	mmk_client_init(&client_hooks);
-	mmk_tpcmask_init();
-	if (stats_path)
-		atexit(write_stats);
 	mmk_log(0, "hooked %zu launch and %d synchronisation callbacks", sizeof callback_ids / sizeof *callback_ids, n_sync);
 	return 1;
 }

@@ -14,6 +14,11 @@
  * MMK_TPC_KEEP=N masks every kernel to N TPCs while no kernel scheduler
  * asks otherwise (bench/gpu/tpcmask.py measures masks that way).
  *
+ * The driver takes one subscriber to its callbacks, and CUPTI is one
+ * (measured on an H200, driver 580: a second subscription is refused with
+ * CUDA_ERROR_ALREADY_ACQUIRED, 210). The hook therefore subscribes for
+ * masks before CUPTI, and a masked job's launches go unseen (inject.c).
+ *
  * Everything fails open: no driver table, a descriptor of another size or
  * version, or a subscription the driver refuses leaves every kernel
  * unmasked, logged once and told to the server (tpc_state). The hook only
@@ -112,11 +117,11 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 		mmk_tpc_state(MMK_TPC_MASKING);
 }
 
-void mmk_tpcmask_init(void)
+int mmk_tpcmask_init(void)
 {
 	const char *v = getenv("MMK_TPC_MASK");
 	if (!v || strcmp(v, "1") != 0)
-		return;
+		return 0;
 	/* MMK_TPC_KEEP fixes the TPCs kept while no kernel scheduler asks
 	 * for a mask: for measuring masks without one. */
 	const char *k = getenv("MMK_TPC_KEEP");
@@ -133,24 +138,26 @@ void mmk_tpcmask_init(void)
 	export_table_fn get = cuda ? (export_table_fn)dlsym(cuda, "cuGetExportTable") : NULL;
 	if (!get) {
 		give_up(cuda ? "the CUDA driver has no cuGetExportTable" : "no CUDA driver loaded", 0);
-		return;
+		return 0;
 	}
 	const void *const *table = NULL;
 	int r = get((const void **)&table, callback_table_id);
 	if (r || !table || !table[TABLE_SUBSCRIBE] || !table[TABLE_ENABLE]) {
 		give_up("the CUDA driver has no callback table", (unsigned)r);
-		return;
+		return 0;
 	}
 	subscribe_fn subscribe = (subscribe_fn)(uintptr_t)table[TABLE_SUBSCRIBE];
 	enable_fn enable = (enable_fn)(uintptr_t)table[TABLE_ENABLE];
 	uint32_t handle = 0;
 	if ((r = subscribe(&handle, on_descriptor, NULL)) != 0) {
 		give_up("the CUDA driver refused the descriptor callback's subscription", (unsigned)r);
-		return;
+		return 0;
 	}
 	if ((r = enable(1, handle, QMD_DOMAIN, QMD_PRE_UPLOAD)) != 0) {
+		/* Subscribed: the driver's callbacks stay ours, CUPTI's are gone. */
 		give_up("the CUDA driver refused to enable the descriptor callback", (unsigned)r);
-		return;
+		return 1;
 	}
 	mmk_log(0, "TPC masks ready (MMK_TPC_MASK=1)");
+	return 1;
 }

@@ -29,22 +29,24 @@ const DefaultMemoryMiB = 4096
 type FakeNode struct {
 	logDir string
 
-	mu        sync.Mutex
-	now       time.Time
-	jobs      map[string]*jobs.Job
-	order     []string // ids in creation order
-	feed      *node.Feed
-	events    map[string][]jobs.Event
-	idem      map[string]string
-	plan      node.PlanView
-	reconfigs []jobs.Reconfig // oldest first
-	scheds    []node.SchedView
-	readyErr  error
-	fail      error
-	allowRoot bool
-	changed   chan struct{} // closed at the next change (Changed)
-	usage     node.UsageView
-	history   map[string][]node.UsageSample
+	mu         sync.Mutex
+	now        time.Time
+	jobs       map[string]*jobs.Job
+	order      []string // ids in creation order
+	feed       *node.Feed
+	events     map[string][]jobs.Event
+	idem       map[string]string
+	plan       node.PlanView
+	reconfigs  []jobs.Reconfig // oldest first
+	scheds     []node.SchedView
+	readyErr   error
+	fail       error
+	allowRoot  bool
+	changed    chan struct{} // closed at the next change (Changed)
+	usage      node.UsageView
+	history    map[string][]node.UsageSample
+	slo        node.SLOView
+	sloHistory map[string][]node.SLOPoint
 }
 
 // NewFakeNode returns an empty fake whose job logs live in logDir.

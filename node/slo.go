@@ -1,0 +1,409 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// SLOConfig is the node's latency controller (slo.* in mmk.yaml): each
+// instance's kernel scheduler measures its online jobs' requests against
+// their targets and, unless Off, restrains the offline jobs beside them as
+// little as holds the targets (kernelsched/server SLOConfig, docs/slo.md).
+type SLOConfig struct {
+	// Off leaves the offline jobs alone: requests are still measured and
+	// shown.
+	Off bool
+	// Default is the target of an online job that declares none (zero:
+	// none, measured and shown only).
+	Default slo.Target
+	// Controller tunes the controller and names its ladder.
+	Controller slo.Config
+}
+
+// maxSLONotes bounds the controller's notes among one job's events; past
+// it they are in mmkd's log only.
+const maxSLONotes = 200
+
+// sloState is the node's side of the latency controllers: the jobs it
+// suspended, the notes written per job, each job's last view.
+type sloState struct {
+	mu        sync.Mutex
+	suspended map[string]int // job id -> process group stopped
+	notes     map[string]int
+	last      map[string]JobSLO
+}
+
+// JobSLO is an online job against its latency target, as its instance's
+// kernel scheduler measures it.
+type JobSLO struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Instance string `json:"instance"`
+	// GPU, GPUUUID, Profile and GPUInstance place it as DCGM exporter
+	// names devices (GPUInstance -1 and Profile "" without MIG, or before
+	// its use was first read).
+	GPU         int    `json:"gpu"`
+	GPUUUID     string `json:"gpuUUID"`
+	Profile     string `json:"profile,omitempty"`
+	GPUInstance int    `json:"gpuInstance"`
+	// Target is the job's (or the default); Bound the bound in force in
+	// ms (0 while a ratio target awaits the job's latency alone).
+	Target  string  `json:"target"`
+	BoundMs float64 `json:"boundMs"`
+	// Source says who measured its requests: hook (first launch to the
+	// synchronisation that ends the request) or reported (the service).
+	Source string `json:"source"`
+	// Requests and Late count every request since the job connected;
+	// Attainment is the fraction within the bound.
+	Requests   uint64  `json:"requests"`
+	Late       uint64  `json:"late"`
+	Attainment float64 `json:"attainment"`
+	// Recent is the controller's window: requests, late ones, p50 and the
+	// target's percentile (ms), requests a second.
+	Recent     slo.Stats `json:"-"`
+	RecentN    int       `json:"recentRequests"`
+	RecentLate int       `json:"recentLate"`
+	P50Ms      float64   `json:"p50Ms"`
+	PctMs      float64   `json:"pctMs"`
+	Rate       float64   `json:"rate"`
+	// AloneMs is its latency alone at the target's percentile (0: not
+	// measured) over AloneN requests.
+	AloneMs float64 `json:"aloneMs,omitempty"`
+	AloneN  int     `json:"aloneRequests,omitempty"`
+	// State is met, missed, not held, unattainable, calibrating or idle;
+	// Detail says it in numbers.
+	State  slo.State `json:"state"`
+	Detail string    `json:"detail"`
+	// Rung is the restraint on its instance's offline jobs now.
+	Rung string `json:"rung"`
+	// Live says the job's process is connected now (else this is its
+	// last view).
+	Live bool      `json:"live"`
+	At   time.Time `json:"at"`
+}
+
+// SLOView is every online job's standing (GET /api/v1/slo).
+type SLOView struct {
+	Jobs []JobSLO `json:"jobs"`
+	// Instances are the controllers' rungs by instance key.
+	Instances []InstanceSLO `json:"instances"`
+}
+
+// InstanceSLO is one instance's latency controller.
+type InstanceSLO struct {
+	Instance string   `json:"instance"`
+	Active   bool     `json:"active"`
+	Ladder   []string `json:"ladder"`
+	Level    int      `json:"level"`
+	Rung     string   `json:"rung"`
+	// Suspended are the offline jobs it stopped.
+	Suspended []string `json:"suspended,omitempty"`
+}
+
+// JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
+type JobSLOView struct {
+	SLO *JobSLO `json:"slo,omitempty"`
+	// History is a point a second: requests, late ones, p50 and the
+	// target's percentile, the bound.
+	History []SLOPoint `json:"history"`
+	// Decisions are its instance's last changes of rung.
+	Decisions []SLODecision `json:"decisions"`
+}
+
+// SLOPoint is one second of a job's requests.
+type SLOPoint struct {
+	Time     time.Time `json:"time"`
+	Requests int       `json:"requests"`
+	Late     int       `json:"late"`
+	P50Ms    float64   `json:"p50Ms"`
+	PctMs    float64   `json:"pctMs"`
+	BoundMs  float64   `json:"boundMs"`
+}
+
+// SLODecision is a change of rung on an instance.
+type SLODecision struct {
+	Time   time.Time `json:"time"`
+	From   int       `json:"from"`
+	To     int       `json:"to"`
+	Rung   string    `json:"rung"`
+	Reason string    `json:"reason"`
+	Error  string    `json:"error,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// sloServerConfig is an instance's kernel scheduler's latency controller.
+func (n *Node) sloServerConfig(key string) *server.SLOConfig {
+	c := n.cfg.SLO
+	if c == nil {
+		return nil
+	}
+	return &server.SLOConfig{Controller: c.Controller, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key),
+		OnDecision: func(d server.SLODecision) { n.sloDecided(key, d) }}
+}
+
+// ladderHolds reports whether the controller may hold launches (a rung
+// with guard): the offline jobs then need kernel profiles.
+func (n *Node) ladderHolds() bool {
+	if n.cfg.SLO == nil || n.cfg.SLO.Off {
+		return false
+	}
+	l := n.cfg.SLO.Controller.Ladder
+	if len(l) == 0 {
+		l = slo.DefaultLadder()
+	}
+	return slices.ContainsFunc(l, slo.Rung.Holds)
+}
+
+// ladderMasks reports whether some rung masks TPCs: offline jobs then get
+// MMK_TPC_MASK=1.
+func (n *Node) ladderMasks() bool {
+	return n.cfg.SLO != nil && !n.cfg.SLO.Off && slo.Ladder(n.cfg.SLO.Controller.Ladder).UsesTPCs()
+}
+
+// suspendTasks is an instance's Suspend: it stops (SIGSTOP) or continues
+// the process groups of the jobs the tasks belong to.
+func (n *Node) suspendTasks(key string) func(pids []int, stop bool) error {
+	return func(pids []int, stop bool) error {
+		var errs []string
+		done := map[string]bool{}
+		for _, pid := range pids {
+			j, err := n.jobOfProcess(pid, key)
+			if err != nil {
+				// A process that went: nothing to stop or continue.
+				continue
+			}
+			if done[j.ID] {
+				continue
+			}
+			done[j.ID] = true
+			if err := n.suspendJob(j, stop); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%s", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+}
+
+// suspendJob stops or continues a job's process group and notes it.
+func (n *Node) suspendJob(j jobs.Job, stop bool) error {
+	if j.PID <= 0 {
+		return nil
+	}
+	sig, what := syscall.SIGCONT, "resumed"
+	if stop {
+		sig, what = syscall.SIGSTOP, "suspended"
+	}
+	if err := syscall.Kill(-j.PID, sig); err != nil && err != syscall.ESRCH {
+		return fmt.Errorf("job %s: %s its processes: %w", j.ID, what, err)
+	}
+	n.slo.mu.Lock()
+	if stop {
+		n.slo.suspended[j.ID] = j.PID
+	} else {
+		delete(n.slo.suspended, j.ID)
+	}
+	n.slo.mu.Unlock()
+	n.cfg.Log.Info("slo: "+what+" offline job", "job", j.ID, "pgid", j.PID)
+	n.note(j.ID, "slo: "+what+" by its instance's latency controller")
+	return nil
+}
+
+// resumeIfSuspended continues a job the latency controller stopped, so
+// that a stop reaches it (SIGTERM waits in a stopped process).
+func (n *Node) resumeIfSuspended(id string) {
+	n.slo.mu.Lock()
+	pg, ok := n.slo.suspended[id]
+	delete(n.slo.suspended, id)
+	n.slo.mu.Unlock()
+	if ok {
+		if err := syscall.Kill(-pg, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
+			n.cfg.Log.Warn("slo: resume job before stopping it", "job", id, "err", err)
+		}
+	}
+}
+
+// sloDecided logs a controller's change of rung and notes it on the jobs
+// of the instance.
+func (n *Node) sloDecided(key string, d server.SLODecision) {
+	n.cfg.Log.Info("slo: rung changed", "instance", key, "from", d.From, "to", d.To, "rung", d.Rung.String(), "reason", d.Reason, "err", d.Err)
+	note := "slo: " + d.Reason
+	if d.Err != "" {
+		note += " (not all applied: " + d.Err + ")"
+	}
+	seen := map[string]bool{}
+	for _, s := range d.Services {
+		if s.Job != "" && !seen[s.Job] {
+			seen[s.Job] = true
+			n.note(s.Job, note)
+		}
+	}
+	for _, o := range d.Offline {
+		if o.Job != "" && !seen[o.Job] {
+			seen[o.Job] = true
+			n.note(o.Job, note)
+		}
+	}
+	n.notify()
+}
+
+// note adds an event to a job without changing its state, at most
+// maxSLONotes per job.
+func (n *Node) note(id, reason string) {
+	n.slo.mu.Lock()
+	c := n.slo.notes[id]
+	n.slo.notes[id] = c + 1
+	n.slo.mu.Unlock()
+	if c >= maxSLONotes {
+		return
+	}
+	if c == maxSLONotes-1 {
+		reason += fmt.Sprintf(" (the last of %d notes kept for this job; later ones are in mmkd's log)", maxSLONotes)
+	}
+	if err := n.cfg.Store.Note(id, n.cfg.Now(), reason); err != nil {
+		n.cfg.Log.Warn("slo: note on job", "job", id, "err", err)
+	}
+}
+
+// SLO is every online job's standing against its target: the live ones
+// from their instances' kernel schedulers, the others as last seen.
+func (n *Node) SLO() SLOView {
+	v := SLOView{Jobs: []JobSLO{}, Instances: []InstanceSLO{}}
+	live := map[string]bool{}
+	for key, sv := range n.sloViews(false) {
+		is := InstanceSLO{Instance: key, Active: sv.Active, Ladder: sv.Ladder, Level: sv.Level, Rung: sv.Rung}
+		n.slo.mu.Lock()
+		for id := range n.slo.suspended {
+			if j, ok := n.get(id); ok && j.Placement != nil && j.Placement.InstanceKey == key {
+				is.Suspended = append(is.Suspended, id)
+			}
+		}
+		n.slo.mu.Unlock()
+		slices.Sort(is.Suspended)
+		v.Instances = append(v.Instances, is)
+		for _, s := range sv.Services {
+			if s.Job == "" {
+				continue
+			}
+			js := jobSLO(key, sv, s)
+			if j, ok := n.get(s.Job); ok {
+				n.placeSLO(&js, j)
+			}
+			live[s.Job] = true
+			v.Jobs = append(v.Jobs, js)
+			n.slo.mu.Lock()
+			n.slo.last[s.Job] = js
+			n.slo.mu.Unlock()
+		}
+	}
+	n.slo.mu.Lock()
+	for id, js := range n.slo.last {
+		if live[id] {
+			continue
+		}
+		if _, ok := n.get(id); !ok {
+			delete(n.slo.last, id) // removed by retention
+			continue
+		}
+		js.Live = false
+		v.Jobs = append(v.Jobs, js)
+	}
+	n.slo.mu.Unlock()
+	slices.SortFunc(v.Jobs, func(a, b JobSLO) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(v.Instances, func(a, b InstanceSLO) int { return strings.Compare(a.Instance, b.Instance) })
+	return v
+}
+
+// JobSLO is one job's standing, its history and its instance's
+// decisions; an offline job, or one that never connected, has none.
+func (n *Node) JobSLO(id string) (JobSLOView, error) {
+	j, ok := n.get(id)
+	if !ok {
+		return JobSLOView{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	v := JobSLOView{History: []SLOPoint{}, Decisions: []SLODecision{}}
+	if j.Placement == nil {
+		return v, nil
+	}
+	key := j.Placement.InstanceKey
+	sv, ok := n.sloViews(true)[key]
+	if ok {
+		for _, d := range sv.Decisions {
+			v.Decisions = append(v.Decisions, SLODecision{Time: d.Wall, From: d.From, To: d.To, Rung: d.Rung.String(), Reason: d.Reason, Error: d.Err})
+		}
+		for _, s := range sv.Services {
+			if s.Job != id {
+				continue
+			}
+			js := jobSLO(key, sv, s)
+			n.placeSLO(&js, j)
+			v.SLO = &js
+			for _, p := range sv.History[s.PID] {
+				v.History = append(v.History, SLOPoint{Time: p.Time, Requests: p.N, Late: p.Late, P50Ms: ms(p.P50), PctMs: ms(p.Pct), BoundMs: ms(p.Bound)})
+			}
+		}
+	}
+	if v.SLO == nil {
+		n.slo.mu.Lock()
+		if js, ok := n.slo.last[id]; ok {
+			js.Live = false
+			v.SLO = &js
+		}
+		n.slo.mu.Unlock()
+	}
+	return v, nil
+}
+
+// placeSLO names a job's view and places it on its device: the GPU
+// instance as the last reading of its use found it (node/usage.go).
+func (n *Node) placeSLO(js *JobSLO, j jobs.Job) {
+	js.Name, js.GPUInstance = j.Spec.Name, -1
+	if pl := j.Placement; pl != nil {
+		js.GPU, js.GPUUUID, js.Profile = pl.GPU, pl.GPUUUID, pl.Profile
+	}
+	n.usageMu.Lock()
+	if u, ok := n.usage[j.ID]; ok && u.last.ID == j.ID {
+		js.GPUInstance = u.last.GPUInstance
+	}
+	n.usageMu.Unlock()
+}
+
+// jobSLO is a service's view as the API shows it.
+func jobSLO(key string, sv server.SLOView, s server.ServiceView) JobSLO {
+	src := slo.Hook
+	if s.Reported {
+		src = slo.Reported
+	}
+	js := JobSLO{ID: s.Job, Instance: key, Target: s.Target.String(), BoundMs: ms(s.Bound), Source: src.String(),
+		Requests: s.Total, Late: s.Late, Attainment: 1, Recent: s.Recent, RecentN: s.Recent.N, RecentLate: s.Recent.Late,
+		P50Ms: ms(s.Recent.P50), PctMs: ms(s.Recent.Pct), Rate: s.Recent.Rate, AloneMs: ms(s.Alone), AloneN: s.AloneN,
+		State: s.State, Detail: s.Detail, Rung: sv.Rung, Live: true, At: time.Now()}
+	if s.Total > 0 {
+		js.Attainment = 1 - float64(s.Late)/float64(s.Total)
+	}
+	return js
+}
+
+// sloViews are the instances' controllers' views, by instance key.
+func (n *Node) sloViews(history bool) map[string]server.SLOView {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	out := map[string]server.SLOView{}
+	for k, s := range n.scheds {
+		if v := s.srv.SLO(history); v.Ladder != nil {
+			out[k] = v
+		}
+	}
+	return out
+}
