@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
-	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 //go:embed mmk.yaml
