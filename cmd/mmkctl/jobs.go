@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
 )
 
 // jobsFlags are the flags of `mmkctl jobs`.
@@ -162,10 +163,12 @@ func age(now, t time.Time) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// jobWithEvents is `mmkctl job -o json`: the job object with its events.
+// jobWithEvents is `mmkctl job -o json`: the job object with its events
+// and, for an online job, its latency against its target.
 type jobWithEvents struct {
 	jobs.Job
-	Events []jobs.Event `json:"events"`
+	Events []jobs.Event      `json:"events"`
+	SLO    *node.JobSLOView `json:"slo,omitempty"`
 }
 
 func newJobCommand(a *app) *cobra.Command {
@@ -186,6 +189,15 @@ func newJobCommand(a *app) *cobra.Command {
 			}
 			if err := c.get(cmd.Context(), path+"/events", nil, &out.Events); err != nil {
 				return err
+			}
+			if out.Online() {
+				var v node.JobSLOView
+				if err := getOptional(cmd.Context(), c, path+"/slo", &v); err != nil {
+					return err
+				}
+				if v.SLO != nil {
+					out.SLO = &v
+				}
 			}
 			p := a.printer(cmd)
 			if p.json {
@@ -254,6 +266,7 @@ func printJob(p printer, j jobWithEvents) error {
 			rows = append(rows, []string{t.label, t.at.Local().Format(time.RFC3339)})
 		}
 	}
+	rows = append(rows, sloRows(j)...)
 	if err := tableNoHeader(p, rows); err != nil {
 		return err
 	}
@@ -263,6 +276,39 @@ func printJob(p printer, j jobWithEvents) error {
 		ev = append(ev, []string{strconv.Itoa(e.Seq), e.Time.Local().Format(time.RFC3339), orDash(string(e.From)), string(e.To), orDash(e.Reason)})
 	}
 	return p.Table("  ", []string{"SEQ", "TIME", "FROM", "TO", "REASON"}, ev)
+}
+
+// sloRows are an online job's target and how it stands against it.
+func sloRows(j jobWithEvents) [][]string {
+	if !j.Online() {
+		return nil
+	}
+	if j.SLO == nil || j.SLO.SLO == nil {
+		return [][]string{{"SLO:", orDash(j.Spec.SLO) + " (no request measured yet)"}}
+	}
+	s := j.SLO.SLO
+	target := s.Target
+	if j.Spec.SLO == "" && target != "" {
+		target += " (mmkd's default)"
+	}
+	bound := "-"
+	if s.BoundMs > 0 {
+		bound = fmt.Sprintf("%.2f ms", s.BoundMs)
+	}
+	rows := [][]string{
+		{"SLO:", orDash(target) + ", bound " + bound},
+		{"Attained:", fmt.Sprintf("%.2f%% of %d requests (%d late), measured by the %s", 100*s.Attainment, s.Requests, s.Late, s.Source)},
+		{"Recent:", fmt.Sprintf("p50 %.2f ms, at the target's percentile %.2f ms over %d requests (%.1f/s), %d late", s.P50Ms, s.PctMs, s.RecentN, s.Rate, s.RecentLate)},
+		{"Standing:", string(s.State) + ": " + s.Detail},
+		{"Restraint:", s.Rung + " on the offline jobs of " + s.Instance},
+	}
+	if s.AloneN > 0 {
+		rows = append(rows, []string{"Alone:", fmt.Sprintf("%.2f ms at the target's percentile over %d requests", s.AloneMs, s.AloneN)})
+	}
+	if !s.Live {
+		rows[0][1] += " (last seen; the job's process is not connected)"
+	}
+	return rows
 }
 
 // tableNoHeader writes aligned label/value rows.

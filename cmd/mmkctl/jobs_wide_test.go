@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,60 @@ func TestJobsWide(t *testing.T) {
 	plain, err := mmkctl(t, "jobs", "--addr", addr)
 	if err != nil || strings.Contains(plain, "GPU MEM") {
 		t.Errorf("plain table has the wide columns: %v\n%s", err, plain)
+	}
+}
+
+// TestJobsSLO: an online job's target and standing in -o wide (its
+// declared target alone before any request is measured) and in mmkctl
+// job, and its view in job -o json.
+func TestJobsSLO(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	on := submitJob(t, addr, "--online", "--slo", "p99=25ms", "--name", "svc", "--", "python3", "serve.py")
+	quiet := submitJob(t, addr, "--online", "--slo", "p99=2x", "--name", "new", "--", "python3", "serve.py")
+	off := submitJob(t, addr, "--name", "train", "--", "python3", "train.py")
+	for _, id := range []string{on, quiet, off} {
+		if err := n.SetState(id, jobs.Running, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.SetSLO(node.SLOView{Jobs: []node.JobSLO{{ID: on, Name: "svc", Instance: "gpu0", GPUInstance: -1, Target: "p99=25ms", BoundMs: 25,
+		Source: "hook", Requests: 2000, Late: 30, Attainment: 0.985, RecentN: 200, RecentLate: 3, P50Ms: 9.5, PctMs: 27.25, Rate: 40,
+		State: "missed", Detail: "p99 27.25ms against 25ms over 200 requests, 3 late", Rung: "hold", Live: true, At: time.Now()}}})
+	out, err := mmkctl(t, "jobs", "--addr", addr, "-o", "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[0], "SLO") || !strings.Contains(lines[0], "ATTAINED") || !strings.Contains(lines[0], "P99/TARGET") {
+		t.Errorf("header %q", lines[0])
+	}
+	for _, want := range []struct{ id, text string }{
+		{on, "- - - - p99=25ms 98.50% 27.2/25.0 ms -"},
+		{quiet, "- - - - p99=2x - - -"},
+		{off, "- - - - - - - -"},
+	} {
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			return strings.HasPrefix(l, want.id) && strings.Contains(strings.Join(strings.Fields(l), " "), want.text)
+		}) {
+			t.Errorf("no line of %s with %q:\n%s", want.id, want.text, out)
+		}
+	}
+	out, err = mmkctl(t, "job", "--addr", addr, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SLO:", "p99=25ms, bound 25.00 ms", "98.50% of 2000 requests (30 late), measured by the hook",
+		"missed: p99 27.25ms against 25ms", "hold on the offline jobs of gpu0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = mmkctl(t, "job", "--addr", addr, quiet)
+	if err != nil || !strings.Contains(out, "p99=2x (no request measured yet)") {
+		t.Errorf("job without requests: %v\n%s", err, out)
+	}
+	out, err = mmkctl(t, "job", "--addr", addr, on, "-o", "json")
+	if err != nil || !strings.Contains(out, `"slo": {`) || !strings.Contains(out, `"pctMs": 27.25`) {
+		t.Errorf("job -o json: %v\n%s", err, out)
 	}
 }

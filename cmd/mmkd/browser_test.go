@@ -456,6 +456,39 @@ func TestDashboardOnFakeNode(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('f-state').dispatchEvent(new Event('change'))`),
 		waitFor(`document.querySelectorAll('#jobs-body tr').length === 10`),
 	)
+	// The online job's latency against its target, on its page: the
+	// standing in words, the percentile line, the bound and late seconds.
+	if err := n.SetState(j.ID, jobs.Running, "started"); err != nil {
+		t.Fatal(err)
+	}
+	for i, pct := range []float64{12, 31, 18} {
+		late := 0
+		if pct > 25 {
+			late = 3
+		}
+		n.SetSLO(node.SLOView{Jobs: []node.JobSLO{{ID: j.ID, Name: "newest", Instance: "gpu0", GPUInstance: -1, Target: "p99=25ms", BoundMs: 25,
+			Source: "reported", Requests: uint64(100 * (i + 1)), Late: 3, Attainment: 1 - 3/float64(100*(i+1)), RecentN: 100, RecentLate: late,
+			P50Ms: 7, PctMs: pct, State: "met", Detail: "p99 18ms against 25ms", Rung: "hold", Live: true, At: now.Add(time.Duration(i) * time.Second)}}})
+	}
+	page(t, b, "an online job's latency",
+		chromedp.Navigate(srv.URL+"/#/jobs/"+j.ID),
+		waitFor(`!document.querySelector('#job-slo').hidden`),
+		waitFor(`document.querySelector('#job-slo-now').textContent.includes('99.00 % of 300 requests within')`),
+		waitFor(`document.querySelector('#job-slo-chart polyline.pct') !== null && document.querySelector('#job-slo-chart polyline.bound') !== null`),
+		waitFor(`document.querySelectorAll('#job-slo-chart circle.late').length === 1`),
+	)
+	if pts := eval[int](t, b, `document.querySelector('#job-slo-chart polyline.pct').points.numberOfItems`); pts != 3 {
+		t.Errorf("the latency line has %d points, want one a second, 3", pts)
+	}
+	// An offline job's page has no latency box.
+	page(t, b, "an offline job's page",
+		chromedp.Navigate(srv.URL+"/#/jobs/"+ids[0]),
+		waitFor(`document.querySelector('#job-details').textContent.includes('many-000')`),
+		chromedp.Sleep(300*time.Millisecond),
+	)
+	if !eval[bool](t, b, `document.querySelector('#job-slo').hidden`) {
+		t.Error("an offline job's page shows a latency box")
+	}
 	checkPage(t, b, srv.URL, "")
 }
 

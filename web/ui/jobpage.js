@@ -1,11 +1,13 @@
-// A job's page (#/jobs/ID): its details, its GPU use (jobusage.js), its
-// events, its live log, and a cancel button.
+// A job's page (#/jobs/ID): its details, an online job's latency against
+// its target (jobslo.js), its GPU use (jobusage.js), its events, its live
+// log, and a cancel button.
 
 import {h, $, setText, fmtMiB, fmtTime, stateClass, terminal, instanceLabel} from './dom.js';
 import {request, readText} from './api.js';
 import {state, on, putJobs} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
 import {followUsage} from './jobusage.js';
+import {followSLO} from './jobslo.js';
 
 // The log keeps at most LOG_KEEP characters on the page, dropping the
 // oldest; it starts from the last LOG_TAIL bytes.
@@ -32,6 +34,7 @@ export const jobPage = {
     load(current);
     followLog(current);
     followUsage(id, current.ctrl.signal);
+    followSLO(id, current.ctrl.signal);
   },
   hide() {
     if (current) current.ctrl.abort();
