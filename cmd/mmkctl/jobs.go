@@ -167,7 +167,7 @@ func age(now, t time.Time) string {
 // and, for an online job, its latency against its target.
 type jobWithEvents struct {
 	jobs.Job
-	Events []jobs.Event      `json:"events"`
+	Events []jobs.Event     `json:"events"`
 	SLO    *node.JobSLOView `json:"slo,omitempty"`
 }
 
