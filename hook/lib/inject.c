@@ -183,6 +183,7 @@ static void *open_cupti(void)
 }
 
 static int injected;
+static int masks_hold; /* TPC masks took the driver's callbacks */
 static enable_fn enable_cb;
 static mmk_CUpti_SubscriberHandle subscriber;
 
@@ -265,6 +266,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	 * needs no launch of it seen); it still talks to its kernel scheduler,
 	 * which sets its mask. */
 	if (mmk_tpcmask_init()) {
+		masks_hold = 1;
 		mmk_log(0, "TPC masks hold the driver's callbacks (MMK_TPC_MASK=1): launches and synchronisations are not seen");
 		mmk_client_init(&client_hooks);
 		return 1;
@@ -309,10 +311,14 @@ __attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int le
  * On, the launch callbacks still follow the server's quiet word.
  * It is for measuring the hook's cost inside one process (interleaved
  * blocks of iterations, bench/gpu/hook_workload.py --mode toggle), never
- * called from a launch callback. It returns 0 on success, -1 when the hook
- * is not in place, else the number of ids CUPTI refused. */
+ * called from a launch callback. It returns 0 on success (and where TPC
+ * masks hold the driver's callbacks: there are none of CUPTI's to turn),
+ * -1 when the hook is not in place, else the number of ids CUPTI
+ * refused. */
 __attribute__((visibility("default"))) int mmk_hook_set_active(int on)
 {
+	if (masks_hold)
+		return 0;
 	pthread_mutex_lock(&cb_mu);
 	int r = -1;
 	if (enable_cb) {
