@@ -11,6 +11,7 @@ const (
 	evSubmit               // a released kernel reaches the GPU
 	evGPU                  // the GPU's next kernel ends
 	evWake                 // the scheduler's timer
+	evSLO                  // the latency controller's tick (slo.go)
 )
 
 // event is one entry of the simulation's agenda; ties in time go in the

@@ -47,6 +47,10 @@ type Task struct {
 	// own timeline (Experiment profiles each task alone first, as mmk's
 	// profiling phase does).
 	Profile *kernelsched.TaskProfile
+	// Phases change a Poisson task's rate over time (after the last, Rate).
+	Phases []RatePhase
+	// Keep records every request's end and latency (TaskResult.Requests).
+	Keep bool
 }
 
 // Config is one simulation.
@@ -72,6 +76,8 @@ type Config struct {
 	Timeline Window
 	// Progress, when set, is called now and then with the simulated time.
 	Progress func(done, total time.Duration)
+	// SLO runs mmk's latency controller over the tasks (slo.go).
+	SLO *SLOConfig
 	// stopAfter ends the run when task 0 completed this many requests.
 	stopAfter int
 	// observe records task 0's kernels per request in Result.runs.
@@ -111,6 +117,8 @@ type TaskResult struct {
 	PerSecond float64
 	Kernels   int
 	HostScale float64
+	// Each is every request, with Task.Keep.
+	Each []Request
 }
 
 // Result is a simulation's outcome.
@@ -121,7 +129,9 @@ type Result struct {
 	// Events is the kernel events simulated (launch calls and completions).
 	Events int
 	Spans  []Span
-	runs   [][]kernelsched.Observation
+	// SLO is what the latency controller did (Config.SLO).
+	SLO  *SLOResult
+	runs [][]kernelsched.Observation
 }
 
 // Simulate runs one simulation. The model:
@@ -171,6 +181,7 @@ type sim struct {
 	sms    int // the simulated instance's SMs
 	runs   [][]kernelsched.Observation
 	obs    []kernelsched.Observation
+	slo    *sloSim
 }
 
 type simTask struct {
@@ -192,6 +203,8 @@ type simTask struct {
 	queued      []time.Duration
 	requests    int
 	latencies   []time.Duration
+	each        []Request
+	stopped     bool // suspended before a launch call (SLO)
 	kernels     int
 	callAt      []time.Duration // launch call time by kernel index (profiling)
 }
@@ -273,6 +286,9 @@ func newSim(cfg Config) (*sim, error) {
 		}
 		s.tasks = append(s.tasks, t)
 	}
+	if s.slo, err = newSLO(cfg.SLO, cfg.Policy, cfg.Tasks); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
 	return s, nil
 }
 
@@ -289,6 +305,9 @@ func (s *sim) addTask(i int, ts Task) (*simTask, error) {
 		return nil, fmt.Errorf("MPS priority: %d is not 0 (normal) or 1 (below normal)", ts.MPSPriority)
 	case ts.HostScale < 0 || math.IsNaN(ts.HostScale) || ts.HostScale > 100:
 		return nil, fmt.Errorf("host scale: %v is outside 0..100", ts.HostScale)
+	}
+	if err := validPhases(ts.Phases); err != nil {
+		return nil, err
 	}
 	prof := ts.Profile
 	if prof == nil {
@@ -334,6 +353,9 @@ func (s *sim) run() error {
 			s.push(s.exp(t), evArrive, i)
 		}
 	}
+	if s.slo != nil {
+		s.push(0, evSLO, -1)
+	}
 	total := s.cfg.Duration
 	nextProgress := time.Duration(0)
 	for s.ev.Len() > 0 {
@@ -363,7 +385,7 @@ func (s *sim) run() error {
 }
 
 func (s *sim) exp(t *simTask) time.Duration {
-	return durationOf(t.rng.ExpFloat64() / t.spec.Rate * 1e9)
+	return durationOf(t.rng.ExpFloat64() / t.rateAt(s.now) * 1e9)
 }
 
 func (s *sim) handle(e event) error {
@@ -395,6 +417,8 @@ func (s *sim) handle(e event) error {
 		}
 		s.wakeAt = kernelsched.Never
 		return s.schedule()
+	case evSLO:
+		return s.sloStep()
 	}
 	return nil
 }
@@ -415,6 +439,10 @@ func (s *sim) startRequest(t *simTask, arrived time.Duration) {
 
 // call is the process calling the launch API for its next kernel.
 func (s *sim) call(t *simTask) error {
+	if s.slo != nil && s.slo.suspended && !t.spec.Online {
+		t.stopped = true
+		return nil
+	}
 	if t.outstanding+t.held >= s.cfg.QueueDepth {
 		t.blocked = true
 		return nil
@@ -556,7 +584,12 @@ func (s *sim) finishRequest(t *simTask) error {
 		s.runs = append(s.runs, s.obs)
 		s.obs = nil
 	}
-	t.latencies = append(t.latencies, s.now-t.reqArrive)
+	lat := s.now - t.reqArrive
+	t.latencies = append(t.latencies, lat)
+	if t.spec.Keep {
+		t.each = append(t.each, Request{End: s.now, Latency: lat})
+	}
+	s.sloRequest(t, lat)
 	t.requests++
 	t.inReq = false
 	switch t.spec.Arrival {
@@ -575,13 +608,13 @@ func (s *sim) finishRequest(t *simTask) error {
 }
 
 func (s *sim) result() *Result {
-	res := &Result{Policy: s.cfg.Policy, Events: s.events, Spans: s.spans, runs: s.runs}
+	res := &Result{Policy: s.cfg.Policy, Events: s.events, Spans: s.spans, runs: s.runs, SLO: s.sloResult()}
 	span := s.now
 	if span > 0 {
 		res.GPUBusy = float64(s.gpu.busy(span)) / float64(span)
 	}
 	for _, t := range s.tasks {
-		tr := TaskResult{Name: t.spec.Name, Requests: t.requests, Kernels: t.kernels, HostScale: t.scale}
+		tr := TaskResult{Name: t.spec.Name, Requests: t.requests, Kernels: t.kernels, HostScale: t.scale, Each: t.each}
 		if span > 0 {
 			tr.PerSecond = float64(t.requests) / span.Seconds()
 		}

@@ -42,6 +42,9 @@ type Config struct {
 	// service alone that has a ratio target and no latency alone yet;
 	// ProbeEvery the least time between two probes.
 	Probe, ProbeEvery time.Duration
+	// FutileFor is how long a service whose misses the top rung did not
+	// help is left alone (unless its load changes by half or more).
+	FutileFor time.Duration
 }
 
 // DefaultConfig suits services of a few to a few hundred requests a
@@ -60,6 +63,7 @@ func DefaultConfig() Config {
 		MinAlone:   50,
 		Probe:      3 * time.Second,
 		ProbeEvery: 10 * time.Minute,
+		FutileFor:  time.Minute,
 	}
 }
 
@@ -69,7 +73,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Ladder) == 0 {
 		c.Ladder = d.Ladder
 	}
-	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery} {
+	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor} {
 		if *p < 0 {
 			return c, fmt.Errorf("slo controller: negative duration %v", *p)
 		}
@@ -85,6 +89,7 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.MinAlone, d.MinAlone)
 	orZero(&c.Probe, d.Probe)
 	orZero(&c.ProbeEvery, d.ProbeEvery)
+	orZero(&c.FutileFor, d.FutileFor)
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
@@ -165,6 +170,11 @@ type service struct {
 	aloneAt time.Duration // last alone sample kept
 	state   State
 	detail  string
+	// Until futileUntil, while its load stays near futileRate, restraint
+	// does not help it (futileWhy): its misses make no one climb.
+	futileUntil time.Duration
+	futileRate  float64
+	futileWhy   string
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -182,6 +192,8 @@ type Controller struct {
 	// enterRate is the services' request rate when the rung was climbed
 	// to: a fall well below it ends the wait for calm.
 	enterRate float64
+	// climb is the run of tightenings under way (nil: none).
+	climb *climb
 	// probe: while probing, the rung to return to, and when it ends.
 	probing    bool
 	probeUntil time.Duration
@@ -204,7 +216,7 @@ func New(cfg Config) (*Controller, error) {
 // alone.
 func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
-	c.calm, c.enterRate, c.probing = c.cfg.Calm, 0, false
+	c.calm, c.enterRate, c.probing, c.climb = c.cfg.Calm, 0, false, nil
 }
 
 // Config is the controller's configuration, defaults filled in.
@@ -308,24 +320,27 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
 	var worst *service
+	var worstSt Stats
 	worstOver := 0.0
-	allGood := true
+	allWell, allMet := true, true
 	rate := 0.0
 	for _, sv := range c.services {
-		good, over := c.judge(sv, judgeFrom, now)
+		v, over, st := c.judge(sv, judgeFrom, now)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
-		allGood = allGood && good
+		allWell = allWell && v == wellWithin
+		allMet = allMet && v != missed
 		if over > worstOver {
-			worst, worstOver = sv, over
+			worst, worstOver, worstSt = sv, over, st
 		}
 	}
 	top := len(c.cfg.Ladder) - 1
 	if worst != nil {
 		c.badAt = now
+		if c.climb == nil || c.level == 0 {
+			c.climb = &climb{id: worst.id, from: c.level, pct: worstSt.Pct}
+		}
 		if c.level == top {
-			worst.state = NotHeld
-			worst.detail = fmt.Sprintf("%s at the top rung (%s)", worst.detail, c.Rung())
-			return Decision{}, false
+			return c.atTop(now, worst, worstSt)
 		}
 		if c.lastDown && now-c.changedAt < c.calm {
 			// The last step down did not hold: wait longer next time.
@@ -340,7 +355,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		return c.move(now, top, sv.id, fmt.Sprintf("probe: %s has a ratio target (%s) and no latency alone yet; offline work held for %v",
 			sv.id, sv.tr.Target(), c.cfg.Settle+c.cfg.Probe)), true
 	}
-	if c.level == 0 || !allGood {
+	if c.level == 0 || !allMet {
 		return Decision{}, false
 	}
 	// A load well below the one the rung was climbed for ends the wait.
@@ -350,6 +365,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.calm = c.cfg.Calm
 	}
 	since := max(c.changedAt, c.badAt)
+	// Well within every target, a calm spell allows a step down; merely
+	// within them, four: the rung may be what holds them.
+	if !allWell {
+		calm *= 4
+	}
 	if now-since < calm {
 		return Decision{}, false
 	}
@@ -357,45 +377,101 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// The last step down held for long: the wait goes back down.
 		c.calm = c.cfg.Calm
 	}
-	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service well within its target for %v (request rate %.1f/s)", (now-since).Round(time.Millisecond), rate)), true
+	how := "well within"
+	if !allWell {
+		how = "within"
+	}
+	c.climb = nil
+	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
 }
 
-// judge looks at one service's requests since from: good says it allows
-// a step down, over how far it is past its target (0: not past it).
-func (c *Controller) judge(sv *service, from, now time.Duration) (good bool, over float64) {
+// climb is a run of tightenings: the rung it started from and the
+// latency of the service that started it, at its target's percentile.
+type climb struct {
+	id   string
+	from int
+	pct  time.Duration
+}
+
+// atTop handles a service still missing its target at the top rung: if
+// the climb helped it (its latency fell by a tenth or more), the top rung
+// stays and the service is said not held; if it did not, the misses are
+// not the offline jobs' doing: the controller goes back to where the climb
+// started and leaves the service alone until its load changes or
+// FutileFor passes.
+func (c *Controller) atTop(now time.Duration, sv *service, st Stats) (Decision, bool) {
+	cl := c.climb
+	if cl == nil || cl.id != sv.id || st.N < c.cfg.MinSamples || float64(st.Pct) < 0.9*float64(cl.pct) {
+		sv.state = NotHeld
+		sv.detail = fmt.Sprintf("%s at the top rung (%s)", sv.detail, c.Rung())
+		return Decision{}, false
+	}
+	sv.futileUntil, sv.futileRate = now+c.cfg.FutileFor, sv.tr.Window(now-c.cfg.Window, now).Rate
+	sv.futileWhy = fmt.Sprintf("p%g %v at %s against %v at %s: restraining the offline jobs does not help it",
+		sv.tr.Target().Percentile, roundMs(st.Pct), c.Rung(), roundMs(cl.pct), c.cfg.Ladder[cl.from])
+	c.climb = nil
+	c.badAt = -1 << 62
+	return c.move(now, cl.from, sv.id, "futile: "+sv.id+" "+sv.futileWhy), true
+}
+
+// verdict is a service's standing in a window, as the controller acts
+// on it.
+type verdict int
+
+const (
+	// wellWithin: within its target with room (or nothing to hold).
+	wellWithin verdict = iota
+	// within: within its target, close to it.
+	within
+	// missed: past it, on evidence.
+	missed
+)
+
+// judge looks at one service's requests since from: its verdict, how far
+// it is past its target (0: not past it) and its window.
+func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float64, Stats) {
 	t := sv.tr.Target()
 	st := sv.tr.Window(from, now)
 	bound := sv.tr.Bound()
 	switch {
 	case t.IsZero():
 		sv.state, sv.detail = Met, "no target"
-		return true, 0
+		return wellWithin, 0, st
 	case bound == 0:
 		sv.state, sv.detail = Calibrating, fmt.Sprintf("%d of %d requests alone measured for %s", len(sv.alone), c.cfg.MinAlone, t)
-		return true, 0
+		return wellWithin, 0, st
 	}
 	if t.Ratio == 0 && len(sv.alone) >= c.cfg.MinAlone {
 		if a := aloneAt(sv.alone, t.Percentile); a > bound {
 			sv.state = Unattainable
 			sv.detail = fmt.Sprintf("p%g alone %v > bound %v (%d requests alone)", t.Percentile, roundMs(a), bound, len(sv.alone))
-			return true, 0
+			return wellWithin, 0, st
 		}
+	}
+	if sv.futileUntil > now {
+		if r := sv.tr.Window(now-c.cfg.Window, now).Rate; r <= 1.5*sv.futileRate && r >= sv.futileRate/1.5 {
+			sv.state, sv.detail = NotHeld, sv.futileWhy
+			return wellWithin, 0, st
+		}
+		sv.futileUntil = 0 // its load changed: judged again
 	}
 	if st.N == 0 {
 		sv.state, sv.detail = Idle, "no request in the window"
-		return true, 0
+		return wellWithin, 0, st
 	}
 	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
 	budget := t.Budget() * float64(st.N)
 	if st.Late >= 2 && float64(st.Late) > budget {
 		if p := BinomialTail(st.N, st.Late, t.Budget()); p < c.cfg.Alpha {
 			sv.state, sv.detail = Missed, desc
-			return false, -math.Log(p)
+			return missed, -math.Log(p), st
 		}
 	}
 	sv.state, sv.detail = Met, desc
-	return float64(st.Late) <= budget/2 && (st.N < c.cfg.MinSamples && st.Late == 0 ||
-		float64(st.Pct) <= (1-c.cfg.Headroom)*float64(bound)), 0
+	if float64(st.Late) <= budget/2 && (st.N < c.cfg.MinSamples && st.Late == 0 || float64(st.Pct) <= (1-c.cfg.Headroom)*float64(bound)) {
+		return wellWithin, 0, st
+	}
+	return within, 0, st
 }
 
 // needsProbe is a service with a ratio target and no latency alone that

@@ -102,18 +102,25 @@ func constant(d time.Duration) func(int) []time.Duration {
 
 // TestControllerTightensUntilHeld: a service over its target climbs the
 // ladder one rung per tick once the last change settled, each decision
-// naming the service and its numbers; at the top it says the target is
-// not held.
+// naming the service and its numbers. At the top, a service the climb
+// helped (15 ms against 20 ms) but that still misses is said not held and
+// the top rung stays.
 func TestControllerTightensUntilHeld(t *testing.T) {
 	c, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.AddService("svc", MustParse("p99=10ms"))
-	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, constant(20 * ms)}}, 1)
 	top := len(DefaultLadder()) - 1
+	helps := func(r int) []time.Duration {
+		if r == top {
+			return []time.Duration{15 * ms}
+		}
+		return []time.Duration{20 * ms}
+	}
+	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, helps}}, 1)
 	if c.Level() != top || len(tr.decisions) != top {
-		t.Fatalf("level %d after %d decisions, want %d", c.Level(), len(tr.decisions), top)
+		t.Fatalf("level %d after %d decisions, want %d: %+v", c.Level(), len(tr.decisions), top, tr.decisions)
 	}
 	for i, d := range tr.decisions {
 		if d.From != i || d.To != i+1 || d.Service != "svc" || !strings.Contains(d.Reason, "tighten: svc p99 20ms against 10ms") {
@@ -124,8 +131,35 @@ func TestControllerTightensUntilHeld(t *testing.T) {
 		t.Errorf("the second rung came %v after the first", gap)
 	}
 	st := c.Status(20 * time.Second)
-	if st[0].State != NotHeld || !strings.Contains(st[0].Detail, "at the top rung (suspend)") {
+	if st[0].State != NotHeld || !strings.Contains(st[0].Detail, "p99 15ms") || !strings.Contains(st[0].Detail, "at the top rung (suspend)") {
 		t.Errorf("status %+v", st[0])
+	}
+}
+
+// TestControllerFutileClimb: a service whose latency no rung changes (its
+// misses are not the offline jobs' doing) makes the controller climb to
+// the top, see that it did not help, and go back to where it started; the
+// service is left alone until its load changes.
+func TestControllerFutileClimb(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=10ms"))
+	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, constant(20 * ms)}, {20 * time.Second, 200, constant(20 * ms)}}, 1)
+	top := len(DefaultLadder()) - 1
+	var futile []Decision
+	for _, d := range tr.decisions {
+		if strings.Contains(d.Reason, "futile: svc p99 20ms at suspend against 20ms at priority: restraining the offline jobs does not help it") {
+			futile = append(futile, d)
+		}
+	}
+	if len(futile) != 2 || futile[0].From != top || futile[0].To != 0 {
+		t.Fatalf("futile decisions %+v of %+v", futile, tr.decisions)
+	}
+	// Left alone while its load stays; judged again once it quadrupled.
+	if futile[1].At < 20*time.Second {
+		t.Errorf("climbed again at %v, before the load changed", futile[1].At)
+	}
+	if on := tr.onRung[0][0]; on < 15*time.Second {
+		t.Errorf("first phase: %v on rung 0, want most of it", on)
 	}
 }
 

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// SLOConfig runs mmk's latency controller in a simulation (Config.SLO):
+// the same slo.Controller the kernel scheduler server hosts is told of
+// each online task's requests as they end and, every tick, picks its
+// rung, which the simulation applies as the server does: guard with a
+// fixed threshold in the scheduler while the rung holds launches (the
+// configured policy otherwise), and the offline tasks' processes stopped
+// while it suspends them (kernels already released run on). TPC masks are
+// not modelled: a ladder with them is refused.
+type SLOConfig struct {
+	Controller slo.Config
+	// Targets are the online tasks' targets, by task index; an online
+	// task without one is measured only.
+	Targets map[int]slo.Target
+}
+
+// RatePhase is a stretch of a Poisson task's load: its rate until Until.
+type RatePhase struct {
+	Until time.Duration
+	Rate  float64
+}
+
+// Request is one request of a task: when it ended and its latency.
+type Request struct {
+	End, Latency time.Duration
+}
+
+// SLOResult is what the controller did in a simulation.
+type SLOResult struct {
+	Decisions []slo.Decision
+	// OnRung is the time spent on each rung of the ladder.
+	OnRung []time.Duration
+	// Ladder names the rungs.
+	Ladder []string
+	// Status is each service's standing at the end.
+	Status []slo.ServiceStatus
+}
+
+// sloSim is the controller's side of a simulation.
+type sloSim struct {
+	ctrl      *slo.Controller
+	base      string
+	tick      time.Duration
+	applied   slo.Rung
+	changedAt time.Duration
+	res       SLOResult
+	suspended bool
+}
+
+// newSLO checks and builds the controller.
+func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	c, err := slo.New(cfg.Controller)
+	if err != nil {
+		return nil, err
+	}
+	if c.Config().Ladder.UsesTPCs() {
+		return nil, errors.New("slo: the simulator does not model TPC masks")
+	}
+	for i, t := range tasks {
+		if !t.Online {
+			if _, ok := cfg.Targets[i]; ok {
+				return nil, fmt.Errorf("slo: task %q has a target and is not online", t.Name)
+			}
+			continue
+		}
+		c.AddService(strconv.Itoa(i), cfg.Targets[i])
+	}
+	ss := &sloSim{ctrl: c, base: policy, tick: max(c.Config().Tick/4, time.Millisecond)}
+	ss.res.Ladder = c.Config().Ladder.Strings()
+	ss.res.OnRung = make([]time.Duration, len(ss.res.Ladder))
+	return ss, nil
+}
+
+// sloRequest tells the controller of an online task's request.
+func (s *sim) sloRequest(t *simTask, lat time.Duration) {
+	if s.slo == nil || !t.spec.Online {
+		return
+	}
+	s.slo.ctrl.Observe(strconv.Itoa(int(t.id)), slo.Sample{At: s.now, Latency: lat, Source: slo.Reported}, false)
+}
+
+// sloStep lets the controller decide and applies its rung.
+func (s *sim) sloStep() error {
+	ss := s.slo
+	ss.res.OnRung[ss.ctrl.Level()] += s.now - ss.changedAt
+	ss.changedAt = s.now
+	if d, ok := ss.ctrl.Step(s.now); ok {
+		ss.res.Decisions = append(ss.res.Decisions, d)
+	}
+	r := ss.ctrl.Rung()
+	if r != ss.applied {
+		if r.Holds() != ss.applied.Holds() || r.Tau != ss.applied.Tau || r.HoldAll != ss.applied.HoldAll {
+			name, cfg := ss.base, s.cfg.Sched
+			if r.Holds() {
+				name = "guard"
+				cfg.Guard.Tau = r.Tau
+				if r.HoldAll {
+					cfg.Guard.Tau = -1
+				}
+			}
+			if err := s.sched.SetPolicy(name, cfg); err != nil {
+				return fmt.Errorf("simulate: slo rung %s: %w", r, err)
+			}
+			s.hooked = name != "fifo"
+		}
+		if r.Suspend != ss.applied.Suspend {
+			s.suspend(r.Suspend)
+		}
+		ss.applied = r
+	}
+	s.push(s.now+ss.tick, evSLO, -1)
+	return s.schedule()
+}
+
+// suspend stops or continues the offline tasks' processes: a stopped one
+// makes no launch call; kernels it already launched run on.
+func (s *sim) suspend(stop bool) {
+	s.slo.suspended = stop
+	if stop {
+		return
+	}
+	for i, t := range s.tasks {
+		if t.stopped {
+			t.stopped = false
+			s.push(s.now, evCall, i)
+		}
+	}
+}
+
+// sloResult closes the controller's accounts.
+func (s *sim) sloResult() *SLOResult {
+	if s.slo == nil {
+		return nil
+	}
+	ss := s.slo
+	ss.res.OnRung[ss.ctrl.Level()] += s.now - ss.changedAt
+	ss.changedAt = s.now
+	ss.res.Status = ss.ctrl.Status(s.now)
+	return &ss.res
+}
+
+// rateAt is a Poisson task's rate at now: its phase's, else its Rate.
+func (t *simTask) rateAt(now time.Duration) float64 {
+	for _, p := range t.spec.Phases {
+		if now < p.Until {
+			return p.Rate
+		}
+	}
+	return t.spec.Rate
+}
+
+// validPhases checks a task's load phases.
+func validPhases(ps []RatePhase) error {
+	var last time.Duration
+	for i, p := range ps {
+		if p.Until <= last || !(p.Rate > 0 && p.Rate <= 1e6) {
+			return fmt.Errorf("phase %d: until %v must come after the last, rate %v be in (0, 1e6]", i, p.Until, p.Rate)
+		}
+		last = p.Until
+	}
+	return nil
+}
+

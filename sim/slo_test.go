@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// phaseStats are a task's requests that ended in [from, to): their
+// number and how many took longer than bound.
+func phaseStats(res *Result, task int, from, to, bound time.Duration) (n, late int) {
+	for _, r := range res.Tasks[task].Each {
+		if r.End > from && r.End <= to {
+			n++
+			if r.Latency > bound {
+				late++
+			}
+		}
+	}
+	return n, late
+}
+
+// TestSLOControllerInSimulator replays mmk's latency controller through
+// the kernel-level simulator (the real slo.Controller and the real guard
+// policy): a service with a load that rises tenfold and falls again
+// (Poisson, 20, 150, 20 requests/s; ten 200 µs kernels a request) beside a
+// trainer of 2 ms kernels on the time-sliced GPU, target p99 = 8 ms. No
+// static setting holds it (time slicing alone, guard holding every
+// trainer kernel during requests); the controller climbs, suspends the
+// trainer while it must, tries lower rungs again, and keeps more requests
+// in target than either static setting in every phase.
+func TestSLOControllerInSimulator(t *testing.T) {
+	svc := synthetic("svc", 10, 200*time.Microsecond, 20*time.Microsecond)
+	train := synthetic("train", 50, 2*time.Millisecond, 10*time.Microsecond)
+	phases := []RatePhase{{10 * time.Second, 20}, {20 * time.Second, 150}, {30 * time.Second, 20}}
+	const bound = 8 * time.Millisecond
+	run := func(policy string, sc *SLOConfig) *Result {
+		t.Helper()
+		res, err := Simulate(Config{Policy: policy, Duration: 30 * time.Second, GPU: DefaultGPU(), Seed: 1, SLO: sc,
+			Tasks: []Task{{Name: "svc", Trace: svc, Online: true, Arrival: Poisson, Rate: 20, Phases: phases, Keep: true},
+				{Name: "train", Trace: train, Priority: 5, Arrival: BackToBack, Keep: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ladder, err := slo.ParseLadder([]string{"priority", "hold", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := map[string]*Result{"time slicing": run("fifo", nil), "hold": run("guard", nil)}
+	mmk := run("fifo", &SLOConfig{Controller: slo.Config{Ladder: ladder}, Targets: map[int]slo.Target{0: slo.MustParse("p99=8ms")}})
+	for ph := range 3 {
+		from, to := time.Duration(ph)*10*time.Second, time.Duration(ph+1)*10*time.Second
+		n, late := phaseStats(mmk, 0, from, to, bound)
+		att := 1 - float64(late)/float64(n)
+		for name, res := range static {
+			sn, sl := phaseStats(res, 0, from, to, bound)
+			if sat := 1 - float64(sl)/float64(sn); att <= sat {
+				t.Errorf("phase %d: mmk kept %.3f of requests in target, %s %.3f", ph, att, name, sat)
+			}
+		}
+		if ph == 1 && att < 0.95 {
+			t.Errorf("high load: mmk kept %.3f of requests in target", att)
+		}
+	}
+	var total time.Duration
+	for _, d := range mmk.SLO.OnRung {
+		total += d
+	}
+	if total != 30*time.Second {
+		t.Errorf("time on the rungs %v (%v), want the whole run", total, mmk.SLO.OnRung)
+	}
+	var tighten, relax int
+	for _, d := range mmk.SLO.Decisions {
+		switch {
+		case strings.Contains(d.Reason, "tighten: 0 p99"):
+			tighten++
+		case strings.Contains(d.Reason, "relax: every service"):
+			relax++
+		}
+	}
+	if tighten == 0 || relax == 0 {
+		t.Errorf("%d tightenings and %d relaxations: %+v", tighten, relax, mmk.SLO.Decisions)
+	}
+	if n, _ := phaseStats(mmk, 1, 0, 30*time.Second, bound); n == 0 {
+		t.Error("the trainer made no step under mmk")
+	}
+}
+
+// TestSLOConfigChecks: what the simulator cannot model, or a target on an
+// offline task, is refused.
+func TestSLOConfigChecks(t *testing.T) {
+	tr := synthetic("k", 2, time.Millisecond, 0)
+	tasks := []Task{{Name: "on", Trace: tr, Online: true, Arrival: Poisson, Rate: 10}, {Name: "off", Trace: tr, Arrival: BackToBack}}
+	masks, _ := slo.ParseLadder([]string{"priority", "tpcs=0.5"})
+	for _, tc := range []struct {
+		sc   *SLOConfig
+		want string
+	}{
+		{&SLOConfig{Controller: slo.Config{Ladder: masks}}, "does not model TPC masks"},
+		{&SLOConfig{Targets: map[int]slo.Target{1: slo.MustParse("p99=5ms")}}, `task "off" has a target and is not online`},
+	} {
+		_, err := Simulate(Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: tasks, SLO: tc.sc})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want %q", err, tc.want)
+		}
+	}
+	bad := tasks
+	bad[0].Phases = []RatePhase{{time.Second, 10}, {time.Second, 20}}
+	if _, err := Simulate(Config{Policy: "fifo", Duration: time.Second, GPU: DefaultGPU(), Tasks: bad}); err == nil || !strings.Contains(err.Error(), "phase 1") {
+		t.Errorf("phases out of order: %v", err)
+	}
+}
