@@ -173,4 +173,3 @@ func validPhases(ps []RatePhase) error {
 	}
 	return nil
 }
-
