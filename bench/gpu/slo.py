@@ -18,7 +18,12 @@ come. Under one MPS daemon, in a rotated order per round:
   prio+50%    by hand: and 50
   hold        guard holding every trainer launch while a request runs
   mmk         mmk's latency controller (kernelsched serve --slo), from its
-              cheapest rung, with the services' targets
+              cheapest rung, with the services' targets; by default its
+              ladder masks the trainers' TPCs (priority, 3/4, 1/2, 1/4 of
+              the TPCs, suspend): its trainers are processes of their own
+              whose hooks hold the driver's callbacks (MMK_TPC_MASK=1);
+              --no-masks gives it the hooked trainers of hold and the
+              ladder priority, hold, suspend
   and, at the high phase only, the papers' kernel policies as named
   variants: fikit, mmk's contention check (mmk), FLEP's hpf, EffiSha's piv.
 
@@ -124,7 +129,7 @@ class Bench:
         env = {"CUDA_MPS_CLIENT_PRIORITY": "0"} if mps else {}
         self.procs[name] = Proc(name, argv, self.env(env, mps), self.log, self.cpus.get("svc%d" % i))
 
-    def start_trainer(self, name, model, batch, prio, pct, hooked, mps):
+    def start_trainer(self, name, model, batch, prio, pct, hooked, mps, masks=False):
         argv = [sys.executable, os.path.join(HERE, "pareto_worker.py"), "--role", "lp", "--model", model, "--batch", str(batch), "--train"]
         argv += ["--fake"] if self.args.fake else []
         env = {}
@@ -134,7 +139,7 @@ class Bench:
                 env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(pct)
         if hooked:
             argv = self.hooked(argv, name, 5, False)
-            if self.args.masks:
+            if masks:
                 env["MMK_TPC_MASK"] = "1"
         self.procs[name] = Proc(name, argv, self.env(env, mps), self.log, self.cpus.get("lp"))
 
@@ -220,9 +225,9 @@ class Bench:
         for name in services:
             self.procs[name].send("rate %g" % self.svc_rates[name][phase_index])
 
-    def setting(self, segment, name, services, trainers, phases, prepare=None):
-        """Runs one setting through phases: services and trainers run, the
-        rest pause."""
+    def setting(self, segment, name, services, trainers, phases, prepare=None, seconds=None):
+        """Runs one setting through phases (each --phase-s, or seconds):
+        services and trainers run, the rest pause."""
         run = set(services) | set(trainers)
         for n, p in self.procs.items():
             if n not in run:
@@ -235,7 +240,7 @@ class Bench:
         time.sleep(self.args.settle)
         for phase, idx in phases:
             self.rates(idx, services)
-            self.window(segment, name, phase, run, self.args.phase_s)
+            self.window(segment, name, phase, run, seconds or self.args.phase_s)
         for n in run:
             self.procs[n].send("pause")
 
@@ -245,9 +250,9 @@ class Bench:
             if name not in services:
                 continue
             for idx, label in enumerate(("low", "medium", "high")):
-                self.setting(segment, "alone " + name, [name], [], [(label, idx)])
+                self.setting(segment, "alone " + name, [name], [], [(label, idx)], seconds=self.args.ref_s)
         for t in trainers:
-            self.setting(segment, "alone " + t, [], [t], [("-", 0)])
+            self.setting(segment, "alone " + t, [], [t], [("-", 0)], seconds=self.args.ref_s)
 
     def mps_segment(self):
         a = self.args
@@ -257,7 +262,7 @@ class Bench:
         for i, (name, model, batch, _) in enumerate(SERVICES):
             self.start_service(i, name, model, batch, True, True)
         hooked = list(svcs)
-        groups = {"h": [], "p70": [], "p50": []}
+        groups = {"h": [], "p70": [], "p50": [], "m": []}
         for model, batch in TRAINERS:
             n = "%s-train" % model
             self.start_trainer(n, model, batch, 1, 100, True, True)
@@ -267,7 +272,13 @@ class Bench:
                 m = "%s-train-%d" % (model, pct)
                 self.start_trainer(m, model, batch, 1, pct, False, True)
                 groups["p%d" % pct].append(m)
-        self.go(svcs + groups["h"] + groups["p70"] + groups["p50"])
+            if not a.no_masks:
+                m = "%s-train-m" % model
+                self.start_trainer(m, model, batch, 1, 100, True, True, masks=True)
+                groups["m"].append(m)
+        if a.no_masks:
+            groups["m"] = groups["h"]
+        self.go(svcs + groups["h"] + groups["p70"] + groups["p50"] + [m for m in groups["m"] if m not in groups["h"]])
         hooks = {"on": None}
 
         def hooks_to(on):
@@ -300,7 +311,7 @@ class Bench:
             ("prio+70%", groups["p70"], policy("fifo", 0)),
             ("prio+50%", groups["p50"], policy("fifo", 0)),
             ("hold", groups["h"], policy("guard tau=-1ns", 1)),
-            ("mmk", groups["h"], mmk),
+            ("mmk", groups["m"], mmk),
         ]
         if a.settings:
             keep = a.settings.split(",")
@@ -311,7 +322,7 @@ class Bench:
         self.control("slo off")
         if not a.no_papers:
             for name, pol in PAPERS:
-                self.setting("mps", name, svcs, groups["h"], [("high", 2)], policy(pol, 1))
+                self.setting("mps", name, svcs, groups["h"], [("high", 2)], policy(pol, 1), seconds=a.paper_s)
         self.control("policy fifo")
         self.finish_segment("mps")
         self.mps(False)
@@ -421,12 +432,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--round", type=int, default=0, help="rotates the order of the settings")
-    ap.add_argument("--phase-s", type=float, default=12)
+    ap.add_argument("--phase-s", type=float, default=10)
+    ap.add_argument("--paper-s", type=float, default=8, help="seconds of each paper policy's window at the high phase")
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
-    ap.add_argument("--ladder", default="priority,hold,suspend", help="mmk's rungs (kernelsched serve --slo-ladder)")
-    ap.add_argument("--masks", action="store_true", help="the hooked trainers may be TPC-masked (MMK_TPC_MASK=1)")
+    ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend, with --no-masks priority,hold,suspend")
+    ap.add_argument("--no-masks", action="store_true", help="mmk without TPC masks: the hooked trainers of hold, ladder priority,hold,suspend")
+    ap.add_argument("--ref-s", type=float, default=6, help="seconds of each reference window (services and trainers alone)")
     ap.add_argument("--settings", default="", help="comma-separated: only these settings")
     ap.add_argument("--no-papers", action="store_true")
     ap.add_argument("--timeslice", action="store_true")
@@ -434,8 +447,10 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true")
     args = ap.parse_args()
+    if not args.ladder:
+        args.ladder = "priority,hold,suspend" if args.no_masks else "priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend"
     if args.fake:
-        args.phase_s, args.settle = min(args.phase_s, 0.6), 0.1
+        args.phase_s, args.settle, args.ref_s, args.paper_s = min(args.phase_s, 0.6), 0.1, 0.3, 0.3
     b = Bench(args)
     t = time.time()
     try:

@@ -32,7 +32,7 @@ def load(out):
 
 def base(trainer):
     """A trainer process's base name: vgg19-train-70 -> vgg19-train."""
-    for suffix in ("-ts", "-70", "-50"):
+    for suffix in ("-ts", "-70", "-50", "-m"):
         if trainer.endswith(suffix):
             trainer = trainer[: -len(suffix)]
     return trainer
