@@ -1,0 +1,120 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// procState is a process's state letter from /proc (T: stopped).
+func procState(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// TestSLOControllerOnTheNode: an online job with a target it cannot meet
+// beside an offline one on the same GPU (the fake GPU runs their kernels
+// one at a time, so the offline kernels slow the online requests). The
+// instance's controller measures the online job's requests (its hook
+// marks them), climbs to suspending the offline job (its processes stop,
+// and the job's events say why), shows the online job's standing, history
+// and the decisions; cancelling the suspended job resumes it first, so
+// that it ends.
+func TestSLOControllerOnTheNode(t *testing.T) {
+	hook, cupti, replay := buildHookFakes(t)
+	dir := t.TempDir()
+	gpu := filepath.Join(dir, "gpu") // the fake GPU's timeline, shared
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	svc := write("svc.txt", strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n")
+	train := write("train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
+	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	m := fakeMPS(t)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
+		// Under MPS with priority shares both jobs run at once, as mmkd's
+		// default places them.
+		c.MPS, c.PriorityShares = m, true
+		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
+	})
+	off := h.submit(jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, train, "0", "60"}})
+	off = h.state(off.ID, jobs.Running)
+	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=1us", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
+	on = h.state(on.ID, jobs.Running)
+	deadline := time.Now().Add(30 * time.Second)
+	var view SLOView
+	for {
+		view = h.n.SLO()
+		if len(view.Instances) == 1 && view.Instances[0].Rung == "suspend" && len(view.Jobs) == 1 && view.Jobs[0].Requests > 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no suspension in 30 s: %+v", view)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	js := view.Jobs[0]
+	if js.ID != on.ID || js.Target != "p99=1µs" || js.BoundMs != 0.001 || js.Source != "hook" || !js.Live || js.Attainment > 0.01 {
+		t.Errorf("the online job's view %+v", js)
+	}
+	if got := view.Instances[0].Suspended; len(got) != 1 || got[0] != off.ID {
+		t.Errorf("suspended %v, want the offline job", got)
+	}
+	off, _ = h.n.Job(off.ID)
+	waitState := func(want string) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); procState(t, off.PID) != want; {
+			if time.Now().After(end) {
+				t.Fatalf("the offline job's process is %q, want %q", procState(t, off.PID), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitState("T")
+	one, err := h.n.JobSLO(on.ID)
+	if err != nil || one.SLO == nil || len(one.History) == 0 || len(one.Decisions) == 0 ||
+		!strings.Contains(one.Decisions[len(one.Decisions)-1].Reason, "priority -> suspend: tighten: ") {
+		t.Fatalf("job slo %+v %v", one, err)
+	}
+	evs, err := h.n.Events(off.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range evs {
+		if strings.HasPrefix(e.Reason, "slo: ") {
+			notes = append(notes, e.Reason)
+		}
+	}
+	if len(notes) < 2 || !strings.Contains(strings.Join(notes, "\n"), "slo: suspended by its instance's latency controller") {
+		t.Errorf("the offline job's notes: %q", notes)
+	}
+	// Cancelled while stopped: resumed first, it ends on SIGTERM.
+	if _, err := h.n.Cancel(off.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.until(off.ID, "ended", func(j jobs.Job) bool { return j.ExitCode != nil || j.Signal != "" })
+}
