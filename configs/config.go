@@ -81,8 +81,15 @@ func (c SLOConfig) validate() error {
 			return &FieldError{Key: "slo.default", Value: c.Default, Reason: err.Error()}
 		}
 	}
-	if _, err := slo.ParseLadder(c.Ladder); err != nil {
+	l, err := slo.ParseLadder(c.Ladder)
+	if err != nil {
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","), Reason: err.Error()}
+	}
+	if l.UsesTPCs() && slices.ContainsFunc(l, slo.Rung.Holds) {
+		// A job whose TPCs mmk masks holds the driver's callbacks: its
+		// hook sees none of its launches (docs/slo.md).
+		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","),
+			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
 	}
 	if err := positive("slo.window", int64(c.Window)); err != nil {
 		return err

@@ -154,6 +154,8 @@ func TestDaemonKeys(t *testing.T) {
 		{"default slo", []string{"MMK_SLO_DEFAULT=p99=2x"}, ""},
 		{"slo without a unit", []string{"MMK_SLO_DEFAULT=p99=25"}, "slo.default"},
 		{"slo window", []string{"MMK_SLO_WINDOW=0s"}, "slo.window"},
+		{"slo ladder masks and holds", []string{"MMK_SLO_LADDER=priority,hold,tpcs=0.5"}, "slo.ladder"},
+		{"slo ladder masks", []string{"MMK_SLO_LADDER=priority,tpcs=0.5,suspend"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
