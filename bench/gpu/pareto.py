@@ -128,6 +128,50 @@ class Proc:
             pass
 
 
+def control(server, line):
+    """Sends a control line to a kernel scheduler server (a Proc running
+    mmkctl kernelsched serve --control) and returns its reply."""
+    server.send(line)
+    m = server.expect("reply", 10)
+    if not m.get("ok"):
+        raise RuntimeError("server: %s: %s" % (line, m.get("error")))
+    return m
+
+
+def go(procs, names, timeout):
+    """Moves workers to the GPU once each has loaded, and waits for them."""
+    for n in names:
+        procs[n].expect("loaded", timeout)
+    for n in names:
+        procs[n].send("go")
+    for n in names:
+        procs[n].expect("ready", timeout)
+
+
+def set_hooks(procs, names, on):
+    """Turns the workers' hook callbacks on or off (mmk_hook_set_active)."""
+    for n in names:
+        procs[n].send("hook %d" % on)
+    for n in names:
+        m = procs[n].expect("hook", 30)
+        if m.get("rc") != 0:
+            raise RuntimeError("%s: mmk_hook_set_active(%d) returned %s" % (n, on, m.get("rc")))
+
+
+def mps_daemon(pipe, log, on):
+    """Starts (on) or quits the MPS control daemon whose pipe directory is
+    pipe (under /tmp: the benchmarks quit it before they end)."""
+    env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=log)
+    if on:
+        os.makedirs(pipe, exist_ok=True)
+        os.makedirs(log, exist_ok=True)
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
+        time.sleep(1)
+    else:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env, check=False)
+        time.sleep(2)
+
+
 class Sampler:
     """GPU clocks, utilisation and power through NVML, every 100 ms."""
 
@@ -214,19 +258,10 @@ class Segment:
         raise RuntimeError("the kernel scheduler server's socket never appeared")
 
     def control(self, line):
-        self.server.send(line)
-        m = self.server.expect("reply", 10)
-        if not m.get("ok"):
-            raise RuntimeError("server: %s: %s" % (line, m.get("error")))
-        return m
+        return control(self.server, line)
 
     def go(self, names, timeout=240):
-        for n in names:
-            self.procs[n].expect("loaded", timeout)
-        for n in names:
-            self.procs[n].send("go")
-        for n in names:
-            self.procs[n].expect("ready", timeout)
+        go(self.procs, names, timeout)
 
     def profile(self, name, key, timeout=90):
         """Runs a hooked job alone until its profiling phase wrote its profile."""
@@ -244,14 +279,8 @@ class Segment:
         time.sleep(1.0)  # the server loads new profiles once a second
 
     def set_hooks(self, names, on):
-        if self.run.args.fake:
-            return
-        for n in names:
-            self.procs[n].send("hook %d" % on)
-        for n in names:
-            m = self.procs[n].expect("hook", 30)
-            if m.get("rc") != 0:
-                raise RuntimeError("%s: mmk_hook_set_active(%d) returned %s" % (n, on, m.get("rc")))
+        if not self.run.args.fake:
+            set_hooks(self.procs, names, on)
 
     def measure(self, settings, cycles):
         r = self.run
@@ -341,19 +370,10 @@ class Run:
                          for _ in range(args.host_spin)]
 
     def mps(self, on):
-        if self.args.fake:
+        if self.args.fake or on == self.mps_on:
             return
-        env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=self.pipe, CUDA_MPS_LOG_DIRECTORY=self.mpslog)
-        if on:
-            os.makedirs(self.pipe, exist_ok=True)
-            os.makedirs(self.mpslog, exist_ok=True)
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-            self.mps_on = True
-            time.sleep(1)
-        elif self.mps_on:
-            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env, check=False)
-            self.mps_on = False
-            time.sleep(2)
+        mps_daemon(self.pipe, self.mpslog, on)
+        self.mps_on = on
 
     def annotate(self, segment, records):
         """Cuts each window of the segment out of the jobs' records."""

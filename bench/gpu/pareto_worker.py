@@ -54,22 +54,29 @@ class Control:
             if not cmd:
                 continue
             with self.cv:
-                if cmd[0] == "go":
-                    self.go = True
-                elif cmd[0] == "run":
-                    self.running = True
-                elif cmd[0] == "pause":
-                    self.running = False
-                elif cmd[0] == "hook" and len(cmd) == 2 and cmd[1] in ("0", "1"):
-                    self.hook = int(cmd[1])
-                elif cmd[0] == "quit":
-                    self.quit = True
-                else:
+                if not self.command(cmd):
                     out({"event": "error", "error": "unknown command %r" % line.strip()})
                 self.cv.notify_all()
         with self.cv:
             self.quit = True
             self.cv.notify_all()
+
+    def command(self, cmd):
+        """Applies one command (under cv); False for one it does not know.
+        A worker with commands of its own extends it."""
+        if cmd[0] == "go":
+            self.go = True
+        elif cmd[0] == "run":
+            self.running = True
+        elif cmd[0] == "pause":
+            self.running = False
+        elif cmd[0] == "hook" and len(cmd) == 2 and cmd[1] in ("0", "1"):
+            self.hook = int(cmd[1])
+        elif cmd[0] == "quit":
+            self.quit = True
+        else:
+            return False
+        return True
 
     def wait_go(self):
         with self.cv:

@@ -47,7 +47,6 @@ import gzip
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import pareto  # noqa: E402
 from pareto import Proc, Sampler, cpu_busy, pinned  # noqa: E402
 
 # name, model, batch, rates (low, medium, high) in requests a second.
@@ -156,46 +156,20 @@ class Bench:
         raise RuntimeError("the kernel scheduler server's socket never appeared")
 
     def control(self, line):
-        if self.server is None:
-            return {}
-        self.server.send(line)
-        m = self.server.expect("reply", 10)
-        if not m.get("ok"):
-            raise RuntimeError("server: %s: %s" % (line, m.get("error")))
-        return m
+        return pareto.control(self.server, line) if self.server else {}
 
     def mps(self, on):
-        if self.args.fake:
+        if self.args.fake or on == self.mps_on:
             return
-        env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=self.pipe, CUDA_MPS_LOG_DIRECTORY=self.mpslog)
-        if on:
-            os.makedirs(self.pipe, exist_ok=True)
-            os.makedirs(self.mpslog, exist_ok=True)
-            subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-            self.mps_on = True
-            time.sleep(1)
-        elif self.mps_on:
-            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env, check=False)
-            self.mps_on = False
-            time.sleep(2)
+        pareto.mps_daemon(self.pipe, self.mpslog, on)
+        self.mps_on = on
 
     def go(self, names, timeout=300):
-        for n in names:
-            self.procs[n].expect("loaded", timeout)
-        for n in names:
-            self.procs[n].send("go")
-        for n in names:
-            self.procs[n].expect("ready", timeout)
+        pareto.go(self.procs, names, timeout)
 
     def set_hooks(self, names, on):
-        if self.args.fake:
-            return
-        for n in names:
-            self.procs[n].send("hook %d" % on)
-        for n in names:
-            m = self.procs[n].expect("hook", 30)
-            if m.get("rc") != 0:
-                raise RuntimeError("%s: mmk_hook_set_active(%d) returned %s" % (n, on, m.get("rc")))
+        if not self.args.fake:
+            pareto.set_hooks(self.procs, names, on)
 
     # --- measurement -----------------------------------------------------
     def window(self, segment, setting, phase, run, seconds, extra=None):

@@ -34,54 +34,35 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pareto_worker  # noqa: E402
 from pareto_worker import Hook, build, out, step_fn  # noqa: E402
 
 
-class Control:
-    """Commands from stdin, read on a thread; the serving loop applies them."""
+class Control(pareto_worker.Control):
+    """pareto_worker's commands, and the rate, the latencies asked for, and
+    an epoch that each run, pause or rate change bumps."""
 
     def __init__(self):
-        self.cv = threading.Condition()
-        self.go = self.running = self.quit = False
         self.rate = 0.0
-        self.hook = None
         self.epoch = 0  # bumped at each run, rate change or pause
         self.records = []  # the serving loop's, appended as requests end
-        threading.Thread(target=self.read, daemon=True).start()
+        super().__init__()
 
-    def read(self):
-        for line in sys.stdin:
-            cmd = line.split()
-            if not cmd:
-                continue
-            with self.cv:
-                if cmd[0] == "go":
-                    self.go = True
-                elif cmd[0] == "run":
-                    self.running = True
-                    self.epoch += 1
-                elif cmd[0] == "pause":
-                    self.running = False
-                    self.epoch += 1
-                elif cmd[0] == "rate" and len(cmd) == 2:
-                    try:
-                        self.rate = max(float(cmd[1]), 0.0)
-                        self.epoch += 1
-                    except ValueError:
-                        out({"event": "error", "error": "rate %r is not a number" % cmd[1]})
-                elif cmd[0] == "hook" and len(cmd) == 2 and cmd[1] in ("0", "1"):
-                    self.hook = int(cmd[1])
-                elif cmd[0] == "lat" and len(cmd) == 3:
-                    t0, t1 = float(cmd[1]), float(cmd[2])
-                    out({"event": "lat", "ms": [round((e - a) * 1e3, 3) for a, _, e in list(self.records) if t0 <= a <= t1]})
-                elif cmd[0] == "quit":
-                    self.quit = True
-                else:
-                    out({"event": "error", "error": "unknown command %r" % line.strip()})
-                self.cv.notify_all()
-        with self.cv:
-            self.quit = True
-            self.cv.notify_all()
+    def command(self, cmd):
+        if cmd[0] in ("run", "pause"):
+            self.epoch += 1
+        if cmd[0] == "rate" and len(cmd) == 2:
+            try:
+                self.rate = max(float(cmd[1]), 0.0)
+                self.epoch += 1
+            except ValueError:
+                out({"event": "error", "error": "rate %r is not a number" % cmd[1]})
+            return True
+        if cmd[0] == "lat" and len(cmd) == 3:
+            t0, t1 = float(cmd[1]), float(cmd[2])
+            out({"event": "lat", "ms": [round((e - a) * 1e3, 3) for a, _, e in list(self.records) if t0 <= a <= t1]})
+            return True
+        return super().command(cmd)
 
 
 def serve(args, ctl, hook, work, sync):
