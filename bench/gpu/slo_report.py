@@ -127,15 +127,19 @@ def svg(path, rnd, st, phases, tl):
     """Per setting and phase: the trainers' throughput (bar) and the lowest
     attainment (dot); below, mmk's rung over time."""
     settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "time slicing"] if any((s, p) in st for p in phases)]
-    W, H, left, top = 860, 360, 60, 30
+    W, H, left, top = 880, 360, 60, 30
     cw = (W - left - 20) / max(len(settings), 1)
     bw = cw / (len(phases) + 1)
     g = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H + 170),
-         '<text x="%d" y="16" font-size="13">SLO benchmark, round %d: trainers\' throughput against alone (bars), lowest SLO attainment (dots, 99 %% line)</text>' % (left, rnd)]
+         '<text x="%d" y="16" font-size="13">SLO benchmark, round %d: trainers\' throughput against alone (bars, left), lowest SLO attainment (dots, right; 99 %% dashed)</text>' % (left, rnd)]
     y = lambda v: top + (1 - v) * (H - top - 40)
-    g.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c00" stroke-dasharray="4"/>' % (left, y(HELD), W - 20, y(HELD)))
+    # Attainment on its own scale, 90 to 100 %, below 90 % at the bottom.
+    ya = lambda a: y(min(max((a - 0.9) / 0.1, 0), 1))
+    g.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c00" stroke-dasharray="4"/>' % (left, ya(HELD), W - 20, ya(HELD)))
     for k in (0, 0.5, 1):
         g.append('<text x="%d" y="%.1f" text-anchor="end">%.1f</text>' % (left - 4, y(k) + 4, k))
+    for a in (0.9, 0.95, 1.0):
+        g.append('<text x="%d" y="%.1f" font-size="9">%d %%</text>' % (W - 26, ya(a) + 3, round(100 * a)))
     colors = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"]
     for i, s in enumerate(settings):
         x0 = left + i * cw
@@ -148,7 +152,7 @@ def svg(path, rnd, st, phases, tl):
             t = min(m["train"], 1.2)
             g.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: trainers %.2f, attainment %.3f</title></rect>' % (
                 x, y(t), bw * 0.8, y(0) - y(t), colors[j % 4], s, p, m["train"], m["attain"]))
-            g.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="#000"/>' % (x + bw * 0.4, y(max(m["attain"], 0))))
+            g.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="#000"><title>lowest attainment %.1f %%</title></circle>' % (x + bw * 0.4, ya(m["attain"]), 100 * m["attain"]))
     for j, p in enumerate(phases):
         g.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>' % (left + j * 110, H + 2, colors[j % 4], left + j * 110 + 14, H + 11, p))
     pts = [t for t in tl if t.get("round") == rnd and t.get("level") is not None]
