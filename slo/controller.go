@@ -45,6 +45,13 @@ type Config struct {
 	// FutileFor is how long a service whose misses the top rung did not
 	// help is left alone (unless its load changes by half or more).
 	FutileFor time.Duration
+	// A service's load has changed when its request rate over the last
+	// Short differs from its rate over the Window before by a factor of
+	// Swing or more: a rise tightens at once a service that is within its
+	// target but close to it (before the misses come that would prove it
+	// late), a fall relaxes at once if every service is within its target.
+	Short time.Duration
+	Swing float64
 }
 
 // DefaultConfig suits services of a few to a few hundred requests a
@@ -64,6 +71,8 @@ func DefaultConfig() Config {
 		Probe:      3 * time.Second,
 		ProbeEvery: 10 * time.Minute,
 		FutileFor:  time.Minute,
+		Short:      2 * time.Second,
+		Swing:      1.6,
 	}
 }
 
@@ -73,7 +82,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Ladder) == 0 {
 		c.Ladder = d.Ladder
 	}
-	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor} {
+	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor, &c.Short} {
 		if *p < 0 {
 			return c, fmt.Errorf("slo controller: negative duration %v", *p)
 		}
@@ -90,11 +99,15 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.Probe, d.Probe)
 	orZero(&c.ProbeEvery, d.ProbeEvery)
 	orZero(&c.FutileFor, d.FutileFor)
+	orZero(&c.Short, d.Short)
+	orZero(&c.Swing, d.Swing)
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
 	case c.Headroom < 0 || c.Headroom >= 1:
 		return c, fmt.Errorf("slo controller: headroom %v is not in [0, 1)", c.Headroom)
+	case c.Swing <= 1:
+		return c, fmt.Errorf("slo controller: swing %v must be above 1", c.Swing)
 	case c.MinSamples < 1 || c.MinAlone < 1:
 		return c, fmt.Errorf("slo controller: min samples %d and min alone %d must be at least 1", c.MinSamples, c.MinAlone)
 	case c.MaxCalm < c.Calm:
@@ -185,10 +198,11 @@ type Controller struct {
 	services []*service // in the order added
 	level    int
 	// changedAt is when the rung last changed, lastDown whether that
-	// was a step down; badAt when a service last missed.
-	changedAt, badAt, lastTick time.Duration
-	lastDown, started          bool
-	calm                       time.Duration
+	// was a step down; badAt when a service last missed; swungAt when a
+	// change of load last moved the rung.
+	changedAt, badAt, lastTick, swungAt time.Duration
+	lastDown, started                   bool
+	calm                                time.Duration
 	// enterRate is the services' request rate when the rung was climbed
 	// to: a fall well below it ends the wait for calm.
 	enterRate float64
@@ -208,7 +222,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62}, nil
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -216,7 +230,7 @@ func New(cfg Config) (*Controller, error) {
 // alone.
 func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
-	c.calm, c.enterRate, c.probing, c.climb = c.cfg.Calm, 0, false, nil
+	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
 }
 
 // Config is the controller's configuration, defaults filled in.
@@ -319,10 +333,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		return c.endProbe(now)
 	}
 	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
-	var worst *service
+	var worst, rising *service
 	var worstSt Stats
+	var swing float64
 	worstOver := 0.0
-	allWell, allMet := true, true
+	allWell, allMet, fell := true, true, false
 	rate := 0.0
 	for _, sv := range c.services {
 		v, over, st := c.judge(sv, judgeFrom, now)
@@ -331,6 +346,12 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		allMet = allMet && v != missed
 		if over > worstOver {
 			worst, worstOver, worstSt = sv, over, st
+		}
+		switch f := c.swing(sv, now); {
+		case f >= c.cfg.Swing && v == within && f > swing:
+			rising, swing = sv, f
+		case f > 0 && f <= 1/c.cfg.Swing:
+			fell = true
 		}
 	}
 	top := len(c.cfg.Ladder) - 1
@@ -348,6 +369,19 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 		c.enterRate = rate
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
+	}
+	settled := now-c.changedAt >= c.cfg.Settle && now-c.swungAt >= c.cfg.Window
+	if rising != nil && settled && c.level < top {
+		// Its load rose while it was close to its bound: the misses would
+		// come before the evidence of them.
+		c.swungAt, c.enterRate = now, rate
+		c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
+		return c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
+			rising.id, swing, c.cfg.Short, rising.detail)), true
+	}
+	if fell && allMet && settled && c.level > 0 {
+		c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
+		return c.move(now, c.level-1, "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target", rate)), true
 	}
 	if sv := c.needsProbe(now); sv != nil {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
@@ -383,6 +417,26 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	c.climb = nil
 	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
+}
+
+// swing is how a service's request rate over the last Short compares with
+// its rate over the Window before, or since the last swing that moved the
+// rung (one change of load moves it once), or since its first request;
+// 0: too little history to say.
+func (c *Controller) swing(sv *service, now time.Duration) float64 {
+	if sv.tr.Target().IsZero() {
+		return 0
+	}
+	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.First())
+	if now-c.cfg.Short-from < c.cfg.Short {
+		return 0
+	}
+	short := sv.tr.Window(now-c.cfg.Short, now)
+	before := sv.tr.Window(from, now-c.cfg.Short)
+	if before.N < c.cfg.MinSamples/2 || short.N+before.N < c.cfg.MinSamples || before.Rate <= 0 {
+		return 0
+	}
+	return short.Rate / before.Rate
 }
 
 // climb is a run of tightenings: the rung it started from and the

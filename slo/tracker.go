@@ -73,8 +73,10 @@ type Tracker struct {
 	head, n int
 	// reported: the service has reported a latency of its own.
 	reported bool
-	// total and late count every request judged since the start.
+	// total and late count every request judged since the start; first
+	// is when the first ended.
 	total, late uint64
+	first       time.Duration
 	// The history: closed points and the open interval's samples.
 	every   time.Duration
 	history []Point
@@ -126,6 +128,9 @@ func (t *Tracker) Add(s Sample) {
 		t.n++
 	} else {
 		t.head = (t.head + 1) % len(t.samples)
+	}
+	if t.total == 0 {
+		t.first = s.At
 	}
 	t.total++
 	if t.bound > 0 && s.Latency > t.bound {
@@ -181,7 +186,8 @@ func (t *Tracker) Total() (n, late uint64) { return t.total, t.late }
 
 // Window summarises the requests that ended after from (and at most at
 // now). Requests may have been added a little out of order (a service's
-// threads report as they finish), so every one kept is looked at.
+// threads report as they finish), so every one kept is looked at. The
+// rate is over the part of the span since the first request.
 func (t *Tracker) Window(from, now time.Duration) Stats {
 	t.scratch = t.scratch[:0]
 	for i := range t.n {
@@ -190,7 +196,18 @@ func (t *Tracker) Window(from, now time.Duration) Stats {
 			t.scratch = append(t.scratch, s.Latency)
 		}
 	}
+	if t.total > 0 && t.first > from {
+		from = min(t.first, now)
+	}
 	return t.stats(t.scratch, now-from)
+}
+
+// First is the end of the first request the tracker saw (-1: none).
+func (t *Tracker) First() time.Duration {
+	if t.total == 0 {
+		return -1
+	}
+	return t.first
 }
 
 // Last is the end of the last request kept (-1: none).

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,21 @@ func writeRequests(t *testing.T, iters, kernels, durUs, gapUs, thinkUs int) stri
 		fmt.Fprintf(&b, "sync %d\n", thinkUs)
 	}
 	p := filepath.Join(t.TempDir(), "requests.txt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeSynced writes a trainer's trace: n kernels of durUs, each followed
+// by a synchronisation (its queue on the fake GPU never runs ahead).
+func writeSynced(t *testing.T, n, kinds, durUs int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d 4 1 1 128 1 1 %d 0\nsync 0\n", i%kinds, durUs)
+	}
+	p := filepath.Join(t.TempDir(), "synced.txt")
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +171,8 @@ func TestHookLatencyMatchesTheService(t *testing.T) {
 	}
 }
 
-// recorder is a Suspend that records its calls.
+// recorder is a Suspend that stops and continues the processes, as
+// mmkctl kernelsched serve does, and records its calls.
 type recorder struct {
 	mu    sync.Mutex
 	calls []string
@@ -165,6 +182,15 @@ func (r *recorder) suspend(pids []int, stop bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, fmt.Sprintf("%v %v", stop, pids))
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	for _, p := range pids {
+		if err := syscall.Kill(p, sig); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -174,12 +200,14 @@ func (r *recorder) seen() []string {
 	return slices.Clone(r.calls)
 }
 
-// TestSLOControllerEndToEnd: a service with a target it cannot meet makes
-// the server's controller climb its ladder, each decision with its reason:
-// guard holding every offline kernel, TPC masks on the offline task (its
-// hook masks, MMK_TPC_MASK=1, and the fake GPU runs its kernels on half
-// the TPCs), then the offline task suspended; when the server stops, the
-// suspension is lifted.
+// TestSLOControllerEndToEnd: a service with a target it cannot meet,
+// sharing the fake GPU with an offline task, makes the server's
+// controller climb its ladder, each decision with its reason: guard
+// holding every offline kernel (which cannot hold a task whose hook masks
+// its TPCs: it sees none of its launches), TPC masks on the offline task
+// (its hook masks, MMK_TPC_MASK=1, and the fake GPU runs its kernels on
+// half the TPCs, slower), then the offline task stopped, which helps the
+// service: the top rung stays. Turned off, the controller lifts it.
 func TestSLOControllerEndToEnd(t *testing.T) {
 	a := buildC(t)
 	rec := &recorder{}
@@ -197,8 +225,11 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lo := replay(ctx, a, writeTrace(t, 400, 3, 50), 0, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo",
-		"MMK_TPC_MASK=1", "MMK_CUDA_PATH="+a.cupti)
+	// One fake GPU for both (its timeline shared): the offline kernels
+	// slow the online requests, and suspending them helps.
+	gpu := "MMK_FAKE_GPU=" + filepath.Join(t.TempDir(), "gpu")
+	lo := replay(ctx, a, writeSynced(t, 400, 3, 200), 0, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo",
+		"MMK_TPC_MASK=1", "MMK_CUDA_PATH="+a.cupti, gpu)
 	lo.Args = append(lo.Args, "8") // loops without end, for at most 8 s
 	var loRes replayResult
 	loDone := make(chan struct{})
@@ -207,7 +238,7 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		loRes = runReplay(t, lo)
 	}()
 	waitFor(t, func() bool { return s.Counters().Tasks == 1 })
-	hi := replay(ctx, a, writeRequests(t, 2000, 4, 100, 10, 500), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc")
+	hi := replay(ctx, a, writeRequests(t, 2000, 4, 100, 10, 500), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc", gpu)
 	hiDone := make(chan struct{})
 	go func() {
 		defer close(hiDone)
