@@ -69,6 +69,17 @@ def pick(v, q):
     return v[min(len(v) - 1, max(0, int(round(q * len(v))) - 1))] if v else None
 
 
+def trainers_of(spec):
+    """The trainers of --trainers: MODEL:BATCH, comma-separated."""
+    out = []
+    for part in spec.split(","):
+        model, _, batch = part.strip().partition(":")
+        if not model or not batch.isdigit():
+            raise SystemExit("--trainers %r: want MODEL:BATCH[,MODEL:BATCH...], such as vgg19:32" % spec)
+        out.append((model, int(batch)))
+    return out
+
+
 def cpu_plan(n_services, n_trainer_procs):
     """CPU sets: the driver, the server and a spinner one each, each service
     two, the trainers the rest (shared)."""
@@ -103,6 +114,7 @@ class Bench:
         self.spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pinned(self.cpus.get("spin")))
         self.procs, self.server, self.targets = {}, None, {}
         self.svc_rates = {name: rates for name, _, _, rates in SERVICES}
+        self.trainers = trainers_of(args.trainers)
         self.alone_svc, self.alone_lp = {}, {}
 
     # --- processes -------------------------------------------------------
@@ -237,7 +249,7 @@ class Bench:
             self.start_service(i, name, model, batch, True, True)
         hooked = list(svcs)
         groups = {"h": [], "p70": [], "p50": [], "m": []}
-        for model, batch in TRAINERS:
+        for model, batch in self.trainers:
             n = "%s-train" % model
             self.start_trainer(n, model, batch, 1, 100, True, True)
             groups["h"].append(n)
@@ -333,7 +345,7 @@ class Bench:
             self.start_service(i, name + "-ts", model, batch, False, False)
             self.svc_rates[name + "-ts"] = rates
             svcs.append(name + "-ts")
-        for model, batch in TRAINERS:
+        for model, batch in self.trainers:
             n = "%s-train-ts" % model
             self.start_trainer(n, model, batch, 0, 100, False, False)
             tnames.append(n)
@@ -411,6 +423,7 @@ def main():
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
+    ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend, with --no-masks priority,hold,suspend")
     ap.add_argument("--no-masks", action="store_true", help="mmk without TPC masks: the hooked trainers of hold, ladder priority,hold,suspend")
     ap.add_argument("--ref-s", type=float, default=6, help="seconds of each reference window (services and trainers alone)")
