@@ -59,6 +59,10 @@ type SLOConfig struct {
 	// down.
 	Window time.Duration `mapstructure:"window"`
 	Calm   time.Duration `mapstructure:"calm"`
+	// HookMarks lets an online job's hook mark where each request starts
+	// (its launch callbacks stay on for it); off, only the latencies a
+	// service reports itself are measured.
+	HookMarks bool `mapstructure:"hook_marks"`
 }
 
 // Target is the default target, parsed (zero: none). Validate checks it.

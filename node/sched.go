@@ -129,7 +129,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
 		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
-		SLO: n.sloServerConfig(key),
+		SLO: n.sloServerConfig(key), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks,
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)

@@ -26,6 +26,9 @@ type SLOConfig struct {
 	Default slo.Target
 	// Controller tunes the controller and names its ladder.
 	Controller slo.Config
+	// NoHookMarks: online jobs' hooks mark no request (slo.hook_marks
+	// off); only reported latencies are measured.
+	NoHookMarks bool
 }
 
 // maxSLONotes bounds the controller's notes among one job's events; past
