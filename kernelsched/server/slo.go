@@ -124,6 +124,9 @@ type sloState struct {
 	tasks   []sloTask
 	samples []sloSample
 
+	// applyMu orders the rung's applications (applyRung).
+	applyMu sync.Mutex
+
 	mu        sync.Mutex
 	ctrl      *slo.Controller
 	active    bool
@@ -344,6 +347,17 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 // server's own policy even if the rung's was never set.
 func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	st := s.slo
+	// One application at a time (the controller's step, a control line
+	// turning it off, the server's stop), each on the state it finds: a
+	// step that read the controller on before it was turned off applies
+	// no restraint after the lift.
+	st.applyMu.Lock()
+	defer st.applyMu.Unlock()
+	st.mu.Lock()
+	if !st.active {
+		r = slo.Rung{}
+	}
+	st.mu.Unlock()
 	var errs []error
 	want, cfg := "", kernelsched.Config{}
 	if r.Holds() {
