@@ -150,6 +150,7 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 		stop()
 		delete(n.watching, e.id)
 	}
+	n.sloForget(e.id)
 	j, ok := n.get(e.id)
 	if !ok {
 		return

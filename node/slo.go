@@ -184,7 +184,8 @@ func (n *Node) suspendTasks(key string) func(pids []int, stop bool) error {
 				// A process that went: nothing to stop or continue.
 				continue
 			}
-			if done[j.ID] {
+			if done[j.ID] || (stop && j.State != jobs.Running) {
+				// A job being stopped keeps running until it ends.
 				continue
 			}
 			done[j.ID] = true
@@ -235,6 +236,14 @@ func (n *Node) resumeIfSuspended(id string) {
 			n.cfg.Log.Warn("slo: resume job before stopping it", "job", id, "err", err)
 		}
 	}
+}
+
+// sloForget drops what the latency controllers kept of a job that ended.
+func (n *Node) sloForget(id string) {
+	n.slo.mu.Lock()
+	delete(n.slo.suspended, id)
+	delete(n.slo.notes, id)
+	n.slo.mu.Unlock()
 }
 
 // sloDecided logs a controller's change of rung and notes it on the jobs

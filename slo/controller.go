@@ -253,6 +253,19 @@ func (c *Controller) AddService(id string, t Target) {
 	c.services = append(c.services, &service{id: id, tr: NewTracker(t, bound), state: Idle})
 }
 
+// SetTarget changes a service's target, keeping its requests, its
+// history and what it measured alone; an unknown id is added.
+func (c *Controller) SetTarget(id string, t Target) {
+	sv := c.service(id)
+	if sv == nil {
+		c.AddService(id, t)
+		return
+	}
+	bound, _ := t.Resolve(0)
+	sv.tr.SetTarget(t, bound)
+	c.calibrate(sv)
+}
+
 // RemoveService stops tracking a job.
 func (c *Controller) RemoveService(id string) {
 	c.services = slices.DeleteFunc(c.services, func(s *service) bool { return s.id == id })
@@ -283,6 +296,10 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 	sv := c.service(id)
 	if sv == nil {
 		return
+	}
+	if s.Source == Reported && !sv.tr.Reported() {
+		// The service's own measure replaces the hook's, alone too.
+		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
 	if c.probing && s.At > c.changedAt+c.cfg.Settle {
@@ -427,7 +444,7 @@ func (c *Controller) swing(sv *service, now time.Duration) float64 {
 	if sv.tr.Target().IsZero() {
 		return 0
 	}
-	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.First())
+	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.Oldest())
 	if now-c.cfg.Short-from < c.cfg.Short {
 		return 0
 	}

@@ -350,3 +350,57 @@ func TestBinomialTail(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerSteadyHighRate: a steady load beyond what the tracker
+// keeps of a window (3,000 requests/s, its ring of Keep turning in under
+// 3 s) is no rise of load: no rung moves for a service comfortably within
+// its target.
+func TestControllerSteadyHighRate(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=10ms"))
+	tr := run(t, c, 10*ms, []phase{{30 * time.Second, 3000, constant(7500 * time.Microsecond)}}, 1)
+	if len(tr.decisions) != 0 {
+		t.Errorf("%d decisions at a steady load: %+v", len(tr.decisions), tr.decisions[0])
+	}
+	if st := c.Status(30 * time.Second)[0]; st.Recent.Rate < 2700 || st.Recent.Rate > 3300 {
+		t.Errorf("rate %.0f/s, want about 3000", st.Recent.Rate)
+	}
+}
+
+// TestControllerAloneFollowsTheSource: once a service reports its own
+// latencies, its latency alone is its own too (the hook's, shorter, is
+// dropped), and so is a ratio target's bound.
+func TestControllerAloneFollowsTheSource(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p90=1.5x"))
+	at := time.Duration(0)
+	for range 100 {
+		at += ms
+		c.Observe("svc", Sample{At: at, Latency: ms, Source: Hook}, true)
+	}
+	if b := c.Status(at)[0].Bound; b != 1500*time.Microsecond {
+		t.Fatalf("bound %v from the hook's requests alone", b)
+	}
+	for range 100 {
+		at += ms
+		c.Observe("svc", Sample{At: at, Latency: 3 * ms, Source: Reported}, true)
+	}
+	if st := c.Status(at)[0]; st.Bound != 4500*time.Microsecond || st.AloneN != 100 || !st.Reported {
+		t.Errorf("after the service's own reports: %+v", st)
+	}
+}
+
+// TestControllerSetTargetKeepsTheService: a new target keeps the
+// service's requests and what it measured alone.
+func TestControllerSetTargetKeepsTheService(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("svc", MustParse("p99=10ms"))
+	for i := range 60 {
+		c.Observe("svc", Sample{At: time.Duration(i) * ms, Latency: 2 * ms}, true)
+	}
+	c.SetTarget("svc", MustParse("p99=2x"))
+	st := c.Status(time.Second)[0]
+	if st.Total != 60 || st.AloneN != 60 || st.Bound != 4*ms || st.Target != MustParse("p99=2x") {
+		t.Errorf("%+v", st)
+	}
+}

@@ -73,10 +73,8 @@ type Tracker struct {
 	head, n int
 	// reported: the service has reported a latency of its own.
 	reported bool
-	// total and late count every request judged since the start; first
-	// is when the first ended.
+	// total and late count every request judged since the start.
 	total, late uint64
-	first       time.Duration
 	// The history: closed points and the open interval's samples.
 	every   time.Duration
 	history []Point
@@ -128,9 +126,6 @@ func (t *Tracker) Add(s Sample) {
 		t.n++
 	} else {
 		t.head = (t.head + 1) % len(t.samples)
-	}
-	if t.total == 0 {
-		t.first = s.At
 	}
 	t.total++
 	if t.bound > 0 && s.Latency > t.bound {
@@ -196,19 +191,27 @@ func (t *Tracker) Window(from, now time.Duration) Stats {
 			t.scratch = append(t.scratch, s.Latency)
 		}
 	}
-	if t.total > 0 && t.first > from {
-		from = min(t.first, now)
+	if o := t.Oldest(); o > from {
+		// Nothing before the oldest request kept is known: the rate
+		// counts from it (the service's first request, or the ring's
+		// oldest at a high rate).
+		from = min(o, now)
 	}
 	return t.stats(t.scratch, now-from)
 }
 
-// First is the end of the first request the tracker saw (-1: none).
-func (t *Tracker) First() time.Duration {
-	if t.total == 0 {
+// Oldest is the end of the oldest request kept (-1: none): the first one,
+// until the ring has turned.
+func (t *Tracker) Oldest() time.Duration {
+	if t.n == 0 {
 		return -1
 	}
-	return t.first
+	return t.samples[t.head].At
 }
+
+// SetTarget changes the target and the bound in force, keeping the
+// requests and the history.
+func (t *Tracker) SetTarget(target Target, bound time.Duration) { t.target, t.bound = target, bound }
 
 // Last is the end of the last request kept (-1: none).
 func (t *Tracker) Last() time.Duration {

@@ -489,7 +489,7 @@ void mmk_mark(void)
 int mmk_client_request(uint64_t start_ns, uint64_t end_ns)
 {
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
-	if (!c || end_ns < start_ns || forked_child)
+	if (!c || !end_ns || end_ns < start_ns || forked_child)
 		return -1;
 	struct mmk_launch l = {.grid = {(uint32_t)start_ns, (uint32_t)(start_ns >> 32), 0}};
 	return put_entry(c, &l, 0, MMK_ENTRY_REQUEST, end_ns) ? 0 : -1;

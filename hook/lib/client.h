@@ -44,8 +44,9 @@ void mmk_report_sync(int enter);
  * nothing. */
 void mmk_mark(void);
 /* mmk_client_request publishes a request the service measured itself,
- * from start to end (CLOCK_MONOTONIC ns; step 10). It returns 0, or -1
- * without a kernel scheduler or for an end before its start. */
+ * from start to end (CLOCK_MONOTONIC ns; step 10). It waits only while
+ * the ring is full, at most the hook's bound. It returns 0, or -1 without
+ * a kernel scheduler or for an end of 0 or before its start. */
 int mmk_client_request(uint64_t start_ns, uint64_t end_ns);
 /* mmk_tpc_keep is the TPCs the server lets this task's kernels use (0:
  * all; step 11); mmk_tpc_state tells it whether the hook can mask them

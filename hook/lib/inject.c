@@ -332,8 +332,9 @@ __attribute__((visibility("default"))) int mmk_hook_set_active(int on)
 /* mmk_report_request is for a service that measures its own requests
  * (protocol step 10): start and end on CLOCK_MONOTONIC, in nanoseconds
  * (Python: time.monotonic_ns()). mmk then judges the job's latency target
- * by them instead of by what the hook sees. It never waits; it returns 0,
- * or -1 without a kernel scheduler or for an end before its start. */
+ * by them instead of by what the hook sees. It waits only while the ring
+ * to the scheduler is full, at most the hook's bound; it returns 0, or -1
+ * without a kernel scheduler or for an end of 0 or before its start. */
 __attribute__((visibility("default"))) int mmk_report_request(unsigned long long start_ns, unsigned long long end_ns)
 {
 	return mmk_client_request(start_ns, end_ns);

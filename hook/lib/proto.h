@@ -72,7 +72,8 @@
  * 10. (Version 5.) Requests a service reports itself: mmk_report_request
  *    (start, end; CLOCK_MONOTONIC nanoseconds) publishes an
  *    MMK_ENTRY_REQUEST entry: grid[0] and grid[1] the low and high 32
- *    bits of start, t_ns the end. It never waits.
+ *    bits of start, t_ns the end (never 0). It waits only for room in a
+ *    full ring, within the bound.
  * 11. (Version 5.) TPC masks. While tpc_keep is not 0, every kernel the
  *    task launches may use only the GPU's first tpc_keep TPCs, where the
  *    hook can say so to the driver (MMK_TPC_MASK=1: an undocumented

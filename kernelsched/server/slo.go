@@ -218,7 +218,7 @@ func (s *Server) SetTarget(name string, t slo.Target) error {
 	s.slo.cfg.Targets[name] = t
 	for id, ref := range s.slo.services {
 		if ref.Name == name && !s.slo.named[id] {
-			s.slo.ctrl.AddService(id, t)
+			s.slo.ctrl.SetTarget(id, t)
 		}
 	}
 	return nil
@@ -226,7 +226,7 @@ func (s *Server) SetTarget(name string, t slo.Target) error {
 
 // SetSLOActive turns the controller on (from rung 0) or off: off, the
 // offline tasks are resumed, unmasked, and the policy goes back to the
-// server's own (or what SetPolicy set since).
+// server's configured one (Config.Policy) with its defaults.
 func (s *Server) SetSLOActive(ctx context.Context, on bool) error {
 	if s.slo == nil {
 		return errors.New("slo: the server has no latency controller")
@@ -341,7 +341,8 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 }
 
 // applyRung brings the offline tasks to a rung: the policy (guard with a
-// fixed Tau while the rung holds launches, else the server's own), TPC
+// fixed Tau while the rung holds launches, else the server's configured
+// one: a policy set over the control channel meanwhile gives way), TPC
 // masks and suspension. It is idempotent and called every step, so that
 // offline tasks that come later are restrained too. force reapplies the
 // server's own policy even if the rung's was never set.
@@ -410,18 +411,26 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 			resume = append(resume, p)
 		}
 	}
+	// What failed is tried again at the next step: a stop that failed is
+	// not counted stopped, a resume that failed still stopped.
+	now := slices.Clone(have)
 	if len(resume) > 0 {
 		if err := st.cfg.Suspend(resume, false); err != nil {
 			errs = append(errs, fmt.Errorf("resume %v: %w", resume, err))
+		} else {
+			now = slices.DeleteFunc(now, func(p int) bool { return slices.Contains(resume, p) })
 		}
 	}
 	if len(stop) > 0 {
 		if err := st.cfg.Suspend(stop, true); err != nil {
 			errs = append(errs, fmt.Errorf("suspend %v: %w", stop, err))
+		} else {
+			now = append(now, stop...)
 		}
 	}
+	slices.Sort(now)
 	st.mu.Lock()
-	st.suspended = stopped
+	st.suspended = now
 	st.mu.Unlock()
 	return errors.Join(errs...)
 }
