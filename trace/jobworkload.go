@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // SimJob is one job of a job trace.
@@ -27,6 +29,10 @@ type SimJob struct {
 	Load float64
 	// MemoryMiB is the device memory the job needs.
 	MemoryMiB int64
+	// SLO is an online job's latency target, as mmkd takes it (a ratio
+	// bound is a multiple of the service's latency at that percentile
+	// alone); zero: the simulation's default.
+	SLO slo.Target
 }
 
 // Workload names: MMK's testbed (40 online + 20 offline Table III jobs),
@@ -138,6 +144,25 @@ type WorkloadOptions struct {
 	// GPUMemMiB is the simulated GPU's memory: openb's GPU shares are
 	// shares of it.
 	GPUMemMiB int64
+	// SLOs are the services' latency targets: each service draws one,
+	// uniformly (from Seed, apart from the draws of the jobs themselves,
+	// so that the same jobs arrive whatever the targets). None: every
+	// service keeps the simulation's default.
+	SLOs []slo.Target
+}
+
+// AssignSLOs gives each online job one of targets, drawn uniformly from
+// seed on a stream of its own; none leaves the jobs as they are.
+func AssignSLOs(jobs []SimJob, targets []slo.Target, seed uint64) {
+	if len(targets) == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x736c6f73))
+	for i := range jobs {
+		if jobs[i].Online {
+			jobs[i].SLO = targets[rng.IntN(len(targets))]
+		}
+	}
 }
 
 // LoadWorkload resolves a --workload value: testbed, large, or
@@ -160,6 +185,7 @@ func LoadWorkload(spec string, opt WorkloadOptions) ([]SimJob, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workload %s: %w", spec, err)
 		}
+		AssignSLOs(jobs, opt.SLOs, opt.Seed)
 		return jobs, nil
 	case WorkloadOpenB:
 		n := 0
@@ -187,6 +213,7 @@ func LoadWorkload(spec string, opt WorkloadOptions) ([]SimJob, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workload %s: %s: %w", spec, path, err)
 		}
+		AssignSLOs(jobs, opt.SLOs, opt.Seed)
 		return jobs, nil
 	}
 	return nil, errors.New("workload " + strconv.Quote(spec) + " is not one of testbed, large, openb[:N]")

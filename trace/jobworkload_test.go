@@ -4,9 +4,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // TestSyntheticJobs: the testbed draws 40 online and 20 offline jobs of
@@ -272,5 +275,42 @@ func TestLoadWorkloadErrors(t *testing.T) {
 		if _, err := LoadWorkload(tc.spec, WorkloadOptions{Traces: t.TempDir(), Seed: 1, GPUs: gpus, GPUMemMiB: 80000}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.spec, err, tc.want)
 		}
+	}
+}
+
+// TestAssignSLOs: each service draws one of the targets, offline jobs
+// none, and the jobs themselves are those drawn without targets.
+func TestAssignSLOs(t *testing.T) {
+	targets := []slo.Target{slo.MustParse("p99=1.25x"), slo.MustParse("p99=5x"), slo.MustParse("p99=40ms")}
+	plain, err := LoadWorkload("testbed", WorkloadOptions{Seed: 3, GPUs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := LoadWorkload("testbed", WorkloadOptions{Seed: 3, GPUs: 2, SLOs: targets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[slo.Target]int{}
+	for i, j := range with {
+		p := plain[i]
+		p.SLO = j.SLO
+		if p != j {
+			t.Fatalf("job %d: %+v with targets, %+v without", i, j, plain[i])
+		}
+		switch {
+		case j.Online && !slices.Contains(targets, j.SLO):
+			t.Errorf("service %s: target %v, want one of %v", j.ID, j.SLO, targets)
+		case !j.Online && !j.SLO.IsZero():
+			t.Errorf("offline job %s: target %v, want none", j.ID, j.SLO)
+		}
+		seen[j.SLO]++
+	}
+	for _, tg := range targets {
+		if seen[tg] == 0 {
+			t.Errorf("no service drew %v of 40", tg)
+		}
+	}
+	if !plain[0].SLO.IsZero() {
+		t.Errorf("without targets: %v", plain[0].SLO)
 	}
 }

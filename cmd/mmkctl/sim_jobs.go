@@ -12,6 +12,7 @@ import (
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/predictor"
 	"github.com/mmkgpu/mmk/sim/jobsim"
+	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -28,6 +29,7 @@ type simJobsFlags struct {
 	migReconfig time.Duration
 	maxShare    int
 	sloFactor   float64
+	slos        string
 	oracleError float64
 	// placementsOut, placementsTop and placementsPercents: the groups
 	// Algorithm 1 placed together, as the profiling campaign's runs.
@@ -72,7 +74,8 @@ the model.`,
 	fl.StringVar(&f.plot, "plot", "", "write the JCT CDF per policy to this SVG file")
 	fl.DurationVar(&f.migReconfig, "mig-reconfig", jobsim.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
 	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (Algorithm 1's policies)")
-	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "services' latency target as a multiple of their latency alone")
+	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "latency target of services without --slo: p99 within this multiple of one request alone")
+	fl.StringVar(&f.slos, "slo", "", "comma-separated latency targets the services draw from, uniformly, as mmkd takes them (p99=1.5x: 1.5 times the service's p99 alone; p99=40ms)")
 	fl.Float64Var(&f.oracleError, "oracle-error", 0, "error of the oracle option's answers: each off by exp(e·z), z standard normal per question (0: the ground truth)")
 	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
 	fl.IntVar(&f.placementsTop, "placements-top", 40, "most groups --placements-out writes (0: all)")
@@ -117,8 +120,12 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	if f.oracleError > 0 && !oracle {
 		return fmt.Errorf("flag --oracle-error: %v, but no policy of %q decides with the oracle (+%s)", f.oracleError, f.policies, jobsim.OptOracle)
 	}
+	targets, err := parseTargets(f.slos)
+	if err != nil {
+		return fmt.Errorf("flag --slo: %w", err)
+	}
 	// openb demands are shares of the largest instance (the whole GPU).
-	jobs, err := trace.LoadWorkload(f.workload, trace.WorkloadOptions{Traces: f.traces, Seed: f.seed, GPUs: f.gpus, Load: f.load, GPUMemMiB: model.Profiles[len(model.Profiles)-1].MemoryMiB})
+	jobs, err := trace.LoadWorkload(f.workload, trace.WorkloadOptions{Traces: f.traces, Seed: f.seed, GPUs: f.gpus, Load: f.load, GPUMemMiB: model.Profiles[len(model.Profiles)-1].MemoryMiB, SLOs: targets})
 	if err != nil {
 		return fmt.Errorf("flag --workload: %w", err)
 	}
@@ -183,10 +190,10 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	rows := make([][]string, 0, len(results))
 	for _, r := range results {
 		rows = append(rows, []string{r.Policy, r.Workload, fmt.Sprintf("%.0f", r.AvgJCTS), fmt.Sprintf("%.0f", r.Makespan),
-			fmt.Sprintf("%.2f", r.STP), fmt.Sprintf("%.2f%%", 100*r.SLOAttainment), fmt.Sprintf("%.2f", r.P99), fmt.Sprint(r.Reconfigs), fmt.Sprint(r.Restarts),
+			fmt.Sprintf("%.2f", r.STP), fmt.Sprintf("%.2f%%", 100*r.SLOAttainment), fmt.Sprintf("%d/%d", r.ServicesMet, r.Services), fmt.Sprintf("%.2f", r.P99), fmt.Sprint(r.Reconfigs), fmt.Sprint(r.Restarts),
 			fmt.Sprint(r.Unfinished)})
 	}
-	return p.Table("", []string{"POLICY", "WORKLOAD", "AVG_JCT_S", "MAKESPAN_S", "STP", "SLO", "P99/TARGET", "RECONFIGS", "RESTARTS", "UNFINISHED"}, rows)
+	return p.Table("", []string{"POLICY", "WORKLOAD", "AVG_JCT_S", "MAKESPAN_S", "STP", "SLO", "SERVICES_MET", "P99/TARGET", "RECONFIGS", "RESTARTS", "UNFINISHED"}, rows)
 }
 
 // writePlacements writes the most frequent groups (--placements-top) as
@@ -202,4 +209,21 @@ func writePlacements(p *predictor.Placements, f *simJobsFlags) error {
 		fmt.Fprintf(&b, "# placed %d times\n%s\n", counts[i], r.Key())
 	}
 	return atomicfile.Write(f.placementsOut, []byte(b.String()))
+}
+
+// parseTargets reads a comma-separated list of latency targets; "" is
+// none.
+func parseTargets(list string) ([]slo.Target, error) {
+	var out []slo.Target
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		t, err := slo.Parse(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

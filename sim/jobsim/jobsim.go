@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/baselines"
+	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -36,8 +38,9 @@ type Config struct {
 	// policies): the predictor knows nothing beyond the co-runners it was
 	// profiled with (0: DefaultMaxShare).
 	MaxShare int
-	// SLOFactor sets online jobs' latency targets: this many times their
-	// latency alone on the whole GPU (0: DefaultSLOFactor).
+	// SLOFactor sets the latency target of online jobs that carry none
+	// (trace.SimJob.SLO): 99 % of requests within this many times the
+	// latency of one request alone on the whole GPU (0: DefaultSLOFactor).
 	SLOFactor float64
 	// Seed draws the online jobs' requests.
 	Seed uint64
@@ -83,6 +86,14 @@ type Result struct {
 	SLOAttainment float64      `json:"slo_attainment"`
 	P99           float64      `json:"-"`
 	P99JSON       float64      `json:"p99_over_target"`
+	// Services counts the online jobs that got requests, ServicesMet
+	// those whose objective held over their life (at least its
+	// percentile of their requests within the bound).
+	Services    int `json:"services"`
+	ServicesMet int `json:"services_met"`
+	// ByTarget is the services' outcomes per objective: its text form
+	// ("p99=1.5x"), or DefaultTarget.
+	ByTarget map[string]*TargetStats `json:"by_target,omitempty"`
 	// PredictionError is the median relative error of the estimator's
 	// speeds against the ground truth, over placements made.
 	PredictionError float64 `json:"prediction_error,omitempty"`
@@ -240,7 +251,20 @@ func newSim(cfg Config) (*jobSim, error) {
 			if l <= 0 {
 				return nil, fmt.Errorf("job sim: online job %s: type %s has no measured latency", j.ID, j.Type)
 			}
-			sj.svc = &service{load: j.Load, life: j.Work.Seconds(), start: math.Inf(1), end: math.Inf(1), latency: l, target: cfg.SLOFactor * l}
+			sj.svc = &service{load: j.Load, life: j.Work.Seconds(), start: math.Inf(1), end: math.Inf(1), latency: l}
+			t := j.SLO
+			if t.IsZero() {
+				// The default: an absolute p99 bound, SLOFactor times the
+				// latency of one request alone.
+				t = slo.Target{Percentile: 99, Bound: time.Duration(cfg.SLOFactor * l * float64(time.Second))}
+			}
+			if t.Percentile <= 0 || t.Percentile >= 100 || (t.Ratio == 0) == (t.Bound <= 0) {
+				return nil, fmt.Errorf("job sim: online job %s: latency target %q: want a percentile and one bound", j.ID, t)
+			}
+			sj.svc.class = cmp.Or(j.SLO.String(), DefaultTarget)
+			if err := sj.svc.resolve(t, j.ID, cfg.Seed); err != nil {
+				return nil, fmt.Errorf("job sim: %w", err)
+			}
 			sj.alone = sj.startup + j.Work.Seconds()
 		} else {
 			sj.remaining = j.Work.Seconds()
@@ -482,7 +506,7 @@ func (s *jobSim) needs() error {
 		if err != nil {
 			return fmt.Errorf("job sim: %w", err)
 		}
-		j.minSpeed = min(minSpeed(j.svc.load, j.svc.latency, j.svc.target/DefaultSLOHeadroom), 0.999*top)
+		j.minSpeed = min(minSpeed(j.svc.load, j.svc.latency, j.svc.target/DefaultSLOHeadroom, j.svc.q), 0.999*top)
 	}
 	return nil
 }

@@ -14,7 +14,9 @@ func (s *jobSim) metrics() {
 	for _, j := range s.jobs {
 		first = min(first, j.Arrival.Seconds())
 		if j.svc != nil {
-			r.Requests.Merge(j.svc.serve(j.ID, s.cfg.Seed))
+			st := j.svc.serve(j.ID, s.cfg.Seed)
+			r.Requests.Merge(st)
+			r.addService(j.svc, st)
 		}
 		if !j.done {
 			continue
@@ -69,4 +71,40 @@ func (s *jobSim) metrics() {
 		r.MainLayoutShare /= total
 	}
 	slices.Sort(r.NormJCT)
+}
+
+// TargetStats are the outcomes of the services of one objective.
+type TargetStats struct {
+	// Services counts those that got requests, Met those whose
+	// objective held.
+	Services int `json:"services"`
+	Met      int `json:"met"`
+	// Requests are their requests.
+	Requests      RequestStats `json:"-"`
+	SLOAttainment float64      `json:"slo_attainment"`
+}
+
+// addService counts one service's outcome.
+func (r *Result) addService(v *service, st RequestStats) {
+	if st.Requests == 0 {
+		return
+	}
+	if r.ByTarget == nil {
+		r.ByTarget = map[string]*TargetStats{}
+	}
+	k := v.class
+	t := r.ByTarget[k]
+	if t == nil {
+		t = &TargetStats{}
+		r.ByTarget[k] = t
+	}
+	held := st.Held(v.q)
+	r.Services++
+	t.Services++
+	if held {
+		r.ServicesMet++
+		t.Met++
+	}
+	t.Requests.Merge(st)
+	t.SLOAttainment = t.Requests.Attainment()
 }

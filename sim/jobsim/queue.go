@@ -51,12 +51,12 @@ func md1Quantile(rho, q float64) float64 {
 
 // minSpeed is the least speed at which a service of request load u
 // (busy share alone on the whole GPU), whose requests take latency alone
-// on the whole GPU, serves 99 % of its requests within target, each side
-// an M/D/1 queue: the speed v at which latency/v times the 0.99 quantile
-// of its response time at load u/v is target. +Inf if no speed up to
-// 100 times alone does.
-func minSpeed(u, latency, target float64) float64 {
-	ok := func(v float64) bool { return latency/v*md1Quantile(u/v, 0.99) <= target }
+// on the whole GPU, serves a share q of its requests within target, each
+// side an M/D/1 queue: the speed v at which latency/v times the q
+// quantile of its response time at load u/v is target. +Inf if no speed
+// up to 100 times alone does.
+func minSpeed(u, latency, target, q float64) float64 {
+	ok := func(v float64) bool { return latency/v*md1Quantile(u/v, q) <= target }
 	lo, hi := u, 100.0
 	if !ok(hi) {
 		return math.Inf(1)

@@ -35,7 +35,7 @@ func TestMD1Quantile(t *testing.T) {
 // met.
 func TestMinSpeed(t *testing.T) {
 	u, l, target := 0.15, 0.005, 0.0175
-	v := minSpeed(u, l, target)
+	v := minSpeed(u, l, target, 0.99)
 	if v <= u || v >= 1 {
 		t.Fatalf("min speed %.3f", v)
 	}
@@ -45,7 +45,7 @@ func TestMinSpeed(t *testing.T) {
 	if slower := 0.98 * v; l/slower*md1Quantile(u/slower, 0.99) <= target {
 		t.Errorf("2 %% slower still meets the target")
 	}
-	if !math.IsInf(minSpeed(u, l, l/200), 1) {
+	if !math.IsInf(minSpeed(u, l, l/200, 0.99), 1) {
 		t.Errorf("a target of 1/200 of the latency alone was met")
 	}
 }

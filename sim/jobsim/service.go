@@ -1,10 +1,14 @@
 package jobsim
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // DefaultSLOFactor is an online job's latency target as a multiple of its
@@ -13,6 +17,10 @@ import (
 // on the whole A100 (github.com/Css22/ICPP-MIGER, configs/Job_id.json and
 // jobs/profile/online_result/resnet50), 3.45 times.
 const DefaultSLOFactor = 3.5
+
+// DefaultTarget names, in Result.ByTarget, the objective of services that
+// carry none: p99 within Config.SLOFactor times one request alone.
+const DefaultTarget = "default"
 
 // maxRequests bounds the request-level work per service: a service
 // expecting more requests than this (openb's services run for weeks) is
@@ -38,7 +46,15 @@ type service struct {
 	life       float64 // seconds of requests
 	start, end float64 // when requests start (+Inf until first up) and end
 	latency    float64 // seconds, alone on the whole GPU
-	target     float64 // seconds
+	// target is the bound in seconds a request must finish within, and
+	// q the share of requests the service's objective wants within it
+	// (0.99 for p99); slo is the objective as given.
+	target float64
+	q      float64
+	slo    slo.Target
+	// class names the objective in results: its text form, or
+	// DefaultTarget for the simulation's default.
+	class string
 	// backlog is the fluid queue the event loop keeps: seconds of work
 	// at speed 1 waiting, which sets when the service can leave.
 	backlog float64
@@ -109,6 +125,34 @@ func (v *service) inRate(t float64) float64 {
 	return 0
 }
 
+// resolve sets the service's bound from its objective, as mmkd resolves
+// one (slo.Target.Resolve): an absolute bound as it is, a ratio times the
+// service's latency at the objective's percentile alone, which the
+// service's own requests (drawn from seed and id, as serve draws them)
+// take through the whole GPU at speed 1 with nothing else on it.
+func (v *service) resolve(t slo.Target, id string, seed uint64) error {
+	v.slo, v.q = t, t.Percentile/100
+	if t.Ratio == 0 {
+		v.target = t.Bound.Seconds()
+		return nil
+	}
+	alone := service{load: v.load, life: v.life, start: 0, end: v.life, latency: v.latency, target: v.latency, q: v.q,
+		segs: []segment{{t: 0, rate: 1}}}
+	st := alone.serve(id, seed)
+	if st.Requests == 0 {
+		// No request arrives in its life: any bound holds.
+		v.target = t.Ratio * v.latency
+		return nil
+	}
+	q := st.Quantile(v.q)
+	if math.IsInf(q, 1) {
+		return fmt.Errorf("service %s: its requests alone never finish (load %v)", id, v.load)
+	}
+	b, _ := t.Resolve(time.Duration(q * v.latency * float64(time.Second)))
+	v.target = b.Seconds()
+	return nil
+}
+
 // RequestStats are an online workload's request outcomes.
 type RequestStats struct {
 	// Requests, Met and Lost count requests: all, those served within
@@ -158,6 +202,10 @@ func (r *RequestStats) Merge(o RequestStats) {
 		r.hist[k] += n
 	}
 }
+
+// Held reports whether a share q of the requests was served within
+// target: the objective held.
+func (r RequestStats) Held(q float64) bool { return r.Requests == 0 || r.Met >= q*r.Requests*(1-1e-12) }
 
 // Attainment is the share of requests served within their target.
 func (r RequestStats) Attainment() float64 {
