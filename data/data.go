@@ -1,6 +1,8 @@
 // Package data ships mmk's measured datasets inside its binaries: the
 // profiling samples of MMK Table III's jobs on the H200 that the predictor
-// trains on and the job-level simulator takes its ground truth from.
+// trains on and the job-level simulator takes its ground truth from, and
+// the published runs of jobs alone in MIG slices that both learn a
+// slice's speed from.
 package data
 
 import (
@@ -8,6 +10,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/predictor"
 )
 
@@ -24,4 +27,24 @@ func Samples() (predictor.Header, []predictor.Sample, error) {
 		return nil, nil, fmt.Errorf("built-in dataset %s: %w", ProfilesName, err)
 	}
 	return h, s, nil
+}
+
+// SliceRunsName is the built-in file of measured MIG slice runs.
+const SliceRunsName = "slices/mig-a100-miger.csv"
+
+//go:embed slices/mig-a100-miger.csv
+var sliceRunsCSV []byte
+
+// SliceRuns reads the built-in MIG slice runs (MIGER's A100-80GB
+// profiles: one job per slice; the file names its source).
+func SliceRuns() ([]predictor.SliceRun, error) {
+	m, err := partitioner.LookupModel("A100-80GB")
+	if err != nil {
+		return nil, err
+	}
+	runs, err := predictor.ParseSliceRuns(bytes.NewReader(sliceRunsCSV), m)
+	if err != nil {
+		return nil, fmt.Errorf("built-in %s: %w", SliceRunsName, err)
+	}
+	return runs, nil
 }

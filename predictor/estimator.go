@@ -14,9 +14,11 @@ import (
 // Profiles were measured on a whole GPU under MPS, so a MIG instance is
 // modelled by the SMs it gives the job: a job at percentage p of an
 // instance of s SMs on a GPU of S SMs is asked about as the job at
-// p·s/S % of the whole GPU it was profiled on. This ignores that a slice
-// also has a fraction of the memory bandwidth and L2 (MIG isolates them,
-// MPS does not), a documented approximation until slices are profiled.
+// p·s/S % of the whole GPU it was profiled on, then slowed by the slice
+// rule (Slices): a slice also has only its share of the L2 and memory
+// system, which an MPS share of the whole GPU does not, so published
+// runs of jobs alone in A100 slices are far slower than MPS shares of as
+// many SMs (FitSlices; data.SliceRuns).
 //
 // OfflinePriority is the MPS client priority offline jobs run at (mmkd's
 // priority shares: 1, below the online jobs' 0); models trained on
@@ -25,6 +27,9 @@ type Estimator struct {
 	Model           *Model
 	Profiles        map[string]Profile
 	OfflinePriority int
+	// Slices is the slice rule's fit, its weight for SliceBlend; nil
+	// takes a slice as an MPS share of its SMs. FitSlices sets it.
+	Slices *SliceFit
 }
 
 // priority is the client priority a job runs at.
@@ -40,6 +45,26 @@ var _ partitioner.Estimator = Estimator{}
 // Speed is the job's predicted speed relative to its profile run (alone,
 // whole GPU, 100 %): throughput ratio offline, inverse latency ratio online.
 func (e Estimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []partitioner.Share) (float64, error) {
+	v, err := e.speed(j, sms, gpuSMs, percent, co)
+	if err != nil || e.Slices == nil || e.Slices.W >= 1 || sms >= gpuSMs || gpuSMs <= 0 {
+		return v, err
+	}
+	// In a MIG slice: the answer times the slice rule's penalty for the
+	// job alone in the slice against an MPS share of its SMs.
+	mps, err := e.speed(j, sms, gpuSMs, 100, nil)
+	if err != nil {
+		return 0, err
+	}
+	whole, err := e.speed(j, gpuSMs, gpuSMs, 100, nil)
+	if err != nil || mps <= 0 {
+		return 0, err
+	}
+	c := 100 * float64(sms) / float64(gpuSMs)
+	return v * min(1, SliceBlend(mps, whole, c, e.Slices.W)/mps), nil
+}
+
+// speed is Speed without the slice rule.
+func (e Estimator) speed(j partitioner.Job, sms, gpuSMs, percent int, co []partitioner.Share) (float64, error) {
 	prof, ok := e.Profiles[j.Type]
 	if !ok {
 		return 0, fmt.Errorf("predictor: no profile for job type %q", j.Type)

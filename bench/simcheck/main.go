@@ -255,6 +255,14 @@ func run(path, campaign, replayPath, out string) error {
 			return err
 		}
 	}
+	if models == nil {
+		if models, err = jobsim.BuiltinModels(1); err != nil {
+			return err
+		}
+	}
+	if err := slicesCheck(&b, models); err != nil {
+		return err
+	}
 	if replayPath != "" {
 		rl, err := readLines(replayPath)
 		if err != nil {

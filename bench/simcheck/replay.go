@@ -93,13 +93,9 @@ func measured(phase []line, alone aloneRuns, sloFactor float64) outcome {
 // replay writes the simulator's replay of a JOBSET=sim run against what
 // the GPU measured, phase by phase and round by round.
 func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, model *partitioner.Model) error {
-	type key struct {
-		round int
-		phase string
-	}
-	byPhase := map[key][]line{}
+	byPhase := map[phaseKey][]line{}
 	for _, l := range lines {
-		byPhase[key{l.Round, l.Phase}] = append(byPhase[key{l.Round, l.Phase}], l)
+		byPhase[phaseKey{l.Round, l.Phase}] = append(byPhase[phaseKey{l.Round, l.Phase}], l)
 	}
 	alone := aloneRunsOf(lines).medians()
 	fmt.Fprintf(b, "## The simulator replaying a real run of the same case\n\n`%s`: each phase of each round replayed by `jobsim.Simulate` on one %s (every job arriving at the phase's start; a trainer's work is its iterations at its alone speed, a service's load its request rate times its GPU time per request alone, its target %.1f x that time; alone: the median over the rounds, since the alone phase is the noisiest of a round). The simulator's services draw their own Poisson requests; its start-ups are its job types' (not the measured ones), so JCTs differ by those; the trainers' time on the GPU leaves them out (measured: from the first timed iteration to the end; simulated: the mean JCT less the types' mean start-up, every job starting at once).\n\n", path, model.Key, jobsim.DefaultSLOFactor)
@@ -107,7 +103,7 @@ func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, m
 	gaps := map[string][]gap{}
 	for _, round := range slices.Sorted(maps.Keys(alone)) {
 		for _, ph := range phases {
-			k := key{round, ph.name}
+			k := phaseKey{round, ph.name}
 			if len(byPhase[k]) == 0 {
 				continue
 			}
@@ -134,7 +130,13 @@ func replay(b *bytes.Buffer, path string, lines []line, models *jobsim.Models, m
 		fmt.Fprintf(b, "| %s (%s) | %d | %+.1f points | %+.0f %% | %+.0f %% | %+.0f %% |\n", ph.name, ph.what, len(gs), 100*m.slo, 100*m.run, 100*m.jct, 100*m.makespan)
 	}
 	b.WriteString("\n")
-	return nil
+	return tight(b, byPhase, lines, alone, models, model)
+}
+
+// phaseKey is one phase of one round.
+type phaseKey struct {
+	round int
+	phase string
 }
 
 // gap is how far one replayed phase is from what the GPU measured: the

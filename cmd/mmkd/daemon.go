@@ -17,25 +17,38 @@ import (
 
 // openEstimator is the predictor the placement uses: a model file, or
 // the default model (predictor.DefaultKind) trained now on the built-in
-// dataset.
+// dataset; either way with its slice rule fitted to the built-in MIG
+// slice runs, so that MIG decisions know a slice is slower than an MPS
+// share of as many SMs.
 func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {
 	_, samples, err := data.Samples()
 	if err != nil {
 		return predictor.Estimator{}, err
 	}
 	profiles := predictor.Profiles(samples)
+	var est predictor.Estimator
 	if c.Predictor.Model != "" {
 		m, err := predictor.LoadModel(c.Predictor.Model)
 		if err != nil {
 			return predictor.Estimator{}, fmt.Errorf("predictor.model: %w", err)
 		}
-		return predictor.Estimator{Model: m, Profiles: profiles}, nil
+		est = predictor.Estimator{Model: m, Profiles: profiles}
+	} else {
+		est, err = predictor.TrainEstimator(samples, predictor.DefaultForest(0).Seed)
+		if err != nil {
+			return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
+		}
+		log.Info("predictor trained on the built-in dataset", "samples", len(samples), "types", len(profiles))
 	}
-	est, err := predictor.TrainEstimator(samples, predictor.DefaultForest(0).Seed)
+	runs, err := data.SliceRuns()
 	if err != nil {
-		return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
+		return predictor.Estimator{}, err
 	}
-	log.Info("predictor trained on the built-in dataset", "samples", len(samples), "types", len(profiles))
+	f, err := est.FitSlices(runs)
+	if err != nil {
+		return predictor.Estimator{}, fmt.Errorf("predictor: %w", err)
+	}
+	log.Info("predictor's MIG slice rule fitted", "runs", f.Runs, "weight", f.W, "error", f.MeanError, "error_as_mps_share", f.MPSShareError)
 	return est, nil
 }
 

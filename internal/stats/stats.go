@@ -2,7 +2,10 @@
 // share.
 package stats
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Median is the middle value of v, the mean of the two middle ones when
 // v has an even length; v is not changed. It panics on an empty v.
@@ -13,4 +16,13 @@ func Median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Quantile is the nearest-rank q-quantile of v (q in [0, 1]): the
+// smallest value with at least a share q of v at or below it; v is not
+// changed. It panics on an empty v.
+func Quantile(v []float64, q float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	k := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(len(s)-1, max(0, k))]
 }

@@ -20,6 +20,10 @@ type Models struct {
 	Fit Fit
 	// Restart is the table of measured checkpoint costs.
 	Restart RestartCosts
+	// Slices is how well the ground truth's MIG rule reproduces the
+	// measured slice runs, EstSlices the predictor's (data.SliceRuns).
+	Slices    SliceFit
+	EstSlices predictor.SliceFit
 }
 
 // BuiltinModels builds the job models from the built-in H200 dataset:
@@ -35,7 +39,16 @@ func BuiltinModels(seed uint64) (*Models, error) {
 	if err != nil {
 		return nil, err
 	}
+	slices, err := data.SliceRuns()
+	if err != nil {
+		return nil, fmt.Errorf("job models: %w", err)
+	}
+	truthSlices := truth.FitSlices(slices)
 	est, err := predictor.TrainEstimator(samples, seed)
+	if err != nil {
+		return nil, fmt.Errorf("job models: %w", err)
+	}
+	estSlices, err := est.FitSlices(slices)
 	if err != nil {
 		return nil, fmt.Errorf("job models: %w", err)
 	}
@@ -47,5 +60,5 @@ func BuiltinModels(seed uint64) (*Models, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Models{Truth: truth, Est: est, Effects: effects, Fit: truth.Fit(), Restart: restart}, nil
+	return &Models{Truth: truth, Est: est, Effects: effects, Fit: truth.Fit(), Restart: restart, Slices: truthSlices, EstSlices: estSlices}, nil
 }

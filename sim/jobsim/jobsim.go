@@ -94,6 +94,8 @@ type Result struct {
 	// ByTarget is the services' outcomes per objective: its text form
 	// ("p99=1.5x"), or DefaultTarget.
 	ByTarget map[string]*TargetStats `json:"by_target,omitempty"`
+	// PerService is each service's outcome, in arrival order.
+	PerService []ServiceResult `json:"-"`
 	// PredictionError is the median relative error of the estimator's
 	// speeds against the ground truth, over placements made.
 	PredictionError float64 `json:"prediction_error,omitempty"`

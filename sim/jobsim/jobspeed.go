@@ -57,6 +57,9 @@ type SpeedModel struct {
 	// beta is the oversubscription exponent.
 	beta float64
 	fit  Fit
+	// sliceW is the MIG rule's weight (sliceSpeed), slices its fit.
+	sliceW float64
+	slices SliceFit
 }
 
 // Fit is how well the ground truth reproduces the measured co-located
@@ -86,7 +89,7 @@ type coRun struct {
 // NewSpeedModel builds the ground truth from samples that hold every
 // job's alone runs at 10, 20, ... 100 %.
 func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
-	m := &SpeedModel{alone: map[string][]float64{}, dram: map[string][]float64{}, occ: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
+	m := &SpeedModel{sliceW: 1, slices: SliceFit{SliceFit: predictor.SliceFit{W: 1}}, alone: map[string][]float64{}, dram: map[string][]float64{}, occ: map[string][]float64{}, gpuBusy: map[string]float64{}, latencyMs: map[string]float64{}, interference: map[string]float64{}}
 	base := predictor.Bases(samples)
 	rel := func(s predictor.Sample) float64 {
 		r := s.Target() / math.Exp(base[s.Job])
@@ -318,5 +321,5 @@ func (m *SpeedModel) effective(pct, capacity float64, prio int, co []CoShare) fl
 // over the GPU's, times 100), next to co-runners of the same instance.
 func (m *SpeedModel) Shared(job string, pct, capacity float64, prio int, co []CoShare) float64 {
 	x := m.memLoad(CoShare{Job: job, Pct: pct, Prio: prio}, capacity, co)
-	return m.Alone(job, m.effective(pct, capacity, prio, co)) / (1 + m.interference[job]*x)
+	return m.inInstance(job, m.effective(pct, capacity, prio, co), capacity) / (1 + m.interference[job]*x)
 }

@@ -16,7 +16,7 @@ func (s *jobSim) metrics() {
 		if j.svc != nil {
 			st := j.svc.serve(j.ID, s.cfg.Seed)
 			r.Requests.Merge(st)
-			r.addService(j.svc, st)
+			r.addService(j.ID, j.svc, st)
 		}
 		if !j.done {
 			continue
@@ -84,11 +84,28 @@ type TargetStats struct {
 	SLOAttainment float64      `json:"slo_attainment"`
 }
 
+// ServiceResult is one service's outcome.
+type ServiceResult struct {
+	ID string
+	// Target is its objective (Result.ByTarget's key); Held whether it
+	// held; Attainment its share of requests within the bound.
+	Target     string
+	Held       bool
+	Attainment float64
+	Requests   float64
+	// P50 and P99 are its latency at those percentiles over its latency
+	// at the same percentile alone on the whole GPU (+Inf where lost
+	// requests reach it).
+	P50, P99 float64
+}
+
 // addService counts one service's outcome.
-func (r *Result) addService(v *service, st RequestStats) {
+func (r *Result) addService(id string, v *service, st RequestStats) {
 	if st.Requests == 0 {
 		return
 	}
+	r.PerService = append(r.PerService, ServiceResult{ID: id, Target: v.class, Held: st.Held(v.q), Attainment: st.Attainment(),
+		Requests: st.Requests, P50: v.overAlone(st, 0.5), P99: v.overAlone(st, 0.99)})
 	if r.ByTarget == nil {
 		r.ByTarget = map[string]*TargetStats{}
 	}

@@ -55,6 +55,9 @@ type service struct {
 	// class names the objective in results: its text form, or
 	// DefaultTarget for the simulation's default.
 	class string
+	// alone is the outcome of the service's requests alone on the whole
+	// GPU, latencies over one request's (resolve).
+	alone RequestStats
 	// backlog is the fluid queue the event loop keeps: seconds of work
 	// at speed 1 waiting, which sets when the service can leave.
 	backlog float64
@@ -132,13 +135,14 @@ func (v *service) inRate(t float64) float64 {
 // take through the whole GPU at speed 1 with nothing else on it.
 func (v *service) resolve(t slo.Target, id string, seed uint64) error {
 	v.slo, v.q = t, t.Percentile/100
+	alone := service{load: v.load, life: v.life, start: 0, end: v.life, latency: v.latency, target: v.latency, q: v.q,
+		segs: []segment{{t: 0, rate: 1}}}
+	st := alone.serve(id, seed)
+	v.alone = st
 	if t.Ratio == 0 {
 		v.target = t.Bound.Seconds()
 		return nil
 	}
-	alone := service{load: v.load, life: v.life, start: 0, end: v.life, latency: v.latency, target: v.latency, q: v.q,
-		segs: []segment{{t: 0, rate: 1}}}
-	st := alone.serve(id, seed)
 	if st.Requests == 0 {
 		// No request arrives in its life: any bound holds.
 		v.target = t.Ratio * v.latency
@@ -151,6 +155,16 @@ func (v *service) resolve(t slo.Target, id string, seed uint64) error {
 	b, _ := t.Resolve(time.Duration(q * v.latency * float64(time.Second)))
 	v.target = b.Seconds()
 	return nil
+}
+
+// overAlone is the service's latency at quantile q of st (its requests
+// as served) over its latency at q alone: 1 where nothing slowed it.
+func (v *service) overAlone(st RequestStats, q float64) float64 {
+	a := v.alone.Quantile(q) * v.latency
+	if st.Requests == 0 || a == 0 {
+		return 1
+	}
+	return st.Quantile(q) * v.target / a
 }
 
 // RequestStats are an online workload's request outcomes.

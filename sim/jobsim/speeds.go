@@ -179,7 +179,7 @@ func (s *jobSim) partitionedSpeeds() {
 					s.predErr = append(s.predErr, math.Abs(pl.Speed-j.speed)/j.speed)
 				}
 				if s.pol.Has(OptKernel) {
-					j.speed = s.kernelEffect(j, pct, here, j.speed)
+					j.speed = s.kernelEffect(j, pct, 100*frac, here, j.speed)
 				}
 			}
 		}
@@ -191,7 +191,7 @@ func (s *jobSim) partitionedSpeeds() {
 // against its offline co-runners (never beyond its speed alone at its
 // share), an offline job keeps the smallest share measured next to its
 // online co-runners.
-func (s *jobSim) kernelEffect(j *simJob, pct float64, here []partitioner.Placed, speed float64) float64 {
+func (s *jobSim) kernelEffect(j *simJob, pct, capacity float64, here []partitioner.Placed, speed float64) float64 {
 	jt, _ := trace.LookupJobType(j.Type)
 	gain, n, kept := 0.0, 0, 1.0
 	for _, o := range here {
@@ -212,7 +212,7 @@ func (s *jobSim) kernelEffect(j *simJob, pct float64, here []partitioner.Placed,
 		if n == 0 {
 			return speed
 		}
-		return min(s.cfg.Truth.Alone(j.Type, pct), speed*gain/float64(n))
+		return min(s.cfg.Truth.inInstance(j.Type, pct, capacity), speed*gain/float64(n))
 	}
 	return speed * kept
 }

@@ -110,3 +110,31 @@ func TestBadTargetIsNamed(t *testing.T) {
 		t.Errorf("error %v, want one naming svc7's latency target", err)
 	}
 }
+
+// TestPerServiceOverAlone: a service alone is at 1x its alone latency at
+// every percentile; beside a trainer under plain MPS it is slower, more
+// at p99 than nothing.
+func TestPerServiceOverAlone(t *testing.T) {
+	svc := trace.SimJob{ID: "s", Type: "resnet50_infer", Online: true, Work: 10 * time.Minute, Load: 0.3, MemoryMiB: 1246}
+	trainer := trace.SimJob{ID: "t", Type: "vgg19_train", Work: 20 * time.Minute, MemoryMiB: 9000}
+	for _, tc := range []struct {
+		name     string
+		jobs     []trace.SimJob
+		min, max float64
+	}{
+		{"alone", []trace.SimJob{svc}, 0.98, 1.02},
+		{"beside a trainer", []trace.SimJob{svc, trainer}, 1.2, math.Inf(1)},
+	} {
+		r, err := Simulate(config(t, JobMPS, 1, tc.jobs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.PerService) != 1 {
+			t.Fatalf("%s: %d services", tc.name, len(r.PerService))
+		}
+		s := r.PerService[0]
+		if s.ID != "s" || s.Target != DefaultTarget || s.P50 < tc.min || s.P50 > tc.max || s.P99 < tc.min || s.P99 > tc.max {
+			t.Errorf("%s: %+v, want p50 and p99 over alone in [%g, %g]", tc.name, s, tc.min, tc.max)
+		}
+	}
+}
