@@ -104,9 +104,12 @@ func summarize(causes []string) string {
 
 // placementOptions are Algorithm 1's options for a decision on gpus:
 // online jobs keep their shares, MIG changes only where mig.manage allows
-// them, priority shares where MPS runs, and placement.spread.
+// them, priority shares where MPS runs, placement.spread, and waiting
+// jobs placed in arrival order (largest memory first, Algorithm 1's line
+// 1, keeps a small job waiting behind every large one that arrives after
+// it: sim/jobsim TestPlacementOrderCannotStarve).
 func (n *Node) placementOptions(gpus []gpuInfo) partitioner.Options {
-	return partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil, Spread: n.cfg.Spread}
+	return partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil, Spread: n.cfg.Spread, ArrivalOrder: true}
 }
 
 // migManaged reports whether the loop may change layouts: mig.manage is

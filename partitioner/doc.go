@@ -85,6 +85,11 @@
 //   - MIGKeepOnline: MIG changes on a GPU where online jobs run, to a
 //     layout that keeps each online job's instance and share.
 //   - OnlineFirst: pending online jobs are placed before offline ones.
+//   - ArrivalOrder: pending jobs are placed first come, first served
+//     (each where it fits, later ones filling in) instead of largest
+//     memory first, which keeps a small job waiting behind every large
+//     one that arrives after it (mmkd's default and mmk's in the
+//     simulator).
 //   - PriorityShares: every new job at 100 %, shares summing above 100 %
 //     where MPS client priority protects online jobs (mmkd's default
 //     where MPS runs).

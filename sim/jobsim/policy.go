@@ -57,6 +57,7 @@ const (
 	OptOnlineReclaim = "online-reclaim"  // partitioner.Options.OnlineReclaim
 	OptMIGKeepOnline = "mig-keep-online" // partitioner.Options.MIGKeepOnline
 	OptOnlineFirst   = "online-first"    // partitioner.Options.OnlineFirst
+	OptArrivalOrder  = "arrival-order"   // partitioner.Options.ArrivalOrder
 	OptPriority      = "priority"        // PriorityShares and MPS client priority
 	OptGate          = "gate"            // partitioner.DecideGated with the restart costs
 	OptKernel        = "kernel"          // the kernel scheduler's measured effect
@@ -71,12 +72,12 @@ const (
 
 // Options lists the option names, in the ablation's order.
 func Options() []string {
-	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG, OptSpread, OptOracle}
+	return []string{OptFullDemand, OptOnlineReclaim, OptMIGKeepOnline, OptOnlineFirst, OptArrivalOrder, OptPriority, OptSLO, OptGate, OptKernel, OptFixedMIG, OptSpread, OptOracle}
 }
 
 // MMKOptions are the options JobMMK runs with: the ones that the
 // ablation in docs/results/partition.md shows help.
-var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate, OptSpread}
+var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate, OptSpread, OptArrivalOrder}
 
 // MMKD is mmkd's placement as it ships, as the simulator names it: mmk
 // with MIG left alone (mig.manage off) and no latency targets (mmkd's
@@ -184,6 +185,7 @@ func (p Policy) options(maxShare int) partitioner.Options {
 		OnlineReclaim:      p.Has(OptOnlineReclaim),
 		MIGKeepOnline:      p.Has(OptMIGKeepOnline),
 		OnlineFirst:        p.Has(OptOnlineFirst),
+		ArrivalOrder:       p.Has(OptArrivalOrder),
 		PriorityShares:     p.Has(OptPriority),
 		SLOGuard:           p.Has(OptSLO),
 		FixedMIG:           p.Has(OptFixedMIG),
