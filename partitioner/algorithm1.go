@@ -3,6 +3,7 @@ package partitioner
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -23,6 +24,10 @@ type Job struct {
 	// speed (relative to alone on the whole GPU) at which it meets its
 	// latency target; 0: none.
 	MinSpeed float64 `json:"minSpeed,omitempty"`
+	// Load is, for an online job, the share of time its requests keep it
+	// busy alone on the whole GPU; the SLO guard counts it as a
+	// co-runner at its share times its load. 0: unknown, always busy.
+	Load float64 `json:"load,omitempty"`
 	// Pin, when set, is the one instance the job may run in: a
 	// Kubernetes claim whose device the cluster's scheduler allocated
 	// (see Pin).
@@ -108,7 +113,8 @@ type Options struct {
 	// MaxJobsPerInstance caps the jobs an instance holds (0: no cap; 1:
 	// MIG only, MISO-like).
 	MaxJobsPerInstance int
-	// Spread places each job in the instance holding the fewest jobs,
+	// Spread places each job in the least busy instance (each job
+	// counting 1, an online job of known Load its Load),
 	// the predicted gain breaking ties.
 	Spread bool
 	// ArrivalOrder places pending jobs first come, first served instead
@@ -148,13 +154,15 @@ type Options struct {
 	// OnlineFirst places pending online jobs before offline ones (each
 	// group largest memory first, or in arrival order with ArrivalOrder).
 	OnlineFirst bool
-	// SLOGuard places an online job with a MinSpeed only in an instance
-	// where its predicted speed alone at its share reaches it (MIGER's
-	// rule of the smallest slice meeting the target, applied to
-	// Algorithm 1's instances). Its co-runners are not counted: MPS
-	// client priority keeps offline jobs off its SMs, and the caller's
-	// MinSpeed carries the headroom for the memory interference that
-	// priority leaves.
+	// SLOGuard places a job in an instance only where every online job
+	// with a MinSpeed there keeps a predicted speed that reaches it, next
+	// to its co-runners (MIGER's rule of the smallest slice meeting the
+	// target, applied to Algorithm 1's instances and to what shares
+	// them). Online co-runners count at their share times their Load
+	// (a service between requests takes no SMs); under PriorityShares
+	// offline co-runners do not count: MPS client priority keeps them off
+	// the online jobs' SMs, and the caller's MinSpeed carries the headroom
+	// for the memory interference that priority leaves.
 	SLOGuard bool
 }
 
@@ -347,6 +355,27 @@ func appendInstance(out []Placed, g *GPUPlan, i int) []Placed {
 	return out
 }
 
+// busyIn is how busy instance i's jobs keep it: an offline job or an
+// online one of unknown load counts 1, an online job its Load.
+func busyIn(ps []Placed, i int) float64 {
+	n := 0.0
+	for _, p := range ps {
+		if p.Instance == i {
+			n += p.Job.busy()
+		}
+	}
+	return n
+}
+
+// busy is the share of time the job keeps its instance busy: its Load
+// if online and known, else 1.
+func (j Job) busy() float64 {
+	if j.Online && j.Load > 0 {
+		return min(1, j.Load)
+	}
+	return 1
+}
+
 // jobsIn counts the jobs placed in instance i.
 func jobsIn(ps []Placed, i int) int {
 	n := 0
@@ -417,7 +446,7 @@ func (d *decider) reshare(g *GPUPlan, i int) error {
 // predicted total most (Algorithm 1's greedy step). It reports false when
 // no instance has the memory and an SM share left for it.
 func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
-	bestG, bestI, bestN, bestGain := -1, -1, 0, 0.0
+	bestG, bestI, bestN, bestGain := -1, -1, 0.0, 0.0
 	var best []Placed
 	for g := range gpus {
 		// Empty instances of one profile on a GPU are alike: try the first.
@@ -426,7 +455,7 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) {
 				continue
 			}
-			n := jobsIn(gpus[g].Jobs, i)
+			n := busyIn(gpus[g].Jobs, i)
 			if n == 0 {
 				if slices.Contains(emptyTried, in.Profile) {
 					continue
@@ -440,8 +469,8 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if !ok {
 				continue
 			}
-			// Under Spread the instance with the fewest jobs wins, the
-			// gain breaking ties; otherwise the gain alone decides.
+			// Under Spread the least busy instance wins, the gain
+			// breaking ties; otherwise the gain alone decides.
 			if !d.opt.Spread {
 				n = 0
 			}
@@ -514,17 +543,43 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 	if err != nil || !ok {
 		return nil, 0, false, err
 	}
-	if d.opt.SLOGuard && j.Online && j.MinSpeed > 0 {
-		c, err := d.est.curve(j, in.Profile.SMs, g.Layout.Model.SMs)
-		if err != nil {
+	if d.opt.SLOGuard {
+		met, err := d.needsMet(g.Layout, i, next)
+		if err != nil || !met {
 			return nil, 0, false, err
-		}
-		k := slices.IndexFunc(next, func(p Placed) bool { return p.Job.ID == j.ID })
-		if k < 0 || c.at(next[k].Percent) < j.MinSpeed {
-			return nil, 0, false, nil
 		}
 	}
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
+}
+
+// needsMet reports whether every online job with a MinSpeed in placed
+// (instance i of l) reaches it next to the others (Options.SLOGuard).
+func (d *decider) needsMet(l Layout, i int, placed []Placed) (bool, error) {
+	sms, gpuSMs := l.Instances[i].Profile.SMs, l.Model.SMs
+	for k, p := range placed {
+		if !p.Job.Online || p.Job.MinSpeed <= 0 {
+			continue
+		}
+		var co []Share
+		for m, o := range placed {
+			if m == k || (d.opt.PriorityShares && !o.Job.Online) {
+				continue
+			}
+			pct := o.Percent
+			if o.Job.Online && o.Job.Load > 0 {
+				pct = max(1, int(math.Round(float64(pct)*min(1, o.Job.Load))))
+			}
+			co = append(co, Share{Job: o.Job, Percent: pct})
+		}
+		v, err := d.est.speed(p.Job, sms, gpuSMs, p.Percent, co)
+		if err != nil {
+			return false, err
+		}
+		if v < p.Job.MinSpeed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Change compares GPU g's current and planned states: the MIG change

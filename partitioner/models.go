@@ -132,3 +132,17 @@ func ModelKeyFor(productName string, memoryMiB int64) string {
 	}
 	return ""
 }
+
+// MIGDisabled is the model of a GPU of m's kind with MIG mode off: its
+// one instance, the whole-GPU profile, has all of the GPU's SMs and
+// memory (with MIG on, the A100's whole-GPU instance has 98 of its 108
+// SMs). Its layouts never change; it shares m's Key.
+func (m *Model) MIGDisabled() *Model {
+	out := &Model{Key: m.Key, MemoryMiB: m.MemoryMiB, SMs: m.SMs, Profiles: slices.Clone(m.Profiles)}
+	for i := range out.Profiles {
+		out.Profiles[i].Placements = slices.Clone(out.Profiles[i].Placements)
+	}
+	whole := &out.Profiles[len(out.Profiles)-1]
+	whole.SMs, whole.MemoryMiB = m.SMs, m.MemoryMiB
+	return out
+}

@@ -30,6 +30,7 @@ type simJobsFlags struct {
 	maxShare    int
 	sloFactor   float64
 	slos        string
+	sloHeadroom float64
 	oracleError float64
 	// placementsOut, placementsTop and placementsPercents: the groups
 	// Algorithm 1 placed together, as the profiling campaign's runs.
@@ -75,6 +76,7 @@ the model.`,
 	fl.DurationVar(&f.migReconfig, "mig-reconfig", jobsim.DefaultMIGReconfig, "time a MIG change stops the instances it touches")
 	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (Algorithm 1's policies)")
 	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "latency target of services without --slo: p99 within this multiple of one request alone")
+	fl.Float64Var(&f.sloHeadroom, "slo-headroom", jobsim.DefaultSLOHeadroom, "slowdown a service's need leaves room for under the slo option (memory interference that priority leaves)")
 	fl.StringVar(&f.slos, "slo", "", "comma-separated latency targets the services draw from, uniformly, as mmkd takes them (p99=1.5x: 1.5 times the service's p99 alone; p99=40ms)")
 	fl.Float64Var(&f.oracleError, "oracle-error", 0, "error of the oracle option's answers: each off by exp(e·z), z standard normal per question (0: the ground truth)")
 	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
@@ -98,6 +100,9 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	}
 	if !(f.sloFactor > 0 && f.sloFactor <= 1000) {
 		return fmt.Errorf("flag --slo-factor: %v is outside (0, 1000]", f.sloFactor)
+	}
+	if !(f.sloHeadroom >= 1 && f.sloHeadroom <= 10) {
+		return fmt.Errorf("flag --slo-headroom: %v is outside [1, 10]", f.sloHeadroom)
 	}
 	if !(f.oracleError >= 0 && f.oracleError <= 10) {
 		return fmt.Errorf("flag --oracle-error: %v is outside [0, 10]", f.oracleError)
@@ -137,7 +142,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	start := time.Now()
 	e := jobsim.Experiment{
 		Workload: f.workload, Jobs: jobs, Model: model, GPUs: f.gpus, Policies: policies,
-		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, Seed: f.seed, OracleError: f.oracleError,
+		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, SLOHeadroom: f.sloHeadroom, Seed: f.seed, OracleError: f.oracleError,
 		Progress: func(policy string, done, total int) {
 			fmt.Fprintf(stderr, "\r%s: %d/%d jobs done (%s)   ", policy, done, total, time.Since(start).Round(time.Second))
 			if done == total {

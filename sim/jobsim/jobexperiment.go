@@ -25,6 +25,8 @@ type Experiment struct {
 	MIGReconfig time.Duration
 	MaxShare    int
 	SLOFactor   float64
+	// SLOHeadroom is Config.SLOHeadroom.
+	SLOHeadroom float64
 	// OracleError is Config.OracleError.
 	OracleError float64
 	// Seed draws the online jobs' requests.
@@ -46,7 +48,7 @@ func (e Experiment) Run() ([]*Result, error) {
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
 			Truth: e.Models.Truth, Est: est, Effects: e.Models.Effects,
 			Costs:    Costs{MIGReconfig: e.MIGReconfig, Checkpoint: e.Models.Restart.Types},
-			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, Seed: e.Seed, OracleError: e.OracleError,
+			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, SLOHeadroom: e.SLOHeadroom, Seed: e.Seed, OracleError: e.OracleError,
 		}
 		if e.Progress != nil {
 			cfg.Progress = func(done, total int) { e.Progress(p, done, total) }

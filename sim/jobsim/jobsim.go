@@ -14,9 +14,11 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// DefaultMaxShare is Config.MaxShare when unset: the built-in
-// profiles hold runs of up to three jobs together.
-const DefaultMaxShare = 3
+// DefaultMaxShare is Config.MaxShare when unset: no cap but MPS's own
+// limit of clients, as mmkd runs (the built-in profiles hold runs of up
+// to three jobs together, and a cap of 3 cost JCT without raising SLO
+// attainment: docs/results/partition.md, the section on caps).
+const DefaultMaxShare = MaxMPSClients
 
 // Config is one job-level simulation.
 type Config struct {
@@ -35,13 +37,15 @@ type Config struct {
 	// start costs its type's measured start-up time besides.
 	Costs Costs
 	// MaxShare caps the jobs MPS packs into one instance (Algorithm 1's
-	// policies): the predictor knows nothing beyond the co-runners it was
-	// profiled with (0: DefaultMaxShare).
+	// policies; 0: DefaultMaxShare).
 	MaxShare int
 	// SLOFactor sets the latency target of online jobs that carry none
 	// (trace.SimJob.SLO): 99 % of requests within this many times the
 	// latency of one request alone on the whole GPU (0: DefaultSLOFactor).
 	SLOFactor float64
+	// SLOHeadroom is the slowdown an online job's need leaves room for
+	// under the slo option (0: DefaultSLOHeadroom).
+	SLOHeadroom float64
 	// Seed draws the online jobs' requests.
 	Seed uint64
 	// OracleError is the error of the oracle option's answers: each is
@@ -189,6 +193,12 @@ func newSim(cfg Config) (*jobSim, error) {
 	if !(cfg.SLOFactor > 0) || math.IsInf(cfg.SLOFactor, 0) {
 		return nil, fmt.Errorf("job sim: SLO factor %v: want a number > 0", cfg.SLOFactor)
 	}
+	if cfg.SLOHeadroom == 0 {
+		cfg.SLOHeadroom = DefaultSLOHeadroom
+	}
+	if !(cfg.SLOHeadroom >= 1) || math.IsInf(cfg.SLOHeadroom, 0) {
+		return nil, fmt.Errorf("job sim: SLO headroom %v: want a number >= 1", cfg.SLOHeadroom)
+	}
 	if !(cfg.OracleError >= 0) || math.IsInf(cfg.OracleError, 0) {
 		return nil, fmt.Errorf("job sim: oracle error %v: want a number >= 0", cfg.OracleError)
 	}
@@ -205,8 +215,14 @@ func newSim(cfg Config) (*jobSim, error) {
 			return nil, fmt.Errorf("job sim: policy %s needs an estimator", cfg.Policy)
 		}
 		s.est = partitioner.NewCache(cfg.Est)
-		full := baselines.BaseProfiles(cfg.Model)
-		whole, err := partitioner.ParseLayout(cfg.Model, full[len(full)-1].Name)
+		// Algorithm 1 without MIG changes runs its GPUs with MIG mode
+		// off, as mmkd does without mig.manage: the whole GPU's SMs.
+		gm := cfg.Model
+		if pol.Has(OptFixedMIG) {
+			gm = gm.MIGDisabled()
+		}
+		full := baselines.BaseProfiles(gm)
+		whole, err := partitioner.ParseLayout(gm, full[len(full)-1].Name)
 		if err != nil {
 			return nil, fmt.Errorf("job sim: whole-GPU layout: %w", err)
 		}
@@ -441,6 +457,9 @@ func (s *jobSim) run() error {
 // account adds dt seconds with n jobs running to the occupancy metrics.
 func (s *jobSim) account(dt float64, n int) {
 	s.jobTime += dt * float64(n)
+	if s.pol.Has(OptFixedMIG) {
+		return // MIG mode off: no layout
+	}
 	for _, g := range s.plans {
 		if s.layoutTime == nil {
 			s.layoutTime = map[string]float64{}
@@ -474,29 +493,34 @@ func (s *jobSim) decide() error {
 
 // partJob is a job as the partitioner sees it.
 func partJob(j *simJob) partitioner.Job {
-	return partitioner.Job{ID: j.ID, Type: j.Type, Online: j.Online, MemoryMiB: j.MemoryMiB, MinSpeed: j.minSpeed}
+	pj := partitioner.Job{ID: j.ID, Type: j.Type, Online: j.Online, MemoryMiB: j.MemoryMiB, MinSpeed: j.minSpeed}
+	if j.svc != nil {
+		pj.Load = j.svc.load
+	}
+	return pj
 }
 
 // DefaultSLOHeadroom is the slowdown an online job's need allows for
 // beside offline jobs at MPS client priority 1, which priority does not
-// remove (memory bandwidth): mmkd's goal on the H100 was a p99 within
-// 1.25x of alone next to trainers at priority 1, and it measured 1.09x
-// and 1.10x (docs/results/mmkd-e2e-h100.md).
-const DefaultSLOHeadroom = 1.25
+// remove (memory bandwidth) and the slo option's guard does not count:
+// next to trainers at priority 1 on the H100, mmkd's online jobs measured
+// 1.09x and 1.10x their p99 alone (docs/results/mmkd-e2e-h100.md).
+const DefaultSLOHeadroom = 1.1
 
 // needs sets each online job's MinSpeed for the slo option: the least
-// speed at which it meets its target with DefaultSLOHeadroom to spare
+// speed at which it meets its target with Config.SLOHeadroom to spare
 // (minSpeed), at most what the estimator gives it alone on the largest
 // instance at its demand and at 100 % (so that it can always be placed).
 func (s *jobSim) needs() error {
-	full := s.cfg.Model.Profiles[len(s.cfg.Model.Profiles)-1]
+	m := s.plans[0].Layout.Model
+	full := m.Profiles[len(m.Profiles)-1]
 	for _, j := range s.jobs {
 		if j.svc == nil {
 			continue
 		}
 		var err error
 		at := func(p int) float64 {
-			v, e := s.est.Speed(partJob(j), full.SMs, s.cfg.Model.SMs, p, nil)
+			v, e := s.est.Speed(partJob(j), full.SMs, m.SMs, p, nil)
 			err = cmp.Or(err, e)
 			return v
 		}
@@ -508,7 +532,7 @@ func (s *jobSim) needs() error {
 		if err != nil {
 			return fmt.Errorf("job sim: %w", err)
 		}
-		j.minSpeed = min(minSpeed(j.svc.load, j.svc.latency, j.svc.target/DefaultSLOHeadroom, j.svc.q), 0.999*top)
+		j.minSpeed = min(minSpeed(j.svc.load, j.svc.latency, j.svc.target/s.cfg.SLOHeadroom, j.svc.q), 0.999*top)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func config(t testing.TB, policy string, gpus int, jobs ...trace.SimJob) Config 
 
 // TestJobAloneRunsAtItsAloneSpeed: one job on one GPU finishes after its
 // start-up plus its work under default sharing and plain MPS, with or
-// without priority (STP 1);
+// without priority, and under mmk, which runs with MIG mode off (STP 1);
 // under MIG policies it gets the whole-GPU instance (98 of 108 SMs) and
 // is slower.
 func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
@@ -69,7 +69,7 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch p {
-			case JobDefault, JobMPS, JobMPSPrio:
+			case JobDefault, JobMPS, JobMPSPrio, JobMMK:
 				if math.Abs(r.AvgJCTS-alone) > 1e-6 || math.Abs(r.STP-1) > 1e-9 {
 					t.Errorf("JCT %.3f s, STP %.4f: want %.3f s and 1", r.AvgJCTS, r.STP, alone)
 				}
@@ -86,7 +86,7 @@ func TestJobAloneRunsAtItsAloneSpeed(t *testing.T) {
 				t.Errorf("jobs per GPU %.4f, want 1", r.JobsPerGPU)
 			}
 			wantLayout, wantShare := "7g.80gb", 1.0
-			if p == JobDefault || p == JobMPS || p == JobMPSPrio || p == JobMPSInMIG {
+			if p == JobDefault || p == JobMPS || p == JobMPSPrio || p == JobMPSInMIG || p == JobMMK {
 				wantLayout, wantShare = "", 0
 			}
 			if r.MainLayout != wantLayout || math.Abs(r.MainLayoutShare-wantShare) > 1e-9 {
