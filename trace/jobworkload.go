@@ -138,7 +138,8 @@ type WorkloadOptions struct {
 	// Seed draws the synthetic workloads.
 	Seed uint64
 	// GPUs and Load set a synthetic workload's arrival rate (Load 0:
-	// DefaultLoad).
+	// DefaultLoad); openb's recorded arrivals are load 1, and a Load L
+	// divides their times by L.
 	GPUs int
 	Load float64
 	// GPUMemMiB is the simulated GPU's memory: openb's GPU shares are
@@ -212,6 +213,16 @@ func LoadWorkload(spec string, opt WorkloadOptions) ([]SimJob, error) {
 		jobs, err := OpenBJobs(pods, n, opt.GPUMemMiB)
 		if err != nil {
 			return nil, fmt.Errorf("workload %s: %s: %w", spec, path, err)
+		}
+		if opt.Load < 0 || math.IsNaN(opt.Load) || math.IsInf(opt.Load, 0) {
+			return nil, fmt.Errorf("workload %s: load %v: want a number > 0", spec, opt.Load)
+		}
+		if opt.Load > 0 && opt.Load != 1 {
+			// The recorded arrivals are load 1: a load L arrives L times
+			// as fast, the same jobs.
+			for i := range jobs {
+				jobs[i].Arrival = time.Duration(float64(jobs[i].Arrival) / opt.Load)
+			}
 		}
 		AssignSLOs(jobs, opt.SLOs, opt.Seed)
 		return jobs, nil

@@ -314,3 +314,31 @@ func TestAssignSLOs(t *testing.T) {
 		t.Errorf("without targets: %v", plain[0].SLO)
 	}
 }
+
+// TestOpenBLoad: a load scales openb's recorded arrivals, the jobs the
+// same.
+func TestOpenBLoad(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "openb_pod_list_default.csv"), []byte(openbSample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := func(load float64) []SimJob {
+		jobs, err := LoadWorkload("openb", WorkloadOptions{Traces: dir, Seed: 1, GPUs: 2, GPUMemMiB: 80000, Load: load})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	one, double := at(1), at(2)
+	if !slices.EqualFunc(one, at(0), func(a, b SimJob) bool { return a == b }) {
+		t.Errorf("load 0 differs from load 1")
+	}
+	for i := range one {
+		if double[i].Arrival != one[i].Arrival/2 || double[i].ID != one[i].ID || double[i].Work != one[i].Work {
+			t.Errorf("job %d at load 2: %+v, at load 1: %+v", i, double[i], one[i])
+		}
+	}
+	if _, err := LoadWorkload("openb", WorkloadOptions{Traces: dir, Seed: 1, GPUs: 2, GPUMemMiB: 80000, Load: -1}); err == nil || !strings.Contains(err.Error(), "load -1") {
+		t.Errorf("load -1: %v", err)
+	}
+}

@@ -32,6 +32,17 @@ type mean struct {
 	restarts, reconfigs, predErr             float64
 	unfinished                               int
 	req                                      jobsim.RequestStats
+	// services and held sum the services with requests and those whose
+	// target held, over the seeds.
+	services, held int
+}
+
+// heldShare is the share of services whose target held.
+func (m mean) heldShare() float64 {
+	if m.services == 0 {
+		return 1
+	}
+	return float64(m.held) / float64(m.services)
 }
 
 func average(rs []*jobsim.Result) mean {
@@ -49,6 +60,8 @@ func average(rs []*jobsim.Result) mean {
 		m.predErr += r.PredictionError
 		m.unfinished += r.Unfinished
 		m.req.Merge(r.Requests)
+		m.services += r.Services
+		m.held += r.ServicesMet
 	}
 	if m.n > 0 {
 		k := float64(m.n)

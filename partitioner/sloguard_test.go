@@ -1,0 +1,104 @@
+package partitioner
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// shareEstimator is curveEstimator with co-runners that weigh by their
+// share: each multiplies a job's speed by 1 - interference x its
+// percent / 100.
+type shareEstimator struct {
+	saturate     map[string]float64
+	interference float64
+}
+
+func (e *shareEstimator) Speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, error) {
+	sat, ok := e.saturate[j.Type]
+	if !ok {
+		return 0, fmt.Errorf("no curve for %s", j.Type)
+	}
+	s := math.Min(1, float64(sms)*float64(percent)/100/sat)
+	for _, c := range co {
+		s *= 1 - e.interference*float64(c.Percent)/100
+	}
+	return s, nil
+}
+
+// placedOn reports the GPU a plan placed job id on, -1 if none.
+func placedOn(plan *Plan, id string) int {
+	for g, gp := range plan.GPUs {
+		for _, p := range gp.Jobs {
+			if p.Job.ID == id {
+				return g
+			}
+		}
+	}
+	return -1
+}
+
+// TestSLOGuardCountsCoRunners: the guard keeps every service of the
+// instance at its need, next to its co-runners: services count at their
+// share times their load (light services share, busy ones do not), and
+// offline jobs count only without priority shares.
+func TestSLOGuardCountsCoRunners(t *testing.T) {
+	m := a100(t)
+	est := &shareEstimator{saturate: map[string]float64{"svc": 98, "off": 98}, interference: 0.3}
+	running := func(load float64) Placed {
+		return Placed{Job: Job{ID: "a", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.9, Load: load}, Instance: 0, Percent: 100, Speed: 1}
+	}
+	for _, tc := range []struct {
+		name   string
+		load   float64 // both services'
+		next   Job
+		prio   bool
+		placed bool
+	}{
+		{"light service beside a light one", 0.1, Job{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.9, Load: 0.1}, true, true},
+		{"busy service beside a busy one", 0.5, Job{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.9, Load: 0.5}, true, false},
+		{"service of unknown load", 0.1, Job{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.5}, true, false},
+		{"offline job under priority", 0.1, Job{ID: "b", Type: "off", MemoryMiB: 1000}, true, true},
+		{"offline job without priority", 0.1, Job{ID: "b", Type: "off", MemoryMiB: 1000}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{running(tc.load)}}}
+			opt := Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: tc.prio, SLOGuard: true}
+			plan, err := Decide(Request{GPUs: gpus, Pending: []Job{tc.next}}, est, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := placedOn(plan, "b") == 0; got != tc.placed {
+				t.Errorf("placed %v, want %v (waiting %v)", got, tc.placed, plan.Waiting)
+			}
+			if !tc.prio {
+				return // without priority shares MPSConfig leaves no share beside a service at 100 %
+			}
+			opt.SLOGuard = false
+			if plan, err := Decide(Request{GPUs: gpus, Pending: []Job{tc.next}}, est, opt); err != nil || placedOn(plan, "b") != 0 {
+				t.Errorf("without the guard: placed on %d (%v), want 0", placedOn(plan, "b"), err)
+			}
+		})
+	}
+}
+
+// TestSpreadByBusyShare: under Spread a job goes to the least busy
+// instance, two light services counting less than one trainer.
+func TestSpreadByBusyShare(t *testing.T) {
+	m := a100(t)
+	est := &shareEstimator{saturate: map[string]float64{"svc": 98, "off": 98}, interference: 0.1}
+	svc := func(id string) Placed {
+		return Placed{Job: Job{ID: id, Type: "svc", Online: true, MemoryMiB: 1000, Load: 0.1}, Instance: 0, Percent: 100, Speed: 1}
+	}
+	gpus := []GPUPlan{
+		{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{svc("s1"), svc("s2")}},
+		{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{{Job: Job{ID: "t", Type: "off", MemoryMiB: 1000}, Instance: 0, Percent: 100, Speed: 1}}},
+	}
+	plan, err := Decide(Request{GPUs: gpus, Pending: []Job{{ID: "new", Type: "off", MemoryMiB: 1000}}}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, Spread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := placedOn(plan, "new"); g != 0 {
+		t.Errorf("placed on GPU %d, want 0 (two services at load 0.1 against a trainer)", g)
+	}
+}
