@@ -24,10 +24,18 @@ type NoiseFloor struct {
 	Configs int `json:"configs"`
 	Samples int `json:"samples"`
 	Reps    int `json:"max_reps"`
-	// RelError is the mean of |mean of the others - one| / one over
-	// every repeated sample.
+	// RelError is the error a perfect model (one that predicts each
+	// configuration's true mean) would make on one repetition: the mean
+	// over every repeated sample of |mean of the others - one| / one,
+	// each scaled by sqrt((n-1)/n) for a configuration of n repetitions.
+	// One repetition against the mean of n-1 others differs by the noise
+	// of both, whose variance is n/(n-1) times one's: unscaled, a floor
+	// over pairs is sqrt(2) times what a perfect model scores.
 	RelError float64 `json:"rel_error"`
-	// PerCoRunner is the same by number of co-runners (0: alone).
+	// PairedError is the same unscaled: one repetition against the
+	// mean of the others, as the floor was before it was corrected.
+	PairedError float64 `json:"paired_error"`
+	// PerCoRunner is RelError by number of co-runners (0: alone).
 	PerCoRunner []CoErrors `json:"per_co_runners"`
 	// WithinWindow is the mean of the samples' IterCV: how much the
 	// iterations of one window spread (0 where unknown).
@@ -36,7 +44,8 @@ type NoiseFloor struct {
 
 // Floor measures the noise floor of samples: for every configuration
 // measured twice or more, each repetition against the mean of the others
-// (profile samples included: they are measurements too).
+// (profile samples included: they are measurements too), corrected for
+// the others' own noise (NoiseFloor.RelError).
 func Floor(samples []Sample) NoiseFloor {
 	groups := map[string][]Sample{}
 	for _, s := range samples {
@@ -57,12 +66,15 @@ func Floor(samples []Sample) NoiseFloor {
 		for _, s := range g {
 			total += s.Target()
 		}
+		n := float64(len(g))
+		scale := math.Sqrt((n - 1) / n)
 		for _, s := range g {
-			others := (total - s.Target()) / float64(len(g)-1)
+			others := (total - s.Target()) / (n - 1)
 			rel := math.Abs(others-s.Target()) / s.Target()
 			f.Samples++
-			f.RelError += rel
-			byCo.add(s.CoRunners, 1, rel, 0)
+			f.PairedError += rel
+			f.RelError += rel * scale
+			byCo.add(s.CoRunners, 1, rel*scale, 0)
 			if s.IterCV > 0 {
 				cvSum += s.IterCV
 				cvN++
@@ -72,6 +84,7 @@ func Floor(samples []Sample) NoiseFloor {
 	f.Configs = len(configs)
 	if f.Samples > 0 {
 		f.RelError /= float64(f.Samples)
+		f.PairedError /= float64(f.Samples)
 	}
 	f.PerCoRunner = byCo.means()
 	if cvN > 0 {

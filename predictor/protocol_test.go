@@ -265,3 +265,28 @@ func TestDefaultModelIsDefaultKind(t *testing.T) {
 		t.Errorf("model %q is %+v (known %v), want kind %s without co-runner identity", DefaultModel, m, ok, DefaultKind)
 	}
 }
+
+// TestFloorIsUnbiased: with multiplicative noise of sd s, a perfect
+// model's mean relative error is about s·sqrt(2/π); the floor finds it
+// for pairs and triples alike, where the unscaled one is sqrt(2) and
+// sqrt(1.5) times higher.
+func TestFloorIsUnbiased(t *testing.T) {
+	const noise = 0.05
+	want := noise * math.Sqrt(2/math.Pi)
+	for _, reps := range []int{2, 3} {
+		var samples []Sample
+		for seed := uint64(1); seed <= 8; seed++ {
+			for _, s := range repSamples(reps, noise, seed) {
+				s.Run += fmt.Sprintf("#%d", seed) // configurations of their own
+				samples = append(samples, s)
+			}
+		}
+		f := Floor(samples)
+		if math.Abs(f.RelError/want-1) > 0.1 {
+			t.Errorf("%d repetitions: floor %.4f, want %.4f within 10 %%", reps, f.RelError, want)
+		}
+		if r := f.PairedError / f.RelError; math.Abs(r-math.Sqrt(float64(reps)/float64(reps-1))) > 1e-9 {
+			t.Errorf("%d repetitions: unscaled / scaled %.4f, want sqrt(%d/%d)", reps, r, reps, reps-1)
+		}
+	}
+}

@@ -275,7 +275,7 @@ func printProtocol(p printer, res *predictor.ProtocolResult, seeds []uint64, tes
 	if f.Samples == 0 {
 		fmt.Fprintln(p.w, "noise floor: none (no configuration was measured twice)")
 	} else {
-		fmt.Fprintf(p.w, "noise floor: %s (a repetition against the mean of the others; %d samples of %d configurations, up to %d repetitions", pct2(f.RelError), f.Samples, f.Configs, f.Reps)
+		fmt.Fprintf(p.w, "noise floor: %s (what a perfect model scores: a repetition against the mean of the others, times sqrt((n-1)/n) for n repetitions; %s unscaled; %d samples of %d configurations, up to %d repetitions", pct2(f.RelError), pct2(f.PairedError), f.Samples, f.Configs, f.Reps)
 		for _, c := range f.PerCoRunner {
 			fmt.Fprintf(p.w, "; %d co-runners %s", c.CoRunners, pct2(c.RelError))
 		}
