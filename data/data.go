@@ -20,6 +20,28 @@ const ProfilesName = "profiles/h200-2026-11-22.csv"
 //go:embed profiles/h200-2026-11-22.csv
 var profilesCSV []byte
 
+// H100ProfilesName is the H100 profiling campaign's file under
+// data/profiles: repetitions and MPS client priorities measured.
+const H100ProfilesName = "profiles/h100-2026-11-25.csv"
+
+//go:embed profiles/h100-2026-11-25.csv
+var h100ProfilesCSV []byte
+
+// SamplesFor reads the built-in samples measured on the GPU model of key
+// (partitioner.Model.Key): the H100 campaign for H100-80GB, the H200
+// dataset (Samples) for every other model, the nearest mmk has.
+func SamplesFor(key string) (string, []predictor.Sample, error) {
+	if key != "H100-80GB" {
+		_, s, err := Samples()
+		return ProfilesName, s, err
+	}
+	_, s, err := predictor.ReadSamples(bytes.NewReader(h100ProfilesCSV))
+	if err != nil {
+		return "", nil, fmt.Errorf("built-in dataset %s: %w", H100ProfilesName, err)
+	}
+	return H100ProfilesName, s, nil
+}
+
 // Samples reads the built-in profiling dataset.
 func Samples() (predictor.Header, []predictor.Sample, error) {
 	h, s, err := predictor.ReadSamples(bytes.NewReader(profilesCSV))

@@ -59,6 +59,13 @@ type Estimator interface {
 	Speed(job Job, sms, gpuSMs, percent int, co []Share) (float64, error)
 }
 
+// LoadAware is an Estimator that counts an online co-runner's busy share
+// itself; the SLO guard gives it co-runners at their share, not scaled
+// by their Load.
+type LoadAware interface {
+	KnowsLoad() bool
+}
+
 // Placed is a job in a GPU instance at an MPS percentage.
 type Placed struct {
 	Job Job `json:"job"`
@@ -114,8 +121,9 @@ type Options struct {
 	// MIG only, MISO-like).
 	MaxJobsPerInstance int
 	// Spread places each job in the least busy instance (each job
-	// counting 1, an online job of known Load its Load),
-	// the predicted gain breaking ties.
+	// counting 1, an online job of known Load its Load; under
+	// PriorityShares an online job does not count the offline jobs below
+	// it), the predicted gain breaking ties.
 	Spread bool
 	// ArrivalOrder places pending jobs first come, first served instead
 	// of largest memory first.
@@ -355,12 +363,14 @@ func appendInstance(out []Placed, g *GPUPlan, i int) []Placed {
 	return out
 }
 
-// busyIn is how busy instance i's jobs keep it: an offline job or an
-// online one of unknown load counts 1, an online job its Load.
-func busyIn(ps []Placed, i int) float64 {
+// busyIn is how busy instance i's jobs keep it for job j: an offline
+// job or an online one of unknown load counts 1, an online job its Load;
+// under PriorityShares an online j does not count offline jobs, which
+// run below it.
+func (d *decider) busyIn(ps []Placed, i int, j Job) float64 {
 	n := 0.0
 	for _, p := range ps {
-		if p.Instance == i {
+		if p.Instance == i && !(d.opt.PriorityShares && j.Online && !p.Job.Online) {
 			n += p.Job.busy()
 		}
 	}
@@ -455,7 +465,7 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) {
 				continue
 			}
-			n := busyIn(gpus[g].Jobs, i)
+			n := d.busyIn(gpus[g].Jobs, i, j)
 			if n == 0 {
 				if slices.Contains(emptyTried, in.Profile) {
 					continue
@@ -566,7 +576,7 @@ func (d *decider) needsMet(l Layout, i int, placed []Placed) (bool, error) {
 				continue
 			}
 			pct := o.Percent
-			if o.Job.Online && o.Job.Load > 0 {
+			if o.Job.Online && o.Job.Load > 0 && !d.est.KnowsLoad() {
 				pct = max(1, int(math.Round(float64(pct)*min(1, o.Job.Load))))
 			}
 			co = append(co, Share{Job: o.Job, Percent: pct})

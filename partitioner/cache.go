@@ -58,6 +58,13 @@ func NewCache(est Estimator) *Cache {
 	return &Cache{est: est, types: map[string]uint16{}, curves: map[curveKey]*curve{}, co: map[string]float64{}}
 }
 
+// KnowsLoad reports whether the cached estimator counts online
+// co-runners' busy share itself (LoadAware).
+func (m *Cache) KnowsLoad() bool {
+	l, ok := m.est.(LoadAware)
+	return ok && l.KnowsLoad()
+}
+
 // Speed answers from the cache or asks the estimator once.
 func (m *Cache) Speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, error) {
 	return m.speed(j, sms, gpuSMs, percent, co)

@@ -3,6 +3,7 @@ package partitioner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -83,7 +84,8 @@ func TestSLOGuardCountsCoRunners(t *testing.T) {
 }
 
 // TestSpreadByBusyShare: under Spread a job goes to the least busy
-// instance, two light services counting less than one trainer.
+// instance, two light services counting less than one trainer for an
+// offline job, and the trainer not at all for a service above it.
 func TestSpreadByBusyShare(t *testing.T) {
 	m := a100(t)
 	est := &shareEstimator{saturate: map[string]float64{"svc": 98, "off": 98}, interference: 0.1}
@@ -100,5 +102,54 @@ func TestSpreadByBusyShare(t *testing.T) {
 	}
 	if g := placedOn(plan, "new"); g != 0 {
 		t.Errorf("placed on GPU %d, want 0 (two services at load 0.1 against a trainer)", g)
+	}
+	// A service under priority shares does not count the trainer, which
+	// runs below it: it goes beside the trainer, away from the services.
+	plan, err = Decide(Request{GPUs: gpus, Pending: []Job{{ID: "new", Type: "svc", Online: true, MemoryMiB: 1000, Load: 0.1}}}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, Spread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := placedOn(plan, "new"); g != 1 {
+		t.Errorf("service placed on GPU %d, want 1 (beside the trainer at lower priority)", g)
+	}
+}
+
+// recordingEstimator is shareEstimator that records the co-runner
+// shares it was asked about; loadAware says it counts load itself.
+type recordingEstimator struct {
+	shareEstimator
+	asked []int
+}
+
+func (e *recordingEstimator) Speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, error) {
+	for _, c := range co {
+		e.asked = append(e.asked, c.Percent)
+	}
+	return e.shareEstimator.Speed(j, sms, gpuSMs, percent, co)
+}
+
+type loadAware struct{ *recordingEstimator }
+
+func (loadAware) KnowsLoad() bool { return true }
+
+// TestSLOGuardLoadAware: the guard asks about a service co-runner at its
+// share times its load, unless the estimator counts load itself.
+func TestSLOGuardLoadAware(t *testing.T) {
+	m := a100(t)
+	for _, aware := range []bool{false, true} {
+		rec := &recordingEstimator{shareEstimator: shareEstimator{saturate: map[string]float64{"svc": 98}, interference: 0.01}}
+		var est Estimator = rec
+		if aware {
+			est = loadAware{rec}
+		}
+		a := Placed{Job: Job{ID: "a", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.5, Load: 0.1}, Instance: 0, Percent: 100, Speed: 1}
+		gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{a}}}
+		b := Job{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.5, Load: 0.1}
+		if _, err := Decide(Request{GPUs: gpus, Pending: []Job{b}}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true}); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(rec.asked, 10) == aware {
+			t.Errorf("load aware %v: asked about co-runners at %v: want 10 %% only when not aware", aware, rec.asked)
+		}
 	}
 }

@@ -75,7 +75,7 @@ var (
 	sweepPols = []string{jobsim.JobMPS, jobsim.JobMPSPrio, jobsim.JobMISO, jobsim.JobMIGER, jobsim.JobMMK}
 	// capShares are the caps on jobs per instance mmk is run with beside
 	// the default (jobsim.DefaultMaxShare).
-	capShares = []int{2, 4}
+	capShares = []int{2, 3, 4}
 	// h100Model and h100Pols: the main comparison on H100 geometry, where
 	// the whole-GPU MIG instance has all the GPU's SMs.
 	h100Model = "H100-80GB"
@@ -155,21 +155,29 @@ type runner struct {
 	traces string
 	mu     sync.Mutex
 	jobs   map[string][]trace.SimJob
-	models map[uint64]*jobsim.Models
+	models map[modelsKey]*jobsim.Models
 }
 
-func (r *runner) modelsFor(seed uint64) (*jobsim.Models, error) {
+func (r *runner) modelsFor(seed uint64, key string) (*jobsim.Models, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m, ok := r.models[seed]; ok {
+	k := modelsKey{seed, key}
+	if m, ok := r.models[k]; ok {
 		return m, nil
 	}
-	m, err := jobsim.BuiltinModels(seed)
+	m, err := jobsim.BuiltinModelsFor(seed, key)
 	if err != nil {
 		return nil, err
 	}
-	r.models[seed] = m
+	r.models[k] = m
 	return m, nil
+}
+
+// modelsKey is a seed and the geometry whose samples train the
+// predictor.
+type modelsKey struct {
+	seed uint64
+	key  string
 }
 
 // modelOf is the run's GPU geometry.
@@ -226,11 +234,11 @@ func (r *runner) simulate(x run) (*jobsim.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	models, err := r.modelsFor(x.seed)
+	model, err := r.modelOf(x)
 	if err != nil {
 		return nil, err
 	}
-	model, err := r.modelOf(x)
+	models, err := r.modelsFor(x.seed, model.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +302,8 @@ func generate(out, traces string, seeds, parallel int, withMap bool) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{model: model, traces: traces, jobs: map[string][]trace.SimJob{}, models: map[uint64]*jobsim.Models{}}
-	models, err := r.modelsFor(1)
+	r := &runner{model: model, traces: traces, jobs: map[string][]trace.SimJob{}, models: map[modelsKey]*jobsim.Models{}}
+	models, err := r.modelsFor(1, model.Key)
 	if err != nil {
 		return err
 	}

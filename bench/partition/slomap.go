@@ -28,9 +28,29 @@ var (
 	mapOpenB = workload{name: "openb:1000", gpus: 28}
 )
 
+// mapOpenBSeeds is the most seeds the map runs openb with: its jobs are
+// the trace's whatever the seed (the seed draws the requests and trains
+// the predictor), and each run takes seconds.
+const mapOpenBSeeds = 2
+
+// mapSeeds is how many seeds the map runs w with.
+func (w workload) mapSeeds(seeds int) int {
+	if w.name == mapOpenB.name {
+		return min(seeds, mapOpenBSeeds)
+	}
+	return seeds
+}
+
 // mmkMIG is mmk with MIG managed: Algorithm 1's layout search on, MIG
-// mode on every GPU.
-const mmkMIG = jobsim.JobMMK + "-" + jobsim.OptFixedMIG
+// mode on every GPU; mmkOracle is mmk deciding with the ground truth.
+const (
+	mmkMIG    = jobsim.JobMMK + "-" + jobsim.OptFixedMIG
+	mmkOracle = jobsim.JobMMK + "+" + jobsim.OptOracle
+)
+
+// regretTights are the targets at which placement regret is measured, at
+// load 1.
+var regretTights = []float64{1.25, 2, 5}
 
 // Margins of the map's verdicts (issue 35's acceptance).
 const (
@@ -71,9 +91,12 @@ func mapRuns(seeds int, openb bool) []run {
 	for _, w := range mapWorkloads(openb) {
 		for _, t := range mapTights {
 			for _, l := range loads {
-				for s := 1; s <= seeds; s++ {
+				for s := 1; s <= w.mapSeeds(seeds); s++ {
 					for _, p := range mapPols {
 						out = append(out, mapRun(w, t, l, s, p))
+					}
+					if l == 1 && slices.Contains(regretTights, t) {
+						out = append(out, mapRun(w, t, l, s, mmkOracle))
 					}
 				}
 			}
@@ -120,8 +143,8 @@ func points(a, b float64) string { return fmt.Sprintf("%+.1f", 100*(a-b)) }
 // sloMap writes the map's section and its plot.
 func (p *report) sloMap(b *bytes.Buffer, dir string, openb bool) error {
 	b.WriteString("## Which policy wins, over latency targets and load\n\n")
-	fmt.Fprintf(b, "Every service's target is `p99=Tx`: 99 %% of its requests within T times its p99 alone (its own requests through the whole GPU with nothing else, as mmkd measures a service alone); T from %v, the load from %v, seeds 1-%d (openb: its first 1,000 jobs on %d GPUs, the recorded arrivals at load 1, a load L arriving L times as fast). Policies: %s. mmk is Algorithm 1 with its options (%s): MIG mode off, no cap on an instance's jobs, a service placed only where the predictor's speed for it and for every service beside it, next to the services there (at their load) and under MPS client priority, meets its need (the least speed at which it holds its target as an M/D/1 queue, with %.2fx headroom for the memory interference priority leaves); %s is the same with MIG managed.\n\n",
-		mapTights, loads, p.seeds, mapOpenB.gpus, strings.Join(mapPols, ", "), strings.Join(jobsim.MMKOptions, ", "), jobsim.DefaultSLOHeadroom, mmkMIG)
+	fmt.Fprintf(b, "Every service's target is `p99=Tx`: 99 %% of its requests within T times its p99 alone (its own requests through the whole GPU with nothing else, as mmkd measures a service alone); T from %v, the load from %v, seeds 1-%d (openb: its first 1,000 jobs on %d GPUs, the recorded arrivals at load 1, a load L arriving L times as fast; seeds 1-%d). Policies: %s. mmk is Algorithm 1 with its options (%s): MIG mode off, no cap on an instance's jobs, a service placed only where the predictor's speed for it and for every service beside it, next to the services there (at their load) and under MPS client priority, meets its need (the least speed at which it holds its target as an M/D/1 queue, with %.2fx headroom for the memory interference priority leaves); %s is the same with MIG managed.\n\n",
+		mapTights, loads, p.seeds, mapOpenB.gpus, mapOpenB.mapSeeds(p.seeds), strings.Join(mapPols, ", "), strings.Join(jobsim.MMKOptions, ", "), jobsim.DefaultSLOHeadroom, mmkMIG)
 	fmt.Fprintf(b, "A cell's winner: among the policies whose share of services holding their target is within %.0f point of the best, the one of least mean JCT. **SLO attainment** is the share of all requests within target, **held** the share of services whose target held (at least 99 %% of their requests within it). The strongest simple alternative is **%s**.\n\n", 100*winTolerance, jobsim.JobMPSPrio)
 	svg, err := p.mapPlot(dir, openb)
 	if err != nil {
@@ -183,7 +206,27 @@ func (p *report) sloMap(b *bytes.Buffer, dir string, openb bool) error {
 		b.WriteString("\n")
 		p.mapVerdicts(b, w)
 	}
+	p.regret(b, openb)
 	return nil
+}
+
+// regret writes what deciding with the predictor costs mmk against
+// deciding with the ground truth (the oracle option), at load 1: the
+// placement regret, beside the predictor's error.
+func (p *report) regret(b *bytes.Buffer, openb bool) {
+	b.WriteString("### Placement regret\n\n")
+	fmt.Fprintf(b, "mmk deciding with its predictor against mmk deciding with the simulator's ground truth (`%s`), load 1, means of the seeds: the JCT it loses (its JCT over the oracle's, less 1), the SLO attainment and the services held it loses (points), and the predictor's median relative error against the ground truth over the placements made. The predictor for a geometry is trained on that GPU's samples where mmk has them (the H100 campaign for H100-80GB), else on the H200 profiles (this map: A100-80GB geometry, H200 profiles).\n\n", mmkOracle)
+	b.WriteString("| workload | target | JCT regret | SLO attainment regret | held regret | predictor error |\n|---|---|---|---|---|---|\n")
+	for _, w := range mapWorkloads(openb) {
+		for _, t := range regretTights {
+			m, o := p.mapMean(w, t, 1, jobsim.JobMMK), p.mapMean(w, t, 1, mmkOracle)
+			if m.n == 0 || o.n == 0 {
+				continue
+			}
+			fmt.Fprintf(b, "| %s | %s | %+.1f %% | %s | %s | %.1f %% |\n", w.name, targetText(t), 100*(m.jct/o.jct-1), points(o.req.Attainment(), m.req.Attainment()), points(o.heldShare(), m.heldShare()), 100*m.predErr)
+		}
+	}
+	b.WriteString("\n")
 }
 
 // mapVerdicts writes, for one workload, the cells where mmk meets and

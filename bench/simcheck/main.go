@@ -289,7 +289,7 @@ func run(path, campaign, replayPath, out string) error {
 // once.
 func loadModels(replay bool) (*jobsim.SpeedModel, *jobsim.Models, error) {
 	if replay {
-		models, err := jobsim.BuiltinModels(1)
+		models, err := jobsim.BuiltinModelsFor(1, "H100-80GB") // the replayed run is an H100's
 		if err != nil {
 			return nil, nil, err
 		}

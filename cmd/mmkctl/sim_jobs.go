@@ -134,7 +134,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	if err != nil {
 		return fmt.Errorf("flag --workload: %w", err)
 	}
-	models, err := jobsim.BuiltinModels(f.seed)
+	models, err := jobsim.BuiltinModelsFor(f.seed, model.Key)
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,18 @@ import (
 // dataset; either way with its slice rule fitted to the built-in MIG
 // slice runs, so that MIG decisions know a slice is slower than an MPS
 // share of as many SMs.
-func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, error) {
-	_, samples, err := data.Samples()
+//
+// The built-in samples are those measured on the node's GPU model where
+// mmk has them (data.SamplesFor: the H100 campaign on H100s), else the
+// H200 dataset; a node of mixed models takes its first GPU's.
+func openEstimator(c *configs.Config, backend partitioner.Backend, log *slog.Logger) (predictor.Estimator, error) {
+	key := ""
+	if inv, err := partitioner.ReadInventory(backend); err != nil {
+		log.Warn("GPU model unknown: the predictor uses the H200 dataset", "err", err)
+	} else if len(inv) > 0 {
+		key = inv[0].Model
+	}
+	name, samples, err := data.SamplesFor(key)
 	if err != nil {
 		return predictor.Estimator{}, err
 	}
@@ -38,7 +48,7 @@ func openEstimator(c *configs.Config, log *slog.Logger) (predictor.Estimator, er
 		if err != nil {
 			return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
 		}
-		log.Info("predictor trained on the built-in dataset", "samples", len(samples), "types", len(profiles))
+		log.Info("predictor trained on the built-in dataset", "dataset", name, "gpu_model", key, "samples", len(samples), "types", len(profiles))
 	}
 	runs, err := data.SliceRuns()
 	if err != nil {

@@ -173,7 +173,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	pred, err := openEstimator(cfg, log)
+	pred, err := openEstimator(cfg, backend, log)
 	if err != nil {
 		return nil, nil, err
 	}

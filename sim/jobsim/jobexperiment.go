@@ -38,15 +38,24 @@ type Experiment struct {
 }
 
 // Run simulates each policy in turn, in the order given. The policies
-// share one cache of the predictor's answers: they ask it the same
-// questions.
+// share a cache of the predictor's answers (one per client priority
+// of offline jobs): they ask it the same questions.
 func (e Experiment) Run() ([]*Result, error) {
 	var out []*Result
-	est := partitioner.NewCache(e.Models.Est)
+	// One cache per client priority of offline jobs: the answers differ.
+	caches := map[bool]*partitioner.Cache{}
 	for _, p := range e.Policies {
+		pol, err := ParsePolicy(p)
+		if err != nil {
+			return nil, fmt.Errorf("job sim: %w", err)
+		}
+		prio := pol.priority()
+		if caches[prio] == nil {
+			caches[prio] = partitioner.NewCache(withPriority(e.Models.Est, prio))
+		}
 		cfg := Config{
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
-			Truth: e.Models.Truth, Est: est, Effects: e.Models.Effects,
+			Truth: e.Models.Truth, Est: caches[prio], Effects: e.Models.Effects,
 			Costs:    Costs{MIGReconfig: e.MIGReconfig, Checkpoint: e.Models.Restart.Types},
 			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, SLOHeadroom: e.SLOHeadroom, Seed: e.Seed, OracleError: e.OracleError,
 		}

@@ -38,7 +38,14 @@ type oracle struct {
 	seed  uint64
 }
 
-var _ partitioner.Estimator = (*oracle)(nil)
+var (
+	_ partitioner.Estimator = (*oracle)(nil)
+	_ partitioner.LoadAware = (*oracle)(nil)
+)
+
+// KnowsLoad is true: the oracle counts a service co-runner at its busy
+// share (partitioner.LoadAware).
+func (o *oracle) KnowsLoad() bool { return true }
 
 // newOracle is the ground truth as s's estimator, with error sigma.
 func newOracle(s *jobSim, sigma float64) *oracle {
