@@ -197,6 +197,16 @@ type PlacementConfig struct {
 	// co-runners than it was trained on. One GPU without MIG has one
 	// instance, so it changes nothing there.
 	Spread bool `mapstructure:"spread"`
+	// SLOGuard places a job only where every online job with a latency
+	// target on that instance keeps the predicted speed its target needs
+	// (partitioner.Options.SLOGuard): a ratio target p=Rx needs
+	// slo.PlacementHeadroom/R of its speed alone, an absolute bound the
+	// same against its measured latency alone; other online jobs count at
+	// their measured busy share, offline jobs below priority not at all.
+	// Jobs without a target are placed as before. On by default: in
+	// simulation it held the tight targets MPS with priority misses
+	// (docs/results/partition.md, the map).
+	SLOGuard bool `mapstructure:"slo_guard"`
 }
 
 // LogConfig configures log/slog.

@@ -109,7 +109,7 @@ func summarize(causes []string) string {
 // 1, keeps a small job waiting behind every large one that arrives after
 // it: sim/jobsim TestPlacementOrderCannotStarve).
 func (n *Node) placementOptions(gpus []gpuInfo) partitioner.Options {
-	return partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil, Spread: n.cfg.Spread, ArrivalOrder: true}
+	return partitioner.Options{FixOnlinePercent: true, FixedMIG: !n.migManaged(gpus), PriorityShares: n.cfg.PriorityShares && n.cfg.MPS != nil, Spread: n.cfg.Spread, ArrivalOrder: true, SLOGuard: n.cfg.SLOGuard}
 }
 
 // migManaged reports whether the loop may change layouts: mig.manage is
@@ -140,6 +140,9 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 	var req partitioner.Request
 	var placedOn []int
 	pos := map[int]int{} // GPU index -> request position
+	// The measured standing of online jobs, taken before the node's lock
+	// (SLO takes the node's lock under its own).
+	measured := n.sloMeasured()
 	for i, g := range gpus {
 		if g.skip != "" {
 			continue
@@ -154,7 +157,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 		id := j.ID
 		switch j.State {
 		case jobs.Pending:
-			pj := partJob(j)
+			pj := n.partJob(j, measured)
 			if j.IsClaim() {
 				// A claim waits for the instance it was allocated.
 				if pj.Pin = claimPin(j, gpus, placedOn); pj.Pin == nil {
@@ -178,7 +181,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 				n.cfg.Log.Warn("placement: job's instance is gone", "job", id, "instance", pl.InstanceKey)
 				continue
 			}
-			pj := partJob(j)
+			pj := n.partJob(j, measured)
 			if j.IsClaim() {
 				pj.Pin = &partitioner.Pin{GPU: p, Instance: inst}
 			}
@@ -188,9 +191,14 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 	return req, placedOn
 }
 
-// partJob is what Algorithm 1 knows of a job.
-func partJob(j *jobs.Job) partitioner.Job {
-	return partitioner.Job{ID: j.ID, Type: j.Type(), Online: j.Online(), MemoryMiB: j.MemoryMiB}
+// partJob is what Algorithm 1 knows of a job: with the SLO guard, an
+// online job's need and load (sloNeed).
+func (n *Node) partJob(j *jobs.Job, measured map[string]JobSLO) partitioner.Job {
+	pj := partitioner.Job{ID: j.ID, Type: j.Type(), Online: j.Online(), MemoryMiB: j.MemoryMiB}
+	if n.cfg.SLOGuard && pj.Online {
+		pj.MinSpeed, pj.Load = n.sloNeed(j, measured[j.ID])
+	}
+	return pj
 }
 
 // apply carries out one GPU's change. It returns when to decide again

@@ -54,6 +54,10 @@ type Config struct {
 	// Spread puts each job into the instance holding the fewest jobs
 	// (placement.spread, partitioner.Options.Spread).
 	Spread bool
+	// SLOGuard places a job only where every online job with a latency
+	// target on the instance keeps the speed its target needs
+	// (placement.slo_guard, partitioner.Options.SLOGuard; sloNeed).
+	SLOGuard bool
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig

@@ -149,6 +149,31 @@ func (t Target) Resolve(alone time.Duration) (time.Duration, bool) {
 	return time.Duration(float64(alone) * t.Ratio), true
 }
 
+// PlacementHeadroom is the slowdown a placement leaves an online job
+// room for beyond what its target allows, for what the placement does
+// not count: the memory interference of offline jobs that MPS client
+// priority keeps off its SMs. Next to trainers at priority 1 on an H100,
+// online jobs measured 1.09x and 1.10x their p99 alone
+// (docs/results/mmkd-e2e-h100.md).
+const PlacementHeadroom = 1.1
+
+// Need is the least speed, relative to alone, at which a job whose
+// latency alone at the target's percentile is alone (0: not measured)
+// keeps the target, with PlacementHeadroom to spare: PlacementHeadroom
+// over the ratio, or times alone over the bound; 0 where it cannot be
+// known (an absolute bound before the job's latency alone is measured).
+func (t Target) Need(alone time.Duration) float64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Ratio > 0:
+		return PlacementHeadroom / t.Ratio
+	case alone > 0 && t.Bound > 0:
+		return PlacementHeadroom * float64(alone) / float64(t.Bound)
+	}
+	return 0
+}
+
 // Budget is the fraction of requests that may exceed the bound: 0.01 for
 // p99.
 func (t Target) Budget() float64 { return 1 - t.Percentile/100 }

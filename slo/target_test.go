@@ -2,6 +2,7 @@ package slo
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +117,29 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%q parsed to an invalid %+v", s, tg)
 		}
 	})
+}
+
+// TestNeed: a ratio target needs the headroom over its ratio, an
+// absolute one the headroom times alone over the bound once alone is
+// known, no target nothing.
+func TestNeed(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		alone  time.Duration
+		want   float64
+	}{
+		{"p99=1.25x", 0, PlacementHeadroom / 1.25},
+		{"p99=2x", 5 * time.Millisecond, PlacementHeadroom / 2},
+		{"p99=20ms", 10 * time.Millisecond, PlacementHeadroom / 2},
+		{"p99=20ms", 0, 0},
+		{"", time.Millisecond, 0},
+	} {
+		var tg Target
+		if tc.target != "" {
+			tg = MustParse(tc.target)
+		}
+		if got := tg.Need(tc.alone); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%q alone %v: need %v, want %v", tc.target, tc.alone, got, tc.want)
+		}
+	}
 }

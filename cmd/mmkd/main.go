@@ -193,7 +193,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,
-		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, SLOGuard: cfg.Placement.SLOGuard, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
 		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
 		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
@@ -202,7 +202,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 		store.Close()
 		return nil, nil, err
 	}
-	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage, "spread", cfg.Placement.Spread,
+	log.Info("mmkd data", "dir", dir, "mps", mpsm != nil, "priorityShares", mpsm != nil && cfg.MPS.PriorityShares, "kernelsched", sc != nil, "manageMIG", cfg.MIG.Manage, "spread", cfg.Placement.Spread, "sloGuard", cfg.Placement.SLOGuard,
 		"sloController", sc != nil && cfg.SLO.Controller, "sloDefault", cfg.SLO.Default, "sloLadder", strings.Join(cfg.SLO.Ladder, ","))
 	ctx, stopBackups := context.WithCancel(context.Background())
 	backups := make(chan struct{})

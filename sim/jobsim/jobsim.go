@@ -503,9 +503,8 @@ func partJob(j *simJob) partitioner.Job {
 // DefaultSLOHeadroom is the slowdown an online job's need allows for
 // beside offline jobs at MPS client priority 1, which priority does not
 // remove (memory bandwidth) and the slo option's guard does not count:
-// next to trainers at priority 1 on the H100, mmkd's online jobs measured
-// 1.09x and 1.10x their p99 alone (docs/results/mmkd-e2e-h100.md).
-const DefaultSLOHeadroom = 1.1
+// mmkd's (slo.PlacementHeadroom).
+const DefaultSLOHeadroom = slo.PlacementHeadroom
 
 // needs sets each online job's MinSpeed for the slo option: the least
 // speed at which it meets its target with Config.SLOHeadroom to spare

@@ -1,0 +1,92 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+)
+
+// crowdEstimator is curveEstimator where each co-runner takes 30 % of a
+// job's speed: a second job beside an online one leaves it 0.7.
+type crowdEstimator struct{ curveEstimator }
+
+func (c crowdEstimator) Speed(j partitioner.Job, sms, gpuSMs, percent int, co []partitioner.Share) (float64, error) {
+	v, err := c.curveEstimator.Speed(j, sms, gpuSMs, percent, nil)
+	for range co {
+		v *= 0.7
+	}
+	return v, err
+}
+
+// TestSLOGuardPlacement: on a fake GPU under priority shares, with
+// MIG managed or not, an online job whose target p99=1.25x needs 0.88 of
+// its speed alone keeps a second online job off its GPU (it would leave
+// it 0.7), while an offline job, below it in priority, joins; with
+// placement.slo_guard off, or a loose target (p99=5x needs 0.22), the
+// second online job joins too.
+func TestSLOGuardPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		guard     bool
+		manageMIG bool
+		target    string
+		joins     bool
+	}{
+		{"guard", true, false, "p99=1.25x", false},
+		{"guard, MIG managed", true, true, "p99=1.25x", false},
+		{"guard off", false, false, "p99=1.25x", true},
+		{"loose target", true, false, "p99=5x", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := fakeMPS(t)
+			gpus := []fakegpu.GPUSpec{{Model: "H200-141GB"}}
+			if tc.manageMIG {
+				gpus = []fakegpu.GPUSpec{{Model: "H200-141GB", MIG: true}}
+			}
+			h := newHarnessWith(t, gpus, tc.manageMIG, crowdEstimator{}, nil, func(c *Config) { c.MPS, c.PriorityShares, c.Spread, c.SLOGuard = m, true, true, tc.guard })
+			spec := sh("tight", "trap 'exit 0' TERM; sleep 30 & wait", "")
+			spec.Kind, spec.SLO = jobs.Online, tc.target
+			tight := h.submit(spec)
+			h.state(tight.ID, jobs.Running)
+			off := h.submit(sh("trainer", "trap 'exit 0' TERM; sleep 30 & wait", ""))
+			h.state(off.ID, jobs.Running)
+			other := sh("other", "trap 'exit 0' TERM; sleep 30 & wait", "")
+			other.Kind = jobs.Online
+			second := h.submit(other)
+			if tc.joins {
+				h.state(second.ID, jobs.Running)
+				return
+			}
+			// It waits: pending over several decisions, with a reason.
+			time.Sleep(300 * time.Millisecond)
+			if j := h.state(second.ID, jobs.Pending); j.Placement != nil {
+				t.Errorf("second online job placed %+v, want it waiting", j.Placement)
+			}
+		})
+	}
+}
+
+// TestSLOGuardMIGLayout: with MIG managed, a tight online job and a
+// second online job arriving together on an empty GPU get no layout
+// that splits them: a slice would leave the tight job below its need,
+// so it runs in the whole-GPU instance and the other waits.
+func TestSLOGuardMIGLayout(t *testing.T) {
+	m := fakeMPS(t)
+	h := newHarnessWith(t, []fakegpu.GPUSpec{{Model: "H200-141GB", MIG: true}}, true, crowdEstimator{}, nil, func(c *Config) { c.MPS, c.PriorityShares, c.Spread, c.SLOGuard = m, true, true, true })
+	spec := sh("tight", "trap 'exit 0' TERM; sleep 30 & wait", "")
+	spec.Kind, spec.SLO = jobs.Online, "p99=1.25x"
+	other := sh("other", "trap 'exit 0' TERM; sleep 30 & wait", "")
+	other.Kind = jobs.Online
+	tight, second := h.submit(spec), h.submit(other)
+	j := h.state(tight.ID, jobs.Running)
+	if j.Placement == nil || j.Placement.Profile != "7g.141gb" {
+		t.Errorf("tight job placed %+v, want the whole-GPU instance 7g.141gb", j.Placement)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if j := h.state(second.ID, jobs.Pending); j.Placement != nil {
+		t.Errorf("second online job placed %+v, want it waiting", j.Placement)
+	}
+}
