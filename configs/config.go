@@ -186,8 +186,10 @@ type PredictorConfig struct {
 // PlacementConfig tunes where Algorithm 1 puts a job among the
 // instances that can take it.
 type PlacementConfig struct {
-	// Spread puts each job into the instance holding the fewest jobs, the
-	// predicted gain breaking ties (partitioner.Options.Spread); off, the
+	// Spread puts each job into the least busy instance (each job counting
+	// 1, an online job its measured busy share; for an online job under
+	// priority shares, offline jobs below it not at all), the predicted
+	// gain breaking ties (partitioner.Options.Spread); off, the
 	// instance where the predicted total speed gains most (Algorithm 1 as
 	// written). On by default: with every job at 100 % under MPS client
 	// priority and no cap on jobs per instance, the predicted gain alone

@@ -143,6 +143,9 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 	// The measured standing of online jobs, taken before the node's lock
 	// (SLO takes the node's lock under its own).
 	measured := n.sloMeasured()
+	// The largest instance a job can get: a need is capped at what the
+	// job runs at there alone, or a tight target could fit nowhere.
+	top := n.largestInstance(gpus)
 	for i, g := range gpus {
 		if g.skip != "" {
 			continue
@@ -157,7 +160,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 		id := j.ID
 		switch j.State {
 		case jobs.Pending:
-			pj := n.partJob(j, measured)
+			pj := n.partJob(j, measured, top)
 			if j.IsClaim() {
 				// A claim waits for the instance it was allocated.
 				if pj.Pin = claimPin(j, gpus, placedOn); pj.Pin == nil {
@@ -181,7 +184,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 				n.cfg.Log.Warn("placement: job's instance is gone", "job", id, "instance", pl.InstanceKey)
 				continue
 			}
-			pj := n.partJob(j, measured)
+			pj := n.partJob(j, measured, top)
 			if j.IsClaim() {
 				pj.Pin = &partitioner.Pin{GPU: p, Instance: inst}
 			}
@@ -191,14 +194,53 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 	return req, placedOn
 }
 
-// partJob is what Algorithm 1 knows of a job: with the SLO guard, an
-// online job's need and load (sloNeed).
-func (n *Node) partJob(j *jobs.Job, measured map[string]JobSLO) partitioner.Job {
+// partJob is what Algorithm 1 knows of a job: an online job's measured
+// load, and with the SLO guard its need (sloNeed), at most 0.999 of what
+// it runs at alone in the largest instance top.
+func (n *Node) partJob(j *jobs.Job, measured map[string]JobSLO, top sizedInstance) partitioner.Job {
 	pj := partitioner.Job{ID: j.ID, Type: j.Type(), Online: j.Online(), MemoryMiB: j.MemoryMiB}
-	if n.cfg.SLOGuard && pj.Online {
-		pj.MinSpeed, pj.Load = n.sloNeed(j, measured[j.ID])
+	if !pj.Online {
+		return pj
+	}
+	need, load := n.sloNeed(j, measured[j.ID])
+	pj.Load = load
+	if n.cfg.SLOGuard && need > 0 && top.sms > 0 {
+		probe := pj
+		probe.MinSpeed = need
+		alone, err := n.cfg.Estimator.Speed(probe, top.sms, top.gpuSMs, 100, nil)
+		if err != nil {
+			n.cfg.Log.Warn("SLO guard: no speed alone for the job; placed without its need", "job", j.ID, "err", err)
+			return pj
+		}
+		pj.MinSpeed = min(need, 0.999*alone)
 	}
 	return pj
+}
+
+// sizedInstance is an instance's SMs on a GPU of gpuSMs.
+type sizedInstance struct{ sms, gpuSMs int }
+
+// largestInstance is the largest instance a job can be placed in: of
+// the GPUs' instances, or, where mmk manages MIG, their whole-GPU
+// profile.
+func (n *Node) largestInstance(gpus []gpuInfo) sizedInstance {
+	var top sizedInstance
+	managed := n.migManaged(gpus)
+	for _, g := range gpus {
+		if g.skip != "" {
+			continue
+		}
+		m := g.layout.Model
+		for _, in := range g.layout.Instances {
+			if in.Profile.SMs > top.sms {
+				top = sizedInstance{in.Profile.SMs, m.SMs}
+			}
+		}
+		if whole := m.Profiles[len(m.Profiles)-1]; managed && whole.SMs > top.sms {
+			top = sizedInstance{whole.SMs, m.SMs}
+		}
+	}
+	return top
 }
 
 // apply carries out one GPU's change. It returns when to decide again

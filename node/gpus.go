@@ -48,6 +48,10 @@ func (n *Node) readGPUs() ([]gpuInfo, error) {
 				gi.device = append(gi.device, in.UUID())
 			}
 		} else {
+			// MIG off: the one instance is the whole GPU, every SM of it
+			// (the A100's whole-GPU MIG instance has 98 of its 108).
+			m = m.MIGDisabled()
+			gi.model = m
 			whole := &m.Profiles[len(m.Profiles)-1]
 			gi.layout, err = partitioner.NewLayout(m, []partitioner.Instance{{Profile: whole, Start: 0}})
 			if err != nil {

@@ -51,7 +51,7 @@ type Config struct {
 	// ones in MPS client priority, share instances at shares summing above
 	// 100 %.
 	PriorityShares bool
-	// Spread puts each job into the instance holding the fewest jobs
+	// Spread puts each job into the least busy instance
 	// (placement.spread, partitioner.Options.Spread).
 	Spread bool
 	// SLOGuard places a job only where every online job with a latency

@@ -420,10 +420,6 @@ func (n *Node) sloViews(history bool) map[string]server.SLOView {
 	return out
 }
 
-// maxNeed caps an online job's need for the SLO guard: it fits alone on
-// a whole GPU whatever its target asks, or no place would ever do.
-const maxNeed = 0.95
-
 // sloMeasured is every online job's last measured standing, by job:
 // live from its instance's scheduler, else as last shown. Call it without
 // the node's lock held.
@@ -448,17 +444,20 @@ func (n *Node) sloMeasured() map[string]JobSLO {
 
 // sloNeed is an online job's need and load for Algorithm 1's SLO guard:
 // the least speed, relative to alone, that its target (or slo.default)
-// leaves it (slo.Target.Need, at most maxNeed; 0 without a target, or
-// with an absolute one before its latency alone is measured), and the
-// share of time its requests keep it busy as measured (requests a second
-// times their median latency; 0 before any: taken as always busy).
+// leaves it (slo.Target.Need; 0 without a target, or with an absolute
+// one before its latency alone is measured), and the share of time its
+// requests keep it busy as measured: requests a second times their
+// median latency, an upper estimate (a request's latency in place
+// includes its wait and its co-runners' slowdown; 0 before any request:
+// taken as always busy). A job that is not connected keeps its last
+// measurement as the API last showed it.
 func (n *Node) sloNeed(j *jobs.Job, m JobSLO) (need, load float64) {
 	var def slo.Target
 	if n.cfg.SLO != nil {
 		def = n.cfg.SLO.Default
 	}
 	t := j.Target(def)
-	need = min(maxNeed, t.Need(time.Duration(m.AloneMs*float64(time.Millisecond))))
+	need = t.Need(time.Duration(m.AloneMs * float64(time.Millisecond)))
 	if m.Rate > 0 && m.P50Ms > 0 {
 		load = min(1, m.Rate*m.P50Ms/1000)
 	}

@@ -1,12 +1,15 @@
 package node
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/predictor"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // crowdEstimator is curveEstimator where each co-runner takes 30 % of a
@@ -34,11 +37,16 @@ func TestSLOGuardPlacement(t *testing.T) {
 		manageMIG bool
 		target    string
 		joins     bool
+		est       partitioner.Estimator
 	}{
-		{"guard", true, false, "p99=1.25x", false},
-		{"guard, MIG managed", true, true, "p99=1.25x", false},
-		{"guard off", false, false, "p99=1.25x", true},
-		{"loose target", true, false, "p99=5x", true},
+		{"guard", true, false, "p99=1.25x", false, crowdEstimator{}},
+		{"guard, MIG managed", true, true, "p99=1.25x", false, crowdEstimator{}},
+		{"guard off", false, false, "p99=1.25x", true, crowdEstimator{}},
+		{"loose target", true, false, "p99=5x", true, crowdEstimator{}},
+		// Jobs of no known type, as most are: the node's own estimator
+		// counts the unknown co-runner's share against the need.
+		{"node's estimator, no types", true, false, "p99=1.25x", false, NewEstimator(predictor.Estimator{})},
+		{"node's estimator, loose", true, false, "p99=5x", true, NewEstimator(predictor.Estimator{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := fakeMPS(t)
@@ -46,7 +54,7 @@ func TestSLOGuardPlacement(t *testing.T) {
 			if tc.manageMIG {
 				gpus = []fakegpu.GPUSpec{{Model: "H200-141GB", MIG: true}}
 			}
-			h := newHarnessWith(t, gpus, tc.manageMIG, crowdEstimator{}, nil, func(c *Config) { c.MPS, c.PriorityShares, c.Spread, c.SLOGuard = m, true, true, tc.guard })
+			h := newHarnessWith(t, gpus, tc.manageMIG, tc.est, nil, func(c *Config) { c.MPS, c.PriorityShares, c.Spread, c.SLOGuard = m, true, true, tc.guard })
 			spec := sh("tight", "trap 'exit 0' TERM; sleep 30 & wait", "")
 			spec.Kind, spec.SLO = jobs.Online, tc.target
 			tight := h.submit(spec)
@@ -60,7 +68,7 @@ func TestSLOGuardPlacement(t *testing.T) {
 				h.state(second.ID, jobs.Running)
 				return
 			}
-			// It waits: pending over several decisions, with a reason.
+			// It waits: pending over several decisions.
 			time.Sleep(300 * time.Millisecond)
 			if j := h.state(second.ID, jobs.Pending); j.Placement != nil {
 				t.Errorf("second online job placed %+v, want it waiting", j.Placement)
@@ -88,5 +96,32 @@ func TestSLOGuardMIGLayout(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if j := h.state(second.ID, jobs.Pending); j.Placement != nil {
 		t.Errorf("second online job placed %+v, want it waiting", j.Placement)
+	}
+}
+
+// TestSLONeed: a job's need from its target (or slo.default) and its
+// measured latency alone, its load from its measured requests.
+func TestSLONeed(t *testing.T) {
+	n := &Node{cfg: Config{SLO: &SLOConfig{Default: slo.MustParse("p99=2x")}}}
+	online := func(target string) *jobs.Job {
+		return &jobs.Job{ID: "j", Spec: jobs.Spec{Kind: jobs.Online, SLO: target}}
+	}
+	for _, tc := range []struct {
+		name       string
+		job        *jobs.Job
+		m          JobSLO
+		need, load float64
+	}{
+		{"ratio", online("p99=1.25x"), JobSLO{}, slo.PlacementHeadroom / 1.25, 0},
+		{"default", online(""), JobSLO{Rate: 100, P50Ms: 2}, slo.PlacementHeadroom / 2, 0.2},
+		{"absolute, alone unknown", online("p99=20ms"), JobSLO{}, 0, 0},
+		{"absolute, alone measured", online("p99=20ms"), JobSLO{AloneMs: 10}, slo.PlacementHeadroom / 2, 0},
+		{"load capped", online("p99=2x"), JobSLO{Rate: 1000, P50Ms: 5}, slo.PlacementHeadroom / 2, 1},
+		{"offline", &jobs.Job{ID: "o", Spec: jobs.Spec{Kind: jobs.Offline}}, JobSLO{}, 0, 0},
+	} {
+		need, load := n.sloNeed(tc.job, tc.m)
+		if math.Abs(need-tc.need) > 1e-12 || math.Abs(load-tc.load) > 1e-12 {
+			t.Errorf("%s: need %v, load %v; want %v, %v", tc.name, need, load, tc.need, tc.load)
+		}
 	}
 }

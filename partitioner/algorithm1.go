@@ -61,7 +61,9 @@ type Estimator interface {
 
 // LoadAware is an Estimator that counts an online co-runner's busy share
 // itself; the SLO guard gives it co-runners at their share, not scaled
-// by their Load.
+// by their Load. Its answers must still depend on a co-runner's type and
+// percent only (what Cache keys them by), so it may count a type's
+// typical load, not each job's own.
 type LoadAware interface {
 	KnowsLoad() bool
 }
@@ -466,7 +468,7 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 				continue
 			}
 			n := d.busyIn(gpus[g].Jobs, i, j)
-			if n == 0 {
+			if jobsIn(gpus[g].Jobs, i) == 0 {
 				if slices.Contains(emptyTried, in.Profile) {
 					continue
 				}
@@ -500,7 +502,8 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 // found no place.
 //
 // A job like one that found no place since the last placement (same
-// type, memory and kind) finds none either, and is not tried again.
+// type, memory and kind; under the SLO guard, the same need and load)
+// finds none either, and is not tried again.
 func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 	var left []Job
 	type like struct {
@@ -509,10 +512,15 @@ func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 		online bool
 		pin    Pin
 		pinned bool
+		// Under the SLO guard a job's own need and load decide too.
+		need, load float64
 	}
 	var failed []like // since the last placement; few
 	for _, j := range jobs {
 		k := like{typ: j.Type, mem: j.MemoryMiB, online: j.Online, pinned: j.Pin != nil}
+		if d.opt.SLOGuard {
+			k.need, k.load = j.MinSpeed, j.Load
+		}
 		if j.Pin != nil {
 			k.pin = *j.Pin
 		}
@@ -554,7 +562,7 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 		return nil, 0, false, err
 	}
 	if d.opt.SLOGuard {
-		met, err := d.needsMet(g.Layout, i, next)
+		met, err := d.needsMet(g.Layout, i, next, cur, j.ID)
 		if err != nil || !met {
 			return nil, 0, false, err
 		}
@@ -562,34 +570,60 @@ func (d *decider) tryAdd(g *GPUPlan, i int, j Job) ([]Placed, float64, bool, err
 	return next, instanceTotal(next) - instanceTotal(cur), true, nil
 }
 
-// needsMet reports whether every online job with a MinSpeed in placed
-// (instance i of l) reaches it next to the others (Options.SLOGuard).
-func (d *decider) needsMet(l Layout, i int, placed []Placed) (bool, error) {
-	sms, gpuSMs := l.Instances[i].Profile.SMs, l.Model.SMs
-	for k, p := range placed {
+// needsMet reports whether adding job added to instance i of l (cur
+// before, placed after) keeps the online jobs' needs
+// (Options.SLOGuard): the added job, if online with a MinSpeed, must
+// reach it next to the others; a job already there may not be brought
+// below its need by the addition (one already below it, say a need that
+// rose once its latency alone was measured, closes the instance only to
+// jobs that slow it further).
+func (d *decider) needsMet(l Layout, i int, placed, cur []Placed, added string) (bool, error) {
+	for _, p := range placed {
 		if !p.Job.Online || p.Job.MinSpeed <= 0 {
 			continue
 		}
-		var co []Share
-		for m, o := range placed {
-			if m == k || (d.opt.PriorityShares && !o.Job.Online) {
-				continue
-			}
-			pct := o.Percent
-			if o.Job.Online && o.Job.Load > 0 && !d.est.KnowsLoad() {
-				pct = max(1, int(math.Round(float64(pct)*min(1, o.Job.Load))))
-			}
-			co = append(co, Share{Job: o.Job, Percent: pct})
-		}
-		v, err := d.est.speed(p.Job, sms, gpuSMs, p.Percent, co)
+		v, err := d.guardSpeed(l, i, p, placed)
 		if err != nil {
 			return false, err
 		}
-		if v < p.Job.MinSpeed {
+		if v >= p.Job.MinSpeed {
+			continue
+		}
+		if p.Job.ID == added {
+			return false, nil
+		}
+		k := slices.IndexFunc(cur, func(c Placed) bool { return c.Job.ID == p.Job.ID })
+		if k < 0 {
+			return false, nil
+		}
+		was, err := d.guardSpeed(l, i, cur[k], cur)
+		if err != nil {
+			return false, err
+		}
+		if v < was*(1-1e-9) {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// guardSpeed is the predicted speed of p (instance i of l) next to the
+// other jobs of placed as the SLO guard counts them: online co-runners at
+// their share times their Load (unless the estimator counts load
+// itself), offline ones not at all under PriorityShares.
+func (d *decider) guardSpeed(l Layout, i int, p Placed, placed []Placed) (float64, error) {
+	var co []Share
+	for _, o := range placed {
+		if o.Job.ID == p.Job.ID || (d.opt.PriorityShares && !o.Job.Online) {
+			continue
+		}
+		pct := o.Percent
+		if o.Job.Online && o.Job.Load > 0 && !d.est.KnowsLoad() {
+			pct = max(1, int(math.Round(float64(pct)*min(1, o.Job.Load))))
+		}
+		co = append(co, Share{Job: o.Job, Percent: pct})
+	}
+	return d.est.speed(p.Job, l.Instances[i].Profile.SMs, l.Model.SMs, p.Percent, co)
 }
 
 // Change compares GPU g's current and planned states: the MIG change

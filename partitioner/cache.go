@@ -31,10 +31,27 @@ type coShare struct {
 	s  Share
 }
 
-// curveKey names a job type in an instance of sms SMs on a GPU of gpuSMs.
+// curveKey names a job type, and its flags, in an instance of sms SMs on
+// a GPU of gpuSMs.
 type curveKey struct {
 	typ         string
+	flags       uint8
 	sms, gpuSMs int32
+}
+
+// jobFlags is what besides its type an estimator may answer a job by:
+// whether it is online, and whether it has a latency need (MinSpeed).
+// Everything else of a job (its id, memory, the need's size, its load)
+// must not change an answer: Cache keys answers by type and flags.
+func jobFlags(j Job) uint8 {
+	var f uint8
+	if j.Online {
+		f |= 1
+	}
+	if j.MinSpeed > 0 {
+		f |= 2
+	}
+	return f
 }
 
 // curve is a job type's speed alone at every percentage in an instance,
@@ -82,7 +99,7 @@ func (m *Cache) typeID(t string) uint16 {
 
 // curve is the job's speed alone at each percentage in the instance.
 func (m *Cache) curve(j Job, sms, gpuSMs int) (*curve, error) {
-	k := curveKey{j.Type, int32(sms), int32(gpuSMs)}
+	k := curveKey{j.Type, jobFlags(j), int32(sms), int32(gpuSMs)}
 	if c, ok := m.curves[k]; ok {
 		return c, nil
 	}
@@ -102,7 +119,8 @@ func (m *Cache) curve(j Job, sms, gpuSMs int) (*curve, error) {
 }
 
 // speed is the job's speed next to co-runners; the cache key is the job's
-// type, share and instance and its co-runners' types and shares, sorted.
+// type and flags (jobFlags), share and instance and its co-runners' types
+// and shares, sorted.
 func (m *Cache) speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, error) {
 	if len(co) == 0 {
 		if percent%PercentStep != 0 || percent < PercentStep || percent > maxPercent {
@@ -123,6 +141,7 @@ func (m *Cache) speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, err
 		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.s.Percent, b.s.Percent))
 	})
 	k := binary.AppendUvarint(m.key[:0], uint64(m.typeID(j.Type)))
+	k = append(k, jobFlags(j))
 	k = binary.AppendUvarint(k, uint64(percent))
 	k = binary.AppendUvarint(k, uint64(sms))
 	k = binary.AppendUvarint(k, uint64(gpuSMs))

@@ -63,7 +63,14 @@ func TestSLOGuardCountsCoRunners(t *testing.T) {
 		{"offline job without priority", 0.1, Job{ID: "b", Type: "off", MemoryMiB: 1000}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{running(tc.load)}}}
+			a := running(tc.load)
+			if !tc.prio {
+				// Without priority shares MPSConfig shares what the
+				// service leaves: at 50 % it needs 0.45 and has 0.5
+				// alone, 0.425 beside a job at the other 50 %.
+				a.Percent, a.Job.MinSpeed = 50, 0.45
+			}
+			gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{a}}}
 			opt := Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: tc.prio, SLOGuard: true}
 			plan, err := Decide(Request{GPUs: gpus, Pending: []Job{tc.next}}, est, opt)
 			if err != nil {
@@ -71,9 +78,6 @@ func TestSLOGuardCountsCoRunners(t *testing.T) {
 			}
 			if got := placedOn(plan, "b") == 0; got != tc.placed {
 				t.Errorf("placed %v, want %v (waiting %v)", got, tc.placed, plan.Waiting)
-			}
-			if !tc.prio {
-				return // without priority shares MPSConfig leaves no share beside a service at 100 %
 			}
 			opt.SLOGuard = false
 			if plan, err := Decide(Request{GPUs: gpus, Pending: []Job{tc.next}}, est, opt); err != nil || placedOn(plan, "b") != 0 {
@@ -151,5 +155,71 @@ func TestSLOGuardLoadAware(t *testing.T) {
 		if slices.Contains(rec.asked, 10) == aware {
 			t.Errorf("load aware %v: asked about co-runners at %v: want 10 %% only when not aware", aware, rec.asked)
 		}
+	}
+}
+
+// TestSLOGuardBelowNeedAlready: a service already below its need (its
+// need rose after it was placed) closes its instance only to jobs that
+// slow it further: an offline job under priority joins, a service does
+// not.
+func TestSLOGuardBelowNeedAlready(t *testing.T) {
+	m := a100(t)
+	est := &shareEstimator{saturate: map[string]float64{"svc": 196, "off": 98}, interference: 0.3}
+	a := Placed{Job: Job{ID: "a", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.9, Load: 0.5}, Instance: 0, Percent: 100, Speed: 0.5}
+	for _, tc := range []struct {
+		next   Job
+		placed bool
+	}{
+		{Job{ID: "b", Type: "off", MemoryMiB: 1000}, true},
+		{Job{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, Load: 0.5}, false},
+	} {
+		gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{a}}}
+		plan, err := Decide(Request{GPUs: gpus, Pending: []Job{tc.next}}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := placedOn(plan, "b") == 0; got != tc.placed {
+			t.Errorf("%s (online %v): placed %v, want %v", tc.next.ID, tc.next.Online, got, tc.placed)
+		}
+	}
+}
+
+// TestSLOGuardTriesEachNeed: two waiting services of one type and memory
+// but different needs: the first does not fit, the second is still
+// tried and placed.
+func TestSLOGuardTriesEachNeed(t *testing.T) {
+	m := a100(t)
+	est := &shareEstimator{saturate: map[string]float64{"svc": 98}, interference: 0.3}
+	a := Placed{Job: Job{ID: "a", Type: "svc", Online: true, MemoryMiB: 1000, Load: 0.5}, Instance: 0, Percent: 100, Speed: 1}
+	gpus := []GPUPlan{{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{a}}}
+	pending := []Job{
+		{ID: "b", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.95, Load: 0.5},
+		{ID: "c", Type: "svc", Online: true, MemoryMiB: 1000, MinSpeed: 0.5, Load: 0.5},
+	}
+	plan, err := Decide(Request{GPUs: gpus, Pending: pending}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true, ArrivalOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placedOn(plan, "b") >= 0 || placedOn(plan, "c") != 0 {
+		t.Errorf("b on %d, c on %d: want b waiting, c placed", placedOn(plan, "b"), placedOn(plan, "c"))
+	}
+}
+
+// TestSpreadTriesEveryBusyInstance: under priority shares a service does
+// not count the trainers below it, yet two instances of one profile that
+// hold trainers are not alike: the one with the memory for it is tried.
+func TestSpreadTriesEveryBusyInstance(t *testing.T) {
+	m := a100(t)
+	est := &shareEstimator{saturate: map[string]float64{"svc": 98, "off": 98}, interference: 0.1}
+	gpus := []GPUPlan{{Layout: layout(t, m, "3g.40gb@0+3g.40gb@4"), Jobs: []Placed{
+		{Job: Job{ID: "big", Type: "off", MemoryMiB: 40000}, Instance: 0, Percent: 100, Speed: 1},
+		{Job: Job{ID: "small", Type: "off", MemoryMiB: 1000}, Instance: 1, Percent: 100, Speed: 1},
+	}}}
+	plan, err := Decide(Request{GPUs: gpus, Pending: []Job{{ID: "svc", Type: "svc", Online: true, MemoryMiB: 1000, Load: 0.1}}}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, Spread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if placedOn(plan, "svc") != 0 {
+		t.Errorf("service waits (%v), want it in the second 3g instance", plan.Waiting)
 	}
 }

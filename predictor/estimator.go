@@ -111,7 +111,7 @@ func (e Estimator) speed(j partitioner.Job, sms, gpuSMs, percent int, co []parti
 // DefaultKind is the model mmkd and the simulators train when no model
 // file is given: gradient boosting, picked by its held-out error on
 // configuration-disjoint splits: the lowest on the H100 campaign (8.2 %
-// against the random forest's 10.5 %, a measured noise floor of 4.5 %:
+// against the random forest's 10.5 %, a measured noise floor of 3.2 %:
 // docs/results/predictor-h100.md), within 0.03 points of the lowest
 // (gbrt+co) on the H200 profiles (7.06 % against the forest's 8.25 %:
 // docs/results/predictor.md). MMK's paper used a forest; mmk keeps it as

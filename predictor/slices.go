@@ -128,11 +128,14 @@ func SliceBlend(mps, whole, c, w float64) float64 {
 }
 
 // FitSlices fits the estimator's slice rule (Slices) to measured slice
-// runs of the job types it knows, sets it and reports the fit.
+// runs of the job types it knows (profiled and trained on), at its
+// OfflinePriority, sets it and reports the fit.
 func (e *Estimator) FitSlices(runs []SliceRun) (SliceFit, error) {
 	var known []SliceRun
 	for _, r := range runs {
-		if _, ok := e.Profiles[r.Type]; ok {
+		_, profiled := e.Profiles[r.Type]
+		_, trained := e.Model.Schema.Base[r.Type]
+		if profiled && trained {
 			known = append(known, r)
 		}
 	}

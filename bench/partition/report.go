@@ -144,7 +144,7 @@ func (p *report) method(b *bytes.Buffer) {
 	b.WriteString("  - miger: MIGER as published (services in the smallest slice meeting their target, one offline job beside a service at <= 0.7 of target, <= 4 jobs per GPU, the least-loaded GPU, the queue's head retried every 35 s).\n")
 	b.WriteString("  - alg1-unprotected: Algorithm 1 without MMK's protections (MIG changed under online jobs, online shares re-shared: the \"MIGER-like\" policy before issue 21).\n")
 	b.WriteString("  - alg1: Algorithm 1 with MMK's protections (online shares kept, MIG left alone under online jobs) and MPSConfig handing out slivers (the simulator's \"mmk-alg1\" before issue 21).\n")
-	fmt.Fprintf(b, "  - mmk: alg1 + %s (each defined in the ablation below): MIG mode off, the SLO guard, arrival order. mmkd's defaults are %s: the same without the guard (mmkd's placement does not use the jobs' targets yet).\n", strings.Join(jobsim.MMKOptions, ", "), jobsim.MMKD)
+	fmt.Fprintf(b, "  - mmk: alg1 + %s (each defined in the ablation below): MIG mode off, the SLO guard, arrival order: mmkd's defaults (%s), but that mmkd derives a service's need from its target alone, the simulator from its target and request load.\n", strings.Join(jobsim.MMKOptions, ", "), jobsim.MMKD)
 	fmt.Fprintf(b, "  Algorithm 1 caps no instance's jobs but at MPS's %d clients (mmkd's default; the section on caps tries 2, 3 and 4).\n\n", jobsim.DefaultMaxShare)
 }
 

@@ -24,7 +24,10 @@ import (
 // The built-in samples are those measured on the node's GPU model where
 // mmk has them (data.SamplesFor: the H100 campaign on H100s), else the
 // H200 dataset; a node of mixed models takes its first GPU's.
-func openEstimator(c *configs.Config, backend partitioner.Backend, log *slog.Logger) (predictor.Estimator, error) {
+//
+// offlinePriority is the MPS client priority offline jobs will run at:
+// the estimator is told it before its slice rule is fitted.
+func openEstimator(c *configs.Config, backend partitioner.Backend, offlinePriority int, log *slog.Logger) (predictor.Estimator, error) {
 	key := ""
 	if inv, err := partitioner.ReadInventory(backend); err != nil {
 		log.Warn("GPU model unknown: the predictor uses the H200 dataset", "err", err)
@@ -50,13 +53,18 @@ func openEstimator(c *configs.Config, backend partitioner.Backend, log *slog.Log
 		}
 		log.Info("predictor trained on the built-in dataset", "dataset", name, "gpu_model", key, "samples", len(samples), "types", len(profiles))
 	}
+	est.OfflinePriority = offlinePriority
 	runs, err := data.SliceRuns()
 	if err != nil {
 		return predictor.Estimator{}, err
 	}
 	f, err := est.FitSlices(runs)
 	if err != nil {
-		return predictor.Estimator{}, fmt.Errorf("predictor: %w", err)
+		// A model that cannot answer for the slice runs still places
+		// jobs; slices are then taken as MPS shares of their SMs.
+		log.Warn("predictor's MIG slice rule not fitted: a slice is taken as an MPS share of its SMs", "err", err)
+		est.Slices = nil
+		return est, nil
 	}
 	log.Info("predictor's MIG slice rule fitted", "runs", f.Runs, "weight", f.W, "error", f.MeanError, "error_as_mps_share", f.MPSShareError)
 	return est, nil

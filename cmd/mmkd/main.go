@@ -173,15 +173,16 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	pred, err := openEstimator(cfg, backend, log)
+	// node gives offline jobs this client priority wherever MPS runs
+	// (Spec.MPSClientPriority), priority shares or not: the estimator is
+	// told what the jobs will run at.
+	offlinePrio := 0
+	if mpsm != nil {
+		offlinePrio = jobs.OfflineMPSPriority
+	}
+	pred, err := openEstimator(cfg, backend, offlinePrio, log)
 	if err != nil {
 		return nil, nil, err
-	}
-	if mpsm != nil {
-		// node gives offline jobs this client priority wherever MPS runs
-		// (Spec.MPSClientPriority), priority shares or not: the estimator
-		// is told what the jobs will run at.
-		pred.OfflinePriority = jobs.OfflineMPSPriority
 	}
 	store, err := openStore(filepath.Join(dir, "mmk.db"), log)
 	if err != nil {

@@ -214,7 +214,7 @@ func newSim(cfg Config) (*jobSim, error) {
 		if cfg.Est == nil {
 			return nil, fmt.Errorf("job sim: policy %s needs an estimator", cfg.Policy)
 		}
-		s.est = partitioner.NewCache(cfg.Est)
+		s.est = partitioner.NewCache(withPriority(cfg.Est, pol.priority()))
 		// Algorithm 1 without MIG changes runs its GPUs with MIG mode
 		// off, as mmkd does without mig.manage: the whole GPU's SMs.
 		gm := cfg.Model
@@ -276,7 +276,7 @@ func newSim(cfg Config) (*jobSim, error) {
 				// latency of one request alone.
 				t = slo.Target{Percentile: 99, Bound: time.Duration(cfg.SLOFactor * l * float64(time.Second))}
 			}
-			if t.Percentile <= 0 || t.Percentile >= 100 || (t.Ratio == 0) == (t.Bound <= 0) {
+			if t.Percentile <= 0 || t.Percentile >= 100 || t.Ratio < 0 || t.Bound < 0 || (t.Ratio == 0) == (t.Bound == 0) {
 				return nil, fmt.Errorf("job sim: online job %s: latency target %q: want a percentile and one bound", j.ID, t)
 			}
 			sj.svc.class = cmp.Or(j.SLO.String(), DefaultTarget)

@@ -363,7 +363,7 @@ func TestParsePolicy(t *testing.T) {
 		{"mmk", MMKOptions},
 		{"mmk-gate", slices.DeleteFunc(slices.Clone(MMKOptions), func(o string) bool { return o == OptGate })},
 		{"mmk-mig-keep-online+online-reclaim", append(slices.DeleteFunc(slices.Clone(MMKOptions), func(o string) bool { return o == OptMIGKeepOnline }), OptOnlineReclaim)},
-		{MMKD, []string{OptMIGKeepOnline, OptPriority, OptGate, OptSpread, OptArrivalOrder, OptFixedMIG}},
+		{MMKD, MMKOptions},
 	} {
 		p, err := ParsePolicy(tc.name)
 		if err != nil || !slices.Equal(p.opts, tc.opts) {

@@ -82,11 +82,12 @@ func Options() []string {
 // where a measured case shows it wins (mmk-fixed-mig manages it).
 var MMKOptions = []string{OptMIGKeepOnline, OptPriority, OptSLO, OptGate, OptSpread, OptArrivalOrder, OptFixedMIG}
 
-// MMKD is mmkd's placement as it ships, as the simulator names it: mmk
-// with MIG left alone (mig.manage off) and no latency guard (mmkd's
-// placement does not use the jobs' targets yet), placement.spread on, no
-// cap on an instance's jobs (the default).
-const MMKD = JobMMK + "-" + OptSLO
+// MMKD is mmkd's placement as it ships, as the simulator names it: mmk,
+// MIG left alone (mig.manage off), placement.spread and slo_guard on, no
+// cap on an instance's jobs. One difference stays: mmkd derives a
+// service's need from its target alone (slo.Target.Need), the simulator
+// from its target and its request load (an M/D/1 queue).
+const MMKD = JobMMK
 
 // Policies lists the policies of the main comparison.
 func Policies() []string {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
 
 	"github.com/mmkgpu/mmk/slo"
 )
@@ -137,23 +136,29 @@ func (v *service) resolve(t slo.Target, id string, seed uint64) error {
 	v.slo, v.q = t, t.Percentile/100
 	alone := service{load: v.load, life: v.life, start: 0, end: v.life, latency: v.latency, target: v.latency, q: v.q,
 		segs: []segment{{t: 0, rate: 1}}}
-	st := alone.serve(id, seed)
+	var lats []float64
+	st := alone.serveWith(id, seed, func(lat float64) { lats = append(lats, lat) })
 	v.alone = st
 	if t.Ratio == 0 {
 		v.target = t.Bound.Seconds()
 		return nil
 	}
-	if st.Requests == 0 {
+	if len(lats) == 0 {
 		// No request arrives in its life: any bound holds.
 		v.target = t.Ratio * v.latency
 		return nil
 	}
-	q := st.Quantile(v.q)
-	if math.IsInf(q, 1) {
+	// The exact quantile (nearest rank) of the requests alone: each
+	// stands for as many as the others, so ranks are counts.
+	slices.Sort(lats)
+	q := lats[min(len(lats)-1, max(0, int(math.Ceil(v.q*float64(len(lats))))-1))]
+	if math.IsInf(q, 1) || math.IsNaN(q) {
 		return fmt.Errorf("service %s: its requests alone never finish (load %v)", id, v.load)
 	}
-	b, _ := t.Resolve(time.Duration(q * v.latency * float64(time.Second)))
-	v.target = b.Seconds()
+	// As slo.Target.Resolve, in seconds: a request exactly at the
+	// quantile alone meets a 1x target whatever the float rounding of
+	// its start (the simulation's clock is not the alone pass's).
+	v.target = t.Ratio * q * (1 + 1e-9)
 	return nil
 }
 
@@ -248,7 +253,11 @@ func (r RequestStats) Quantile(q float64) float64 {
 // serve runs the service's requests through the rates and restarts the
 // simulation recorded, with arrivals drawn from seed and the job's name
 // (the same requests, from its start, under every policy).
-func (v *service) serve(id string, seed uint64) RequestStats {
+func (v *service) serve(id string, seed uint64) RequestStats { return v.serveWith(id, seed, nil) }
+
+// serveWith is serve calling each, when set, with every request served
+// (its latency in seconds; lost requests are not).
+func (v *service) serveWith(id string, seed uint64, each func(lat float64)) RequestStats {
 	var st RequestStats
 	arrival := v.start
 	if v.load <= 0 || v.latency <= 0 || math.IsInf(arrival, 1) {
@@ -317,6 +326,9 @@ func (v *service) serve(id string, seed uint64) RequestStats {
 			}
 			free = done
 			lat := done - t
+			if each != nil {
+				each(lat)
+			}
 			shared := v.sharedAt(t)
 			if shared {
 				st.Shared += n
