@@ -13,9 +13,10 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// mmkdPolicy is mmkd's placement as the simulator names it, run
-// without a cap on jobs per instance (phases' sim).
-const mmkdPolicy = jobsim.MMKD
+// mmkdPolicy is mmkd's placement as it ran in the replayed runs, as the
+// simulator names it: mmk without the SLO guard (placement.slo_guard came
+// after them), without a cap on jobs per instance (phases' sim).
+const mmkdPolicy = jobsim.MMKD + "-" + jobsim.OptSLO
 
 // outcome is what a phase gave: the services' requests served within
 // target, the trainers' mean JCT and the makespan, all from the phase's
