@@ -113,7 +113,7 @@ func (p *report) predictorWhy(b *bytes.Buffer, w workload) {
 	case g && m:
 		b.WriteString(" With the ground truth both the greedy placement and mmk as it runs beat mps-prio on the means of all four: what mmk lacks against mps-prio is its predictor.\n")
 	case g:
-		fmt.Fprintf(b, " With the ground truth, mmk as it runs (at most %d jobs per instance, MIG changes: %s+%s) still does not beat mps-prio on the means of all four (JCT %s); the greedy placement without a cap or MIG changes does: what mmk lacks is a predictor good enough to place without its cap.\n", jobsim.DefaultMaxShare, jobsim.JobMMK, jobsim.OptOracle, pct(mt.jct, prio.jct))
+		fmt.Fprintf(b, " With the ground truth, mmk as it runs (spread, the slo guard: %s+%s) still does not beat mps-prio on the means of all four (JCT %s); the greedy placement does: what mmk gives up for its guard and spread is there.\n", jobsim.JobMMK, jobsim.OptOracle, pct(mt.jct, prio.jct))
 	default:
 		b.WriteString(" Even with the ground truth, Algorithm 1 does not beat mps-prio on the means of all four: its predictor is not all it lacks.\n")
 	}
