@@ -167,7 +167,10 @@ func Simulate(cfg Config) (*Result, error) {
 	if err := s.run(); err != nil {
 		return nil, err
 	}
-	return &s.res, nil
+	// A copy: a pointer into s would keep the whole simulation (its jobs,
+	// requests and the predictor's answers) alive with the result.
+	r := s.res
+	return &r, nil
 }
 
 // newSim checks a configuration and sets up its simulation.
