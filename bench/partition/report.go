@@ -318,7 +318,7 @@ func (p *report) capMeans(w workload) map[int]mean {
 // SMs (7g.80gb holds all 132).
 func (p *report) h100(b *bytes.Buffer) {
 	fmt.Fprintf(b, "## On %s geometry (load 1)\n\n", h100Model)
-	b.WriteString("The GPUs mmkd was measured on (docs/results/mmkd-e2e-h100.md). Their whole-GPU MIG instance has every SM, so MIG mode costs the MIG policies nothing against MPS; the ground truth and the predictor are the same.\n\n")
+	b.WriteString("The GPUs mmkd was measured on (docs/results/mmkd-e2e-h100.md). Their whole-GPU MIG instance has every SM, so MIG mode costs the MIG policies nothing against MPS. The ground truth is the same (H200-measured); the policies decide with the predictor trained on the H100 campaign, the GPU of this geometry, so its error against the ground truth includes the two GPUs' difference.\n\n")
 	perWorkload(b, policyHeader, func(w workload) {
 		for _, pol := range h100Pols {
 			policyRow(b, pol, p.h100At1(w, pol))

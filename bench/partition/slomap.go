@@ -303,7 +303,7 @@ func (p *report) mapPlot(dir string, openb bool) (string, error) {
 	height := top + cell*float64(len(mapTights)) + 60
 	var s strings.Builder
 	fmt.Fprintf(&s, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
-	fmt.Fprintf(&s, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="18">Winner per target (p99 = T x alone) and load; seeds 1-%d</text>`+"\n", left, p.seeds)
+	fmt.Fprintf(&s, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="13">Winner per target (p99 = T x alone) and load; seeds 1-%d</text>`+"\n", left, p.seeds)
 	for k, w := range ws {
 		x0 := left + float64(k)*(gw+gap)
 		fmt.Fprintf(&s, `<text x="%.1f" y="%.0f" text-anchor="middle">%s (%d GPUs)</text>`+"\n", x0+gw/2, top-20, html.EscapeString(w.name), w.gpus)
