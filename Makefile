@@ -102,7 +102,7 @@ PROFILES ?= data/profiles/h200-2026-11-22.csv
 PROFILES_H100 ?= data/profiles/h100-2026-11-25.csv
 SIMCASE ?= docs/results/simcase-h100-2026-11-25/e2e.jsonl
 results: results-kernelsched results-predictor results-partition results-simcheck
-## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost) and openb (needs ../shared/cluster-traces); a few minutes on 2 cores
+## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost), openb (needs ../shared/cluster-traces), and the map of which policy wins over latency targets and load; about 35 minutes on 2 cores (`go run ./bench/partition -map=false`: a few, without the map)
 results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
 ## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs, and its replay of a JOBSET=sim run (SIMCASE: that run's e2e.jsonl; "" leaves the replay out)

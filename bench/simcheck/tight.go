@@ -20,10 +20,9 @@ var tightFactors = []float64{1.25, 1.5, 2, 3.5}
 // at p50 and p99 over alone, and its share of requests within each of
 // tightFactors times its p99 alone, measured and simulated.
 type svcCheck struct {
-	rounds         int
-	p50, p99       [2]float64 // measured, simulated: sums over rounds
-	within         [][2]float64
-	simP50, simP99 []float64
+	rounds   int
+	p50, p99 [2]float64 // measured, simulated: sums over rounds
+	within   [][2]float64
 }
 
 // tight writes how far the simulator is from the GPU where targets are
