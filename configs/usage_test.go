@@ -61,3 +61,18 @@ func TestPlacementSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementSLO: the SLO guard is on and a waiting job's need holds
+// it a minute by default; a negative wait is refused by its key.
+func TestPlacementSLO(t *testing.T) {
+	c, err := Load(Options{})
+	if err != nil || !c.Placement.SLOGuard || c.Placement.SLOMaxWait != time.Minute {
+		t.Errorf("defaults: guard %v, wait %v, %v", c.Placement.SLOGuard, c.Placement.SLOMaxWait, err)
+	}
+	if c, err := Load(Options{Environ: []string{"MMK_PLACEMENT_SLO_GUARD=false", "MMK_PLACEMENT_SLO_MAX_WAIT=0s"}}); err != nil || c.Placement.SLOGuard || c.Placement.SLOMaxWait != 0 {
+		t.Errorf("set: guard %v, wait %v, %v", c.Placement.SLOGuard, c.Placement.SLOMaxWait, err)
+	}
+	if _, err := Load(Options{Environ: []string{"MMK_PLACEMENT_SLO_MAX_WAIT=-1s"}}); err == nil || !strings.Contains(err.Error(), "placement.slo_max_wait") {
+		t.Errorf("negative wait: %v, want an error naming placement.slo_max_wait", err)
+	}
+}

@@ -88,6 +88,10 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		}
 	}
 	n.publishView(gpus)
+	// A job waiting on its own need is placed anew when its wait ends.
+	if w := n.nextWaitOut(plan.Waiting); w > 0 && (again == 0 || w < again) {
+		again = w
+	}
 	return again
 }
 
@@ -161,6 +165,9 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 		switch j.State {
 		case jobs.Pending:
 			pj := n.partJob(j, measured, top)
+			if n.waitedOut(j, pj) {
+				pj.MinSpeed = 0
+			}
 			if j.IsClaim() {
 				// A claim waits for the instance it was allocated.
 				if pj.Pin = claimPin(j, gpus, placedOn); pj.Pin == nil {
@@ -215,6 +222,36 @@ func (n *Node) partJob(j *jobs.Job, measured map[string]JobSLO, top sizedInstanc
 		pj.MinSpeed = min(need, 0.999*alone)
 	}
 	return pj
+}
+
+// waitedOut reports whether a waiting online job with a need has waited
+// placement.slo_max_wait since it was submitted: it is placed where it
+// fits, its need set aside.
+func (n *Node) waitedOut(j *jobs.Job, pj partitioner.Job) bool {
+	return pj.MinSpeed > 0 && n.cfg.SLOMaxWait > 0 && n.cfg.Now().Sub(j.CreatedAt) >= n.cfg.SLOMaxWait
+}
+
+// nextWaitOut is how long until the first waiting job with a need has
+// waited placement.slo_max_wait (0: none waits on its need).
+func (n *Node) nextWaitOut(waiting []partitioner.Job) time.Duration {
+	if n.cfg.SLOMaxWait <= 0 {
+		return 0
+	}
+	next := time.Duration(0)
+	for _, w := range waiting {
+		if w.MinSpeed <= 0 {
+			continue
+		}
+		j, ok := n.get(w.ID)
+		if !ok {
+			continue
+		}
+		d := max(time.Millisecond, j.CreatedAt.Add(n.cfg.SLOMaxWait).Sub(n.cfg.Now()))
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	return next
 }
 
 // sizedInstance is an instance's SMs on a GPU of gpuSMs.

@@ -58,6 +58,9 @@ type Config struct {
 	// target on the instance keeps the speed its target needs
 	// (placement.slo_guard, partitioner.Options.SLOGuard; sloNeed).
 	SLOGuard bool
+	// SLOMaxWait is how long a waiting online job's own need holds it
+	// back (placement.slo_max_wait; 0: as long as it takes).
+	SLOMaxWait time.Duration
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig

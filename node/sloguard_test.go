@@ -125,3 +125,38 @@ func TestSLONeed(t *testing.T) {
 		}
 	}
 }
+
+// TestSLOMaxWait: an online job whose own target holds nowhere (the GPU
+// runs another online job) waits placement.slo_max_wait, then is placed
+// where it fits; with 0 it waits as long as it takes.
+func TestSLOMaxWait(t *testing.T) {
+	for _, tc := range []struct {
+		wait   time.Duration
+		placed bool
+	}{
+		{300 * time.Millisecond, true},
+		{0, false},
+	} {
+		t.Run(tc.wait.String(), func(t *testing.T) {
+			m := fakeMPS(t)
+			h := newHarnessWith(t, []fakegpu.GPUSpec{{Model: "H200-141GB"}}, false, crowdEstimator{}, nil, func(c *Config) {
+				c.MPS, c.PriorityShares, c.Spread, c.SLOGuard, c.SLOMaxWait = m, true, true, true, tc.wait
+			})
+			first := sh("first", "trap 'exit 0' TERM; sleep 30 & wait", "")
+			first.Kind = jobs.Online
+			h.state(h.submit(first).ID, jobs.Running)
+			spec := sh("tight", "trap 'exit 0' TERM; sleep 30 & wait", "")
+			spec.Kind, spec.SLO = jobs.Online, "p99=1.25x"
+			tight := h.submit(spec)
+			if tc.placed {
+				j := h.state(tight.ID, jobs.Running)
+				if waited := j.StartedAt.Sub(j.CreatedAt); waited < tc.wait {
+					t.Errorf("placed after %v, want after its wait of %v", waited, tc.wait)
+				}
+				return
+			}
+			time.Sleep(time.Second)
+			h.state(tight.ID, jobs.Pending)
+		})
+	}
+}

@@ -31,6 +31,7 @@ type simJobsFlags struct {
 	sloFactor   float64
 	slos        string
 	sloHeadroom float64
+	sloMaxWait  time.Duration
 	oracleError float64
 	// placementsOut, placementsTop and placementsPercents: the groups
 	// Algorithm 1 placed together, as the profiling campaign's runs.
@@ -77,6 +78,7 @@ the model.`,
 	fl.IntVar(&f.maxShare, "max-share", jobsim.DefaultMaxShare, "most jobs MPS packs into one instance (Algorithm 1's policies)")
 	fl.Float64Var(&f.sloFactor, "slo-factor", jobsim.DefaultSLOFactor, "latency target of services without --slo: p99 within this multiple of one request alone")
 	fl.Float64Var(&f.sloHeadroom, "slo-headroom", jobsim.DefaultSLOHeadroom, "slowdown a service's need leaves room for under the slo option (memory interference that priority leaves)")
+	fl.DurationVar(&f.sloMaxWait, "slo-max-wait", jobsim.DefaultSLOMaxWait, "how long a service waits for a place that holds its target under the slo option before it goes where it fits (negative: as long as it takes)")
 	fl.StringVar(&f.slos, "slo", "", "comma-separated latency targets the services draw from, uniformly, as mmkd takes them (p99=1.5x: 1.5 times the service's p99 alone; p99=40ms)")
 	fl.Float64Var(&f.oracleError, "oracle-error", 0, "error of the oracle option's answers: each off by exp(e·z), z standard normal per question (0: the ground truth)")
 	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
@@ -142,7 +144,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	start := time.Now()
 	e := jobsim.Experiment{
 		Workload: f.workload, Jobs: jobs, Model: model, GPUs: f.gpus, Policies: policies,
-		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, SLOHeadroom: f.sloHeadroom, Seed: f.seed, OracleError: f.oracleError,
+		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, SLOHeadroom: f.sloHeadroom, SLOMaxWait: f.sloMaxWait, Seed: f.seed, OracleError: f.oracleError,
 		Progress: func(policy string, done, total int) {
 			fmt.Fprintf(stderr, "\r%s: %d/%d jobs done (%s)   ", policy, done, total, time.Since(start).Round(time.Second))
 			if done == total {

@@ -25,8 +25,9 @@ type Experiment struct {
 	MIGReconfig time.Duration
 	MaxShare    int
 	SLOFactor   float64
-	// SLOHeadroom is Config.SLOHeadroom.
+	// SLOHeadroom and SLOMaxWait are Config's.
 	SLOHeadroom float64
+	SLOMaxWait  time.Duration
 	// OracleError is Config.OracleError.
 	OracleError float64
 	// Seed draws the online jobs' requests.
@@ -57,7 +58,7 @@ func (e Experiment) Run() ([]*Result, error) {
 			Jobs: e.Jobs, Model: e.Model, GPUs: e.GPUs, Policy: p,
 			Truth: e.Models.Truth, Est: caches[prio], Effects: e.Models.Effects,
 			Costs:    Costs{MIGReconfig: e.MIGReconfig, Checkpoint: e.Models.Restart.Types},
-			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, SLOHeadroom: e.SLOHeadroom, Seed: e.Seed, OracleError: e.OracleError,
+			MaxShare: e.MaxShare, SLOFactor: e.SLOFactor, SLOHeadroom: e.SLOHeadroom, SLOMaxWait: e.SLOMaxWait, Seed: e.Seed, OracleError: e.OracleError,
 		}
 		if e.Progress != nil {
 			cfg.Progress = func(done, total int) { e.Progress(p, done, total) }

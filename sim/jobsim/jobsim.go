@@ -46,6 +46,10 @@ type Config struct {
 	// SLOHeadroom is the slowdown an online job's need leaves room for
 	// under the slo option (0: DefaultSLOHeadroom).
 	SLOHeadroom float64
+	// SLOMaxWait is how long a service waits for a place that holds its
+	// target under the slo option before it goes where it fits, need or
+	// not (0: DefaultSLOMaxWait; negative: as long as it takes).
+	SLOMaxWait time.Duration
 	// Seed draws the online jobs' requests.
 	Seed uint64
 	// OracleError is the error of the oracle option's answers: each is
@@ -195,6 +199,9 @@ func newSim(cfg Config) (*jobSim, error) {
 	}
 	if !(cfg.SLOFactor > 0) || math.IsInf(cfg.SLOFactor, 0) {
 		return nil, fmt.Errorf("job sim: SLO factor %v: want a number > 0", cfg.SLOFactor)
+	}
+	if cfg.SLOMaxWait == 0 {
+		cfg.SLOMaxWait = DefaultSLOMaxWait
 	}
 	if cfg.SLOHeadroom == 0 {
 		cfg.SLOHeadroom = DefaultSLOHeadroom
@@ -352,6 +359,16 @@ func (s *jobSim) nextEvent(next int) float64 {
 			t = min(t, s.now+v.backlog/net)
 		}
 	}
+	// A waiting service with a need is placed anew when its wait ends.
+	if s.cfg.SLOMaxWait > 0 {
+		for _, j := range s.pending {
+			if j.minSpeed > 0 {
+				if at := j.Arrival.Seconds() + s.cfg.SLOMaxWait.Seconds(); at > s.now {
+					t = min(t, at)
+				}
+			}
+		}
+	}
 	// MIGER retries its queue's head only while something can change:
 	// a job runs or is yet to arrive.
 	if s.miger != nil && (next < len(s.jobs) || len(s.running()) > 0) {
@@ -438,6 +455,11 @@ func (s *jobSim) run() error {
 		if s.miger != nil && s.miger.due(s.now) {
 			changed = true
 		}
+		for _, j := range s.pending {
+			if j.minSpeed > 0 && s.cfg.SLOMaxWait > 0 && math.Abs(s.now-j.Arrival.Seconds()-s.cfg.SLOMaxWait.Seconds()) < 1e-9 {
+				changed = true // its wait just ended
+			}
+		}
 		if s.miso != nil && s.miso.phaseDue(s.now) {
 			changed = true
 		}
@@ -503,6 +525,20 @@ func partJob(j *simJob) partitioner.Job {
 	return pj
 }
 
+// DefaultSLOMaxWait is Config.SLOMaxWait when unset: a service waits at
+// most a minute for a place that holds its target, as mmkd's default
+// (placement.slo_max_wait). On the map's most loaded cells (load 1.5,
+// p99=1.25x) waiting as long as it takes held a few more services at
+// 1.4-1.5x mps-prio's mean JCT; a minute holds most of them at
+// 1.1-1.2x (docs/results/partition.md).
+const DefaultSLOMaxWait = time.Minute
+
+// waitedOut reports whether a waiting service with a need has waited
+// Config.SLOMaxWait: it is placed as if it had none.
+func (s *jobSim) waitedOut(j *simJob) bool {
+	return j.minSpeed > 0 && s.cfg.SLOMaxWait > 0 && s.now-j.Arrival.Seconds() >= s.cfg.SLOMaxWait.Seconds()-1e-9
+}
+
 // DefaultSLOHeadroom is the slowdown an online job's need allows for
 // beside offline jobs at MPS client priority 1, which priority does not
 // remove (memory bandwidth) and the slo option's guard does not count:
@@ -544,7 +580,11 @@ func (s *jobSim) needs() error {
 func (s *jobSim) decideAlg1() error {
 	req := partitioner.Request{GPUs: s.plans}
 	for _, j := range s.pending {
-		req.Pending = append(req.Pending, partJob(j))
+		pj := partJob(j)
+		if s.waitedOut(j) {
+			pj.MinSpeed = 0
+		}
+		req.Pending = append(req.Pending, pj)
 	}
 	opt := s.pol.options(s.cfg.MaxShare)
 	var plan *partitioner.Plan

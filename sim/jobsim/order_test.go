@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -56,5 +57,39 @@ func TestPlacementOrderCannotStarve(t *testing.T) {
 	}
 	if mmk.AvgJCTS > 1.1*base.AvgJCTS {
 		t.Errorf("mmk's mean JCT %.0f s is %.2fx mps-prio's %.0f s: want at most 1.1x", mmk.AvgJCTS, mmk.AvgJCTS/base.AvgJCTS, base.AvgJCTS)
+	}
+}
+
+// TestSLOMaxWait: a service whose own target no place holds (the one GPU
+// is busy with a service it cannot sit beside) waits SLOMaxWait and is
+// then placed; waiting as long as it takes, it starts only when the
+// first service ends. (The first service's loose target leaves room for
+// the second: a need of a running service still keeps others out.)
+func TestSLOMaxWait(t *testing.T) {
+	h100, err := partitioner.LookupModel("H100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := trace.SimJob{ID: "first", Type: "resnet50_infer", Online: true, Work: 10 * time.Minute, Load: 0.25, MemoryMiB: 1246, SLO: slo.MustParse("p99=50x")}
+	second := trace.SimJob{ID: "second", Type: "vgg16_infer", Online: true, Arrival: 30 * time.Second, Work: 5 * time.Minute, Load: 0.25, MemoryMiB: 3606, SLO: slo.MustParse("p99=1.1x")}
+	waited := func(w time.Duration) float64 {
+		cfg := config(t, JobMMK, 1, first, second)
+		cfg.Model, cfg.SLOMaxWait = h100, w
+		s, err := newSim(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.run(); err != nil {
+			t.Fatal(err)
+		}
+		j := s.byID["second"]
+		return j.started - j.Arrival.Seconds()
+	}
+	bounded, forever := waited(time.Minute), waited(-1)
+	if bounded < 59 || bounded > 61 {
+		t.Errorf("with a minute's wait the second service started after %.1f s, want 60", bounded)
+	}
+	if forever < 500 {
+		t.Errorf("waiting as long as it takes it started after %.1f s, want after the first service's 10 minutes", forever)
 	}
 }
