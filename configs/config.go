@@ -229,6 +229,10 @@ type GPUConfig struct {
 	Backend     string     `mapstructure:"backend"`
 	NVMLLibrary string     `mapstructure:"nvml_library"`
 	Fake        FakeConfig `mapstructure:"fake"`
+	// Devices are the GPUs mmk manages, by NVML index or UUID (an entry
+	// may hold several, comma-separated); none: every GPU the node has
+	// (partitioner.Devices). The others are left alone entirely.
+	Devices []string `mapstructure:"devices"`
 }
 
 // FakeConfig describes the fake backend's GPUs.

@@ -29,7 +29,7 @@
 # resnet18 and densenet121, and eight trainers): by hand, job i runs on
 # GPU i mod GPUS (CUDA_VISIBLE_DEVICES=its UUID; under mps-prio one MPS
 # control daemon serves them all), alone on the first GPU; mmkd manages
-# every GPU it sees. JOBSET=six (the default with one GPU) is the six
+# the same GPUs (MMK_GPU_DEVICES), however many the host has. JOBSET=six (the default with one GPU) is the six
 # above. JOBSET=sim is a case the job simulator can replay (issue 21: check
 # the simulator against a real run of the same jobs): three services at
 # batch 32 with open-loop Poisson requests (e2e_job.py serve --rate:
@@ -112,6 +112,11 @@ if [ "$GPUS" -gt 1 ]; then
 		[ "${#uuids[@]}" = "$GPUS" ] || { echo "GPUS=$GPUS, but nvidia-smi lists ${#uuids[@]}" >&2; exit 2; }
 	fi
 fi
+
+# mmkd manages the same GPUs as the by-hand phases (gpu.devices): the
+# first GPUS by NVML index, so that on a bigger host it gets no more
+# hardware than they do.
+managed=$(seq -s, 0 $((GPUS - 1)))
 
 # on_gpu I: the environment that puts job I on its GPU by hand.
 on_gpu() {
@@ -218,7 +223,7 @@ with_mmk() {
 	[ "$phase" = mmk-nohook ] && ks=false
 	# The jobs run as the user who runs this script (as root where it runs
 	# as root, which mmkd then must allow: jobs.allow_root).
-	MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
+	MMK_GPU_DEVICES=$managed MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
 	mmkd_ready "$data" "$addr" || echo "mmkd not ready after 30 s; see $out/r$r-$phase-mmkd.log" >&2
 	local auth=("${mmkd_auth[@]}")

@@ -62,5 +62,10 @@ func OpenBackend(c *configs.Config, log *slog.Logger) (partitioner.Backend, erro
 	if err != nil {
 		return nil, fmt.Errorf("open GPU backend: %w", err)
 	}
-	return b, nil
+	m, err := partitioner.Devices(b, c.GPU.Devices)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return m, nil
 }
