@@ -21,6 +21,9 @@
 #             (six mmkctl calls in parallel, as the by-hand phase starts
 #             its six processes), with workload hints of their profiled
 #             types;
+#   mps-own   (only when named in PHASES; GPUS >= 2) as mps-prio, but
+#             the online jobs on GPUs of their own by hand: round-robin
+#             on the first half of the GPUs, the offline ones on the rest;
 #   mmk-nohook (only when named in PHASES) mmk with kernel scheduling off
 #             (MMK_KERNELSCHED_ENABLED=false: no hook, no CUPTI in the
 #             jobs): what the hook costs end to end.
@@ -124,6 +127,19 @@ on_gpu() {
 	return 0
 }
 
+# own_gpu KIND K: under mps-own, the environment that puts the K-th job of
+# its kind on its GPU: the online jobs round-robin on the first half of
+# the GPUs (at least one), the offline ones on the rest.
+own_gpu() {
+	[ "${#uuids[@]}" -gt 0 ] || return 0
+	local half=$((GPUS / 2))
+	if [ "$1" = online ]; then
+		echo "CUDA_VISIBLE_DEVICES=${uuids[$(($2 % half))]}"
+	else
+		echo "CUDA_VISIBLE_DEVICES=${uuids[$((half + $2 % (GPUS - half)))]}"
+	fi
+}
+
 cleanup() {
 	[ -n "$mmkd_pid" ] && kill "$mmkd_pid" 2>/dev/null && wait "$mmkd_pid" 2>/dev/null || true
 	# mmkd leaves MPS daemons running for jobs that outlive it; this run
@@ -168,7 +184,7 @@ together() {
 	local r=$1 phase=$2 t0 name kind hint args e g
 	local pids=()
 	mps_env=()
-	if [ "$phase" = mps-prio ] && [ ${#dry[@]} = 0 ]; then
+	if [ "$phase" != baseline ] && [ ${#dry[@]} = 0 ]; then
 		mps_pipe=$tmp/hand-mps/pipe
 		mkdir -p "$mps_pipe" "$tmp/hand-mps/log"
 		CUDA_MPS_PIPE_DIRECTORY=$mps_pipe CUDA_MPS_LOG_DIRECTORY=$tmp/hand-mps/log nvidia-cuda-mps-control -d
@@ -176,13 +192,19 @@ together() {
 	fi
 	t0=$(date +%s.%N)
 	local i=0
+	declare -A nth=([online]=0 [offline]=0)
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		e=("${mps_env[@]}")
-		g=$(on_gpu $i)
+		if [ "$phase" = mps-own ]; then
+			g=$(own_gpu "$kind" "${nth[$kind]}")
+			nth[$kind]=$((nth[$kind] + 1))
+		else
+			g=$(on_gpu $i)
+		fi
 		[ -n "$g" ] && e+=("$g")
 		i=$((i + 1))
-		if [ "$phase" = mps-prio ]; then
+		if [ "$phase" != baseline ]; then
 			if [ "$kind" = offline ]; then e+=(CUDA_MPS_CLIENT_PRIORITY=1); else e+=(CUDA_MPS_CLIENT_PRIORITY=0); fi
 		fi
 		# shellcheck disable=SC2086 # args: the job's arguments, split
@@ -282,6 +304,10 @@ for ((k = 0; k < ROUNDS; k++)); do
 		case $phase in
 		alone) alone "$r" ;;
 		baseline | mps-prio) together "$r" "$phase" ;;
+		mps-own)
+			[ "$GPUS" -ge 2 ] || { echo "mps-own needs GPUS >= 2" >&2; exit 2; }
+			together "$r" "$phase"
+			;;
 		mmk | mmk-nohook) with_mmk "$r" "$phase" ;;
 		*) echo "unknown phase $phase" >&2; exit 2 ;;
 		esac

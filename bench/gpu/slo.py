@@ -24,13 +24,16 @@ come. Under one MPS daemon, in a rotated order per round:
               whose hooks hold the driver's callbacks (MMK_TPC_MASK=1);
               --no-masks gives it the hooked trainers of hold and the
               ladder priority, hold, suspend
+  mmk-off     mmk's processes with their hooks on (request marks, masks
+              subscribed) and the controller off: what the hook alone
+              costs the services, against prio
   and, at the high phase only, the papers' kernel policies as named
   variants: fikit, mmk's contention check (mmk), FLEP's hpf, EffiSha's piv.
 
 Before them each service runs alone at each of its rates, and each trainer
 alone, for the references. The targets: --slo NAME=TARGET, else the
 service's p99 alone at its high rate times --slo-mult, measured in this
-round. --timeslice adds a segment without MPS (time slicing, the GPU's
+round (or NAME=p99=1.25x: that multiple). --timeslice adds a segment without MPS (time slicing, the GPU's
 default) with its own processes. With --fake, sleeping workers and no GPU
 (a dry run of the driver: CI runs it).
 
@@ -291,6 +294,11 @@ class Bench:
             self.control("policy fifo")
             self.control("slo on")
 
+        def mmk_off():
+            hooks_to(1)()
+            self.control("slo off")
+            self.control("policy fifo")
+
         settings = [
             ("together", [], policy("fifo", 0)),
             ("prio", groups["h"], policy("fifo", 0)),
@@ -298,6 +306,7 @@ class Bench:
             ("prio+50%", groups["p50"], policy("fifo", 0)),
             ("hold", groups["h"], policy("guard tau=-1ns", 1)),
             ("mmk", groups["m"], mmk),
+            ("mmk-off", groups["m"], mmk_off),
         ]
         if a.settings:
             keep = a.settings.split(",")
@@ -318,8 +327,11 @@ class Bench:
         the high rate in this round."""
         given = dict(kv.split("=", 1) for kv in self.args.slo)
         for name, _, _, _ in SERVICES:
-            if name in given:
+            if name in given and not given[name].endswith("x"):
                 t = given[name]
+            elif name in given:  # p99=1.25x: of its p99 alone at the high rate
+                pct, _, mult = given[name][:-1].partition("=")
+                t = "%s=%.1fms" % (pct, float(mult) * self.alone_p99(name, "high", float(pct[1:]) / 100))
             else:
                 p99 = self.alone_p99(name, "high")
                 t = "p99=%.1fms" % (self.args.slo_mult * p99)
@@ -327,14 +339,15 @@ class Bench:
             self.control("slo target %s %s" % (name, t))
             print("  target %s %s" % (name, t), flush=True)
 
-    def alone_p99(self, name, phase):
-        """p99 of the service alone at a phase's rate, asked of the worker."""
+    def alone_p99(self, name, phase, q=0.99):
+        """p99 (or quantile q) of the service alone at a phase's rate, asked
+        of the worker."""
         for w in self.windows:
             if w["setting"] == "alone " + name and w["phase"] == phase:
                 self.procs[name].send("lat %f %f" % (w["m0"], w["m1"]))
                 lat = self.procs[name].expect("lat", 30)["ms"]
                 if lat:
-                    return pick(lat, 0.99)
+                    return pick(lat, q)
         raise RuntimeError("%s: no request alone at the %s rate to set its target from" % (name, phase))
 
     def timeslice_segment(self):
@@ -421,7 +434,7 @@ def main():
     ap.add_argument("--phase-s", type=float, default=10)
     ap.add_argument("--paper-s", type=float, default=8, help="seconds of each paper policy's window at the high phase")
     ap.add_argument("--settle", type=float, default=1.5)
-    ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms (repeatable)")
+    ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms, or svc-b32=p99=1.25x of its p99 alone at the high rate (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend, with --no-masks priority,hold,suspend")

@@ -110,6 +110,29 @@ def verdict(st, phases):
     return v
 
 
+def summary(per_round, rounds):
+    """The issue's questions across rounds: medians [min-max] of each
+    round's answer, each round against its own strongest static setting."""
+    vs = [per_round[r][1] for r in rounds]
+    lines = ["## The issue's questions across %d rounds (medians [min-max])" % len(rounds), ""]
+    best = [v.get("best_static", "-") for v in vs]
+    lines.append("- The strongest simple alternative per round: %s." % ", ".join(best))
+    lines.append("- Whole run, mmk's trainers against it: %sx (goal 1.15x); rounds in which mmk held every phase: %d of %d." % (
+        spread([v.get("mmk_over_best") for v in vs]), sum(1 for v in vs if v["holds"].get("mmk")), len(vs)))
+    for p in vs[0]["phases"]:
+        rows = [v.get("per_phase", {}).get(p) for v in vs]
+        rows = [r for r in rows if r]
+        held = [r for r in rows if "best" in r]
+        lines.append("- %s: mmk's attainment %s (goal 99 %% where a static setting held: %d of %d rounds, mmk held in %d); trainers against the phase's best static %sx (goal 0.9x)." % (
+            p, spread([100 * r["mmk_attain"] for r in rows], "%.1f%%"), len(held), len(rows), sum(1 for r in held if r["held"]),
+            spread([r.get("ratio") for r in held])))
+    b1 = list(zip(*[v["b1_p50x"] for v in vs if v.get("b1_p50x")]))
+    if b1:
+        lines.append("- batch-1 service under mmk, p50 against alone per phase: %s (goal at most 1.10x)." % ", ".join(spread(list(x)) for x in b1))
+    lines.append("")
+    return lines
+
+
 def fmt(x, f="%.2f"):
     return "-" if x is None else f % x
 
@@ -126,7 +149,7 @@ def spread(v, f="%.2f"):
 def svg(path, rnd, st, phases, tl):
     """Per setting and phase: the trainers' throughput (bar) and the lowest
     attainment (dot); below, mmk's rung over time."""
-    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "time slicing"] if any((s, p) in st for p in phases)]
+    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
     W, H, left, top = 880, 360, 60, 30
     cw = (W - left - 20) / max(len(settings), 1)
     bw = cw / (len(phases) + 1)
@@ -229,6 +252,8 @@ def main(out):
         if v.get("b1_p50x"):
             lines.append("- batch-1 service under mmk: p50 %s of alone (goal at most 1.10x)." % ", ".join("%.2fx" % x for x in v["b1_p50x"]))
         lines.append("")
+    if len(rounds) > 1:
+        lines += summary(per_round, rounds)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)
