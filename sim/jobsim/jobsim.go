@@ -528,9 +528,9 @@ func partJob(j *simJob) partitioner.Job {
 // DefaultSLOMaxWait is Config.SLOMaxWait when unset: a service waits at
 // most a minute for a place that holds its target, as mmkd's default
 // (placement.slo_max_wait). On the map's most loaded cells (load 1.5,
-// p99=1.25x) waiting as long as it takes held a few more services at
-// 1.4-1.5x mps-prio's mean JCT; a minute holds most of them at
-// 1.1-1.2x (docs/results/partition.md).
+// p99=1.25x) waiting as long as it takes held more services (testbed: 49
+// points over mps-prio) at 1.40-1.46x mps-prio's mean JCT; a minute holds
+// fewer (19 points) at 1.04-1.09x (docs/results/partition.md).
 const DefaultSLOMaxWait = time.Minute
 
 // waitedOut reports whether a waiting service with a need has waited
