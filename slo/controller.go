@@ -45,13 +45,22 @@ type Config struct {
 	// FutileFor is how long a service whose misses the top rung did not
 	// help is left alone (unless its load changes by half or more).
 	FutileFor time.Duration
-	// A service's load has changed when its request rate over the last
+	// A service's load has changed when its arrival rate over the last
 	// Short differs from its rate over the Window before by a factor of
-	// Swing or more: a rise tightens at once a service that is within its
-	// target but close to it (before the misses come that would prove it
-	// late), a fall relaxes at once if every service is within its target.
+	// Swing or more, and the counts show it (a difference that steady
+	// Poisson arrivals give with probability SwingAlpha or more is noise): a
+	// rise tightens at once a service that is within its target but close
+	// to it (before the misses come that would prove it late), a fall
+	// relaxes at once if every service is within its target, back to the
+	// rung held before the rises it undoes.
 	Short time.Duration
 	Swing float64
+	// SwingAlpha is the evidence a change of load needs: steady Poisson
+	// arrivals split between the two spans at least as unevenly with
+	// probability below it. As the spans slide at every Tick, a burst of a
+	// steady load passes it now and then: a rise is checked a Window
+	// after its pre-emption, and undone if it did not last.
+	SwingAlpha float64
 }
 
 // DefaultConfig suits services of a few to a few hundred requests a
@@ -73,6 +82,7 @@ func DefaultConfig() Config {
 		FutileFor:  time.Minute,
 		Short:      2 * time.Second,
 		Swing:      1.6,
+		SwingAlpha: 0.02,
 	}
 }
 
@@ -101,9 +111,12 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.FutileFor, d.FutileFor)
 	orZero(&c.Short, d.Short)
 	orZero(&c.Swing, d.Swing)
+	orZero(&c.SwingAlpha, d.SwingAlpha)
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
+	case c.SwingAlpha <= 0 || c.SwingAlpha >= 1:
+		return c, fmt.Errorf("slo controller: swing alpha %v is not in (0, 1)", c.SwingAlpha)
 	case c.Headroom < 0 || c.Headroom >= 1:
 		return c, fmt.Errorf("slo controller: headroom %v is not in [0, 1)", c.Headroom)
 	case c.Swing <= 1:
@@ -201,6 +214,8 @@ type Controller struct {
 	// was a step down; badAt when a service last missed; swungAt when a
 	// change of load last moved the rung.
 	changedAt, badAt, lastTick, swungAt time.Duration
+	// fellAt is when a fall of load last relaxed the rung.
+	fellAt time.Duration
 	lastDown, started                   bool
 	calm                                time.Duration
 	// enterRate is the services' request rate when the rung was climbed
@@ -208,6 +223,9 @@ type Controller struct {
 	enterRate float64
 	// climb is the run of tightenings under way (nil: none).
 	climb *climb
+	// rises are the pre-emptions in force, oldest first: a fall of load
+	// back to where one began returns to the rung it started from.
+	rises []rise
 	// probe: while probing, the rung to return to, and when it ends.
 	probing    bool
 	probeUntil time.Duration
@@ -222,7 +240,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -231,6 +249,7 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
+	c.rises, c.fellAt = nil, -1<<62
 }
 
 // Config is the controller's configuration, defaults filled in.
@@ -352,7 +371,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
 	var worst, rising *service
 	var worstSt Stats
-	var swing float64
+	var swing, riseFrom float64
 	worstOver := 0.0
 	allWell, allMet, fell := true, true, false
 	rate := 0.0
@@ -364,9 +383,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		if over > worstOver {
 			worst, worstOver, worstSt = sv, over, st
 		}
-		switch f := c.swing(sv, now); {
+		switch f, before := c.swing(sv, now); {
 		case f >= c.cfg.Swing && v == within && f > swing:
-			rising, swing = sv, f
+			rising, swing, riseFrom = sv, f, before
 		case f > 0 && f <= 1/c.cfg.Swing:
 			fell = true
 		}
@@ -387,18 +406,34 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.enterRate = rate
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
+	if r, why, ok := c.lapsed(now); ok && allMet {
+		c.rises = c.rises[:len(c.rises)-1]
+		c.climb = nil
+		if r.from < c.level {
+			return c.move(now, r.from, r.id, "relax: "+why), true
+		}
+	}
 	settled := now-c.changedAt >= c.cfg.Settle && now-c.swungAt >= c.cfg.Window
 	if rising != nil && settled && c.level < top {
 		// Its load rose while it was close to its bound: the misses would
 		// come before the evidence of them.
 		c.swungAt, c.enterRate = now, rate
 		c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
+		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
 		return c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
 			rising.id, swing, c.cfg.Short, rising.detail)), true
 	}
 	if fell && allMet && settled && c.level > 0 {
-		c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
-		return c.move(now, c.level-1, "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target", rate)), true
+		c.swungAt, c.fellAt, c.calm, c.climb = now, now, c.cfg.Calm, nil
+		to, why := c.level-1, ""
+		// The last rise, if its load is gone, is undone with whatever was
+		// climbed on top of it while it lasted; the ones before it follow
+		// as the load falls back past them (lapsed).
+		if r, w, ok := c.lapsed(now); ok {
+			to, why = min(to, r.from), ": "+w
+			c.rises = c.rises[:len(c.rises)-1]
+		}
+		return c.move(now, to, "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target%s", rate, why)), true
 	}
 	if sv := c.needsProbe(now); sv != nil {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
@@ -436,24 +471,93 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
 }
 
-// swing is how a service's request rate over the last Short compares with
-// its rate over the Window before, or since the last swing that moved the
-// rung (one change of load moves it once), or since its first request;
-// 0: too little history to say.
-func (c *Controller) swing(sv *service, now time.Duration) float64 {
+// swing is how a service's arrival rate over the last Short compares
+// with its rate over the Window before, or since the last swing that
+// moved the rung (one change of load moves it once), or since its first
+// request, and that earlier rate (requests a second); 0: too little
+// history to say; 1: a difference the counts do not show (given the
+// requests in both spans, a steady Poisson stream splits them at least
+// as unevenly with probability SwingAlpha or more).
+func (c *Controller) swing(sv *service, now time.Duration) (ratio, before float64) {
 	if sv.tr.Target().IsZero() {
-		return 0
+		return 0, 0
 	}
 	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.Oldest())
-	if now-c.cfg.Short-from < c.cfg.Short {
-		return 0
+	span := now - c.cfg.Short - from
+	if span < c.cfg.Short {
+		return 0, 0
 	}
-	short := sv.tr.Window(now-c.cfg.Short, now)
-	before := sv.tr.Window(from, now-c.cfg.Short)
-	if before.N < c.cfg.MinSamples/2 || short.N+before.N < c.cfg.MinSamples || before.Rate <= 0 {
-		return 0
+	nShort, nBefore := sv.tr.Arrivals(now-c.cfg.Short, now), sv.tr.Arrivals(from, now-c.cfg.Short)
+	if nBefore == 0 || nBefore < c.cfg.MinSamples/2 || nShort+nBefore < c.cfg.MinSamples {
+		return 0, 0
 	}
-	return short.Rate / before.Rate
+	before = float64(nBefore) / span.Seconds()
+	ratio = c.shortRate(sv, now) / before
+	p := c.cfg.Short.Seconds() / (c.cfg.Short + span).Seconds()
+	n := nShort + nBefore
+	if ratio >= 1 && BinomialTail(n, nShort, p) >= c.cfg.SwingAlpha || ratio < 1 && BinomialTail(n, nBefore, 1-p) >= c.cfg.SwingAlpha {
+		return 1, before
+	}
+	return ratio, before
+}
+
+// shortRate is a service's arrival rate over the last Short.
+func (c *Controller) shortRate(sv *service, now time.Duration) float64 {
+	return float64(sv.tr.Arrivals(now-c.cfg.Short, now)) / c.cfg.Short.Seconds()
+}
+
+// rise is a pre-emption in force: the service whose load rose, its
+// arrival rate before the rise (over the Window before it, and over four
+// Windows: a lull of a steady load makes the first low), its rate at the
+// rise, the rung it started from, when it was made and whether it has
+// lasted a Window since (checked).
+type rise struct {
+	id                  string
+	before, long, after float64
+	from                int
+	at                  time.Duration
+	checked             bool
+}
+
+// newRise records a pre-emption of sv's rise from the rate before at now.
+func (c *Controller) newRise(sv *service, before float64, now time.Duration) rise {
+	r := rise{id: sv.id, before: before, long: before, after: c.shortRate(sv, now), from: c.level, at: now}
+	from := max(now-c.cfg.Short-4*c.cfg.Window, sv.tr.Oldest())
+	if span := now - c.cfg.Short - from; span > c.cfg.Window {
+		r.long = float64(sv.tr.Arrivals(from, now-c.cfg.Short)) / span.Seconds()
+	}
+	return r
+}
+
+// lapsed is the last rise if it is over: a Window after it, its
+// service's arrival rate since is below Swing times the longer rate
+// before it (a burst of a steady load, or a rise too small to pre-empt;
+// a rise that lasted is checked and stays); or within a Window of a fall of load, the service's
+// rate over the last Short is back below the middle of the rise. It says
+// why.
+func (c *Controller) lapsed(now time.Duration) (rise, string, bool) {
+	if len(c.rises) == 0 {
+		return rise{}, "", false
+	}
+	r := &c.rises[len(c.rises)-1]
+	sv := c.service(r.id)
+	if sv == nil {
+		return *r, fmt.Sprintf("%s is gone", r.id), true
+	}
+	if c.fellAt > r.at && now-c.fellAt <= c.cfg.Window && now-c.changedAt >= c.cfg.Settle {
+		if rate := c.shortRate(sv, now); rate <= math.Sqrt(r.before*r.after) {
+			return *r, fmt.Sprintf("the load fell back: %s at %.1f requests/s, %.1f/s before its rise", r.id, rate, r.before), true
+		}
+	}
+	if r.checked || now-r.at < c.cfg.Window {
+		return rise{}, "", false
+	}
+	since := float64(sv.tr.Arrivals(r.at, now)) / (now - r.at).Seconds()
+	if since < r.long*c.cfg.Swing {
+		return *r, fmt.Sprintf("the rise of %s's load did not last: %.1f requests/s since it against %.1f/s before", r.id, since, r.long), true
+	}
+	r.checked = true
+	return rise{}, "", false
 }
 
 // climb is a run of tightenings: the rung it started from and the
@@ -589,6 +693,10 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 	d := Decision{At: now, From: c.level, To: to, Rung: c.cfg.Ladder[to], Service: id,
 		Reason: fmt.Sprintf("%s -> %s: %s", c.cfg.Ladder[c.level], c.cfg.Ladder[to], reason)}
 	c.lastDown = to < c.level
+	if to < c.level {
+		// A rise begun on this rung or above it is over.
+		c.rises = slices.DeleteFunc(c.rises, func(r rise) bool { return r.from >= to })
+	}
 	c.level, c.changedAt = to, now
 	return d
 }

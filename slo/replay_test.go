@@ -10,18 +10,18 @@ import (
 	"time"
 )
 
-// benchRecording is testdata/b32-phases-h200.json: round 1 of the SLO
-// benchmark on an H200, its batch-32 service's latencies and the
-// trainers' speed in each static setting and load phase.
+// benchRecording is a recording of the SLO benchmark (testdata/
+// b32-phases-*.json): its batch-32 service's latencies and the trainers'
+// speed in each static setting and load phase.
 type benchRecording struct {
 	Rates    map[string]float64              `json:"rates"`
 	Latency  map[string]map[string][]float64 `json:"latency"`
 	Trainers map[string]map[string]float64   `json:"trainers"`
 }
 
-func loadRecording(t *testing.T) benchRecording {
+func loadRecording(t *testing.T, file string) benchRecording {
 	t.Helper()
-	b, err := os.ReadFile("testdata/b32-phases-h200.json")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,71 +83,105 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 	return att, train, ds
 }
 
-// TestControllerOnTheBenchRecording replays round 1 of the SLO benchmark
-// (H200; the batch-32 service's latencies in each static setting and load
-// phase, the trainers' speed there) through the controller with mmk's
-// masking ladder, each rung standing for the static setting of about its
-// size (3/4 of the TPCs for MPS 70 %, 1/2 for 50 %, 1/4 for hold, suspend
-// for the services alone: on a batch-16 loop masks and shares of the same
-// size protected about alike, docs/slo.md). It is a replay of recorded
-// latencies, not a measurement of mmk: the controller must pre-empt each
-// rise of load (no misses needed) and relax when it falls; the static
-// setting that held every phase in that round (priority + MPS 50 %) is
-// replayed beside it with the same draws. In every phase the controller
-// must keep as many requests within the target (p99 = 20 ms) as that
-// setting, less half a point (the draws' noise: about 300 requests a
-// phase), in the median of five seeds, and the trainers must run faster.
+// TestControllerOnTheBenchRecording replays recordings of the SLO
+// benchmark through the controller with mmk's masking ladder, each rung
+// standing for the static setting of about its size (3/4 of the TPCs for
+// MPS 70 %, 1/2 for 50 %, 1/4 for hold, suspend for the services alone:
+// on a batch-16 loop masks and shares of the same size protected about
+// alike, docs/slo.md). It is a replay of recorded latencies, not a
+// measurement of mmk. The static setting that held every phase in the
+// recording is replayed beside it with the same draws; in every phase
+// the controller must keep as many requests within the target as that
+// setting, less the draws' noise (half a point, or one request of the
+// phase where it has fewer than 200: the low phases have about 80 a
+// round), in the median of five seeds, and the trainers must run faster
+// over the whole run. In every seed the controller must climb while the
+// load is up (a pre-emption of its rise or a tightening on evidence),
+// never pre-empt in the first phase (no rise there), and come down when it
+// falls.
+//
+// The recordings: round 1 on an H200 (trainers vgg19 and resnet50, target
+// p99 = 20 ms; priority + MPS 50 % held every phase), and rounds 1-3 on an
+// H100 pooled (one vgg19 trainer, target 18.8 ms, the rounds' median; at
+// that target only hold held every phase). On the H100 one the controller
+// is allowed 3 points below hold in a phase, a known limit and not noise:
+// at low load priority leaves 3.4 % of the requests late, and the
+// evidence a climb needs (three late of the 40 requests of a 5 s window)
+// seldom comes in a 10 s phase; the GPU showed the same (96.5 % and
+// 97.6 % in the low phase of two rounds of three, docs/slo.md). On the
+// H200 one it is allowed a point: a rise must show in the counts before it
+// is pre-empted (steady loads moved the rung 45 % of the time before),
+// and in two seeds of five the rise to medium load is not yet sure while
+// the service is close to its bound; it climbs on evidence instead, a
+// few late requests later (median at high 98.5 % against 98.7 % before
+// the counts were asked).
 func TestControllerOnTheBenchRecording(t *testing.T) {
-	rec := loadRecording(t)
 	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rungOf := []string{"prio", "prio+70%", "prio+50%", "hold", "together"}
 	phases := []string{"low", "medium", "high", "low-again"}
-	atts, staticAtts := make([][]float64, len(phases)), make([][]float64, len(phases))
-	var mmk, static float64
-	for seed := uint64(1); seed <= 5; seed++ {
-		c, _ := New(Config{Ladder: ladder})
-		c.AddService("svc", MustParse("p99=20ms"))
-		att, train, ds := replayBench(t, rec, c, rungOf, 20*time.Millisecond, seed)
-		pinned, _ := New(Config{Ladder: Ladder{{}}})
-		pinned.AddService("svc", MustParse("p99=20ms"))
-		satt, strain, _ := replayBench(t, rec, pinned, []string{"prio+50%"}, 20*time.Millisecond, seed)
-		for i := range phases {
-			atts[i] = append(atts[i], att[i])
-			staticAtts[i] = append(staticAtts[i], satt[i])
-			mmk += train[i] / 20
-			static += strain[i] / 20
-		}
-		var preempt, relax int
-		for _, d := range ds {
-			switch {
-			case strings.Contains(d.Reason, ": pre-empt: svc's load rose"):
-				preempt++
-				if d.At < 10*time.Second {
-					t.Errorf("seed %d: pre-empted in the first phase, with no rise of load: %+v", seed, d)
+	cases := []struct {
+		file   string
+		target string
+		static string
+		// slack is how far below the static setting the controller may be
+		// in a phase beyond the draws' noise.
+		slack float64
+	}{
+		{"testdata/b32-phases-h200.json", "p99=20ms", "prio+50%", 0.01},
+		{"testdata/b32-phases-h100.json", "p99=18.8ms", "hold", 0.03},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			rec := loadRecording(t, tc.file)
+			target := MustParse(tc.target)
+			atts, staticAtts := make([][]float64, len(phases)), make([][]float64, len(phases))
+			var mmk, static float64
+			for seed := uint64(1); seed <= 5; seed++ {
+				c, _ := New(Config{Ladder: ladder})
+				c.AddService("svc", target)
+				att, train, ds := replayBench(t, rec, c, rungOf, target.Bound, seed)
+				pinned, _ := New(Config{Ladder: Ladder{{}}})
+				pinned.AddService("svc", target)
+				satt, strain, _ := replayBench(t, rec, pinned, []string{tc.static}, target.Bound, seed)
+				for i := range phases {
+					atts[i] = append(atts[i], att[i])
+					staticAtts[i] = append(staticAtts[i], satt[i])
+					mmk += train[i] / 20
+					static += strain[i] / 20
 				}
-			case strings.Contains(d.Reason, "relax: "):
-				relax++
+				var climbed, relaxed int
+				for _, d := range ds {
+					switch {
+					case strings.Contains(d.Reason, ": pre-empt: svc's load rose") && d.At < 10*time.Second:
+						t.Errorf("seed %d: pre-empted in the first phase, with no rise of load: %+v", seed, d)
+					case d.To > d.From && d.At >= 10*time.Second && d.At < 30*time.Second:
+						climbed++
+					case d.To < d.From:
+						relaxed++
+					}
+				}
+				if climbed == 0 || relaxed == 0 {
+					t.Errorf("seed %d: %d climbs while the load was up and %d relaxations: %+v", seed, climbed, relaxed, ds)
+				}
+				t.Logf("seed %d: attainment %.3f, trainers %.3f", seed, att, train)
 			}
-		}
-		if preempt == 0 || relax == 0 {
-			t.Errorf("seed %d: %d pre-emptions and %d relaxations: %+v", seed, preempt, relax, ds)
-		}
-		t.Logf("seed %d: attainment %.3f, trainers %.3f", seed, att, train)
+			for i, p := range phases {
+				slices.Sort(atts[i])
+				slices.Sort(staticAtts[i])
+				m, sm := atts[i][len(atts[i])/2], staticAtts[i][len(staticAtts[i])/2]
+				noise := max(0.005, 1/(rec.Rates[p]*10))
+				if m < sm-noise-tc.slack {
+					t.Errorf("%s: median attainment %.3f under the controller, %.3f under %s (%v against %v)", p, m, sm, tc.static, atts[i], staticAtts[i])
+				}
+				t.Logf("%s: median attainment %.3f under the controller, %.3f under %s", p, m, sm, tc.static)
+			}
+			if mmk <= static {
+				t.Errorf("trainers at %.3f of alone under the controller, %.3f under %s", mmk, static, tc.static)
+			}
+			t.Logf("trainers %.3f under the controller, %.3f under %s (%.2fx)", mmk, static, tc.static, mmk/static)
+		})
 	}
-	for i, p := range phases {
-		slices.Sort(atts[i])
-		slices.Sort(staticAtts[i])
-		m, sm := atts[i][len(atts[i])/2], staticAtts[i][len(staticAtts[i])/2]
-		if m < sm-0.005 {
-			t.Errorf("%s: median attainment %.3f under the controller, %.3f under priority + MPS 50 %% (%v against %v)", p, m, sm, atts[i], staticAtts[i])
-		}
-		t.Logf("%s: median attainment %.3f under the controller, %.3f under priority + MPS 50 %%", p, m, sm)
-	}
-	if mmk <= static {
-		t.Errorf("trainers at %.3f of alone under the controller, %.3f under priority + MPS 50 %%", mmk, static)
-	}
-	t.Logf("trainers %.3f under the controller, %.3f under priority + MPS 50 %% (%.2fx)", mmk, static, mmk/static)
 }

@@ -200,6 +200,23 @@ func (t *Tracker) Window(from, now time.Duration) Stats {
 	return t.stats(t.scratch, now-from)
 }
 
+// Arrivals counts the requests kept that arrived after from and at most
+// at to (a request arrives its latency before it ends: a reported one
+// when it came in, a hook-measured one at its first launch). Arrivals,
+// not ends, measure a service's load: a stall that ends many queued
+// requests at once is no rise of load. A request that arrived before to
+// and has not ended is not counted.
+func (t *Tracker) Arrivals(from, to time.Duration) int {
+	n := 0
+	for i := range t.n {
+		s := t.samples[(t.head+i)%len(t.samples)]
+		if a := s.At - s.Latency; a > from && a <= to {
+			n++
+		}
+	}
+	return n
+}
+
 // Oldest is the end of the oldest request kept (-1: none): the first one,
 // until the ring has turned.
 func (t *Tracker) Oldest() time.Duration {
