@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -24,8 +25,9 @@ import (
 type caller struct {
 	// owner is the user the caller's jobs run as.
 	owner jobs.Owner
-	// admin may cancel any job and read any log: root or mmkd's own user
-	// over the socket, and the token's holder.
+	// admin may cancel any job, read any log and prepare, read and
+	// release claims (the DRA driver's, forClaims): root or mmkd's own
+	// user over the socket, and the token's holder.
 	admin bool
 }
 
@@ -137,4 +139,27 @@ func forbidden(cl caller, j jobs.Job, what string) *apiError {
 	}
 	return &apiError{Status: http.StatusForbidden,
 		Message: "job " + j.ID + " runs as " + whose + ": " + cl.owner.String() + " may not " + what + " it"}
+}
+
+// forClaims lets only the admin through to the claim routes: a claim is
+// the DRA driver's (it speaks to mmkd with the token, or over the socket
+// as root), and releasing one drops mmk's accounting of a pod's share
+// while the pod runs.
+func (s *Server) forClaims(c *gin.Context) {
+	if err := s.mayClaim(callerOf(c)); err != nil {
+		s.writeError(c, err)
+		c.Abort()
+		return
+	}
+	c.Next()
+}
+
+// mayClaim refuses a caller other than the admin with a 403 that says
+// who may act on claims.
+func (s *Server) mayClaim(cl caller) error {
+	if cl.admin {
+		return nil
+	}
+	return &apiError{Status: http.StatusForbidden, Message: fmt.Sprintf(
+		"claims are for the DRA driver: the token holder, root or mmkd's user %s; the caller, %s, is none of these", s.tokenOwner, cl.owner)}
 }

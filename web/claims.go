@@ -13,7 +13,7 @@ import (
 
 // ClaimNode is the part of a Node that serves Kubernetes claims (the DRA
 // driver's seam, docs/kubernetes.md). A Node without it answers the claim
-// routes with 503.
+// routes with 503. Only the admin reaches them (forClaims, auth.go).
 type ClaimNode interface {
 	// PrepareClaim submits the claim job of spec.Claim, or returns the
 	// live one the claim has (false). A bad spec is a *jobs.FieldError.

@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/mmkgpu/mmk/internal/mmkdtest"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/web"
 )
 
 // call sends a request to the daemon and returns the status and body.
@@ -108,6 +111,102 @@ func TestClaimAPI(t *testing.T) {
 	}
 	if code, _ := call(t, d, "DELETE", "/api/v1/claims/u2", ""); code != http.StatusOK {
 		t.Errorf("release of u2 = %d", code)
+	}
+}
+
+// TestClaimsAreForTheDRADriver (issue 38): a claim is the DRA driver's
+// to prepare, read and release: the token holder over TCP, root or
+// mmkd's user over the socket. Another user of the socket is refused
+// (403, saying why) on PUT, GET and DELETE, and on a job submitted with a
+// claim; the claim the driver prepared stays prepared (it was released
+// with 200, then "claim unprepared"), and the refused user's claim job is
+// never created (it was, owned by mmkd's user).
+func TestClaimsAreForTheDRADriver(t *testing.T) {
+	d := mmkdtest.Start(t, []fakegpu.GPUSpec{{Model: "H200-141GB"}})
+	const token, inst = "t0k", "gpu0"
+	mmkdUser := jobs.Owner{UID: 1000, GID: 1000, Name: "mmk"}
+	srv := web.New(web.Options{Backend: d.Backend, Node: d.Node, Token: token, TokenOwner: &mmkdUser})
+	t.Cleanup(srv.Close)
+	// send is a request of peer over the socket, or of the token's
+	// holder over TCP (nil).
+	send := func(t *testing.T, peer *web.Peer, method, path, body string) (int, string) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Host = "127.0.0.1:7070"
+		req.Header.Set("Content-Type", "application/json")
+		if peer != nil {
+			req = req.WithContext(web.ContextWithPeer(req.Context(), *peer))
+		} else {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	job := func(t *testing.T, body string) jobs.Job {
+		t.Helper()
+		var j jobs.Job
+		if err := json.Unmarshal([]byte(body), &j); err != nil {
+			t.Fatalf("job %q: %v", body, err)
+		}
+		return j
+	}
+
+	for _, tc := range []struct {
+		name, uid string
+		peer      *web.Peer
+	}{
+		{"the token holder over TCP", "u-token", nil},
+		{"root over the socket", "u-root", &web.Peer{PID: 1, UID: 0, GID: 0}},
+		{"mmkd's user over the socket", "u-mmkd", &web.Peer{PID: 2, UID: mmkdUser.UID, GID: mmkdUser.GID}},
+	} {
+		t.Run("allowed: "+tc.name, func(t *testing.T) {
+			path := "/api/v1/claims/" + tc.uid
+			code, body := send(t, tc.peer, "PUT", path+"?wait=10", claimBody(inst, ""))
+			prepared := job(t, body)
+			if code != http.StatusCreated || prepared.State != jobs.Running {
+				t.Fatalf("PUT = %d %s, want 201 running", code, body)
+			}
+			if code, body := send(t, tc.peer, "GET", path, ""); code != http.StatusOK || job(t, body).ID != prepared.ID {
+				t.Errorf("GET = %d %s, want 200 with job %s", code, body, prepared.ID)
+			}
+			if code, body := send(t, tc.peer, "DELETE", path, ""); code != http.StatusOK || job(t, body).State != jobs.Succeeded {
+				t.Errorf("DELETE = %d %s, want 200 succeeded", code, body)
+			}
+		})
+	}
+
+	code, body := send(t, nil, "PUT", "/api/v1/claims/u-pod?wait=10", claimBody(inst, ""))
+	pod := job(t, body)
+	if code != http.StatusCreated || pod.State != jobs.Running {
+		t.Fatalf("the driver's PUT = %d %s, want 201 running", code, body)
+	}
+	user := &web.Peer{PID: 3, UID: 1001, GID: 1001}
+	for _, tc := range []struct{ name, method, path, body string }{
+		{"prepare the pod's claim", "PUT", "/api/v1/claims/u-pod?wait=0", claimBody(inst, "")},
+		{"prepare a claim of his own", "PUT", "/api/v1/claims/u-mine?wait=0", claimBody(inst, "")},
+		{"read the pod's claim", "GET", "/api/v1/claims/u-pod", ""},
+		{"release the pod's claim", "DELETE", "/api/v1/claims/u-pod", ""},
+		{"submit a job of the pod's claim", "POST", "/api/v1/jobs", `{"name":"mine","type":"offline","memory":"1GiB","claim":{"uid":"u-pod","namespace":"ns","name":"c","instance":"` + inst + `"}}`},
+		{"submit a job of a claim of his own", "POST", "/api/v1/jobs", `{"name":"mine","type":"offline","memory":"1GiB","claim":{"uid":"u-mine","namespace":"ns","name":"c","instance":"` + inst + `"}}`},
+	} {
+		t.Run("refused: another user may not "+tc.name, func(t *testing.T) {
+			code, body := send(t, user, tc.method, tc.path, tc.body)
+			var e struct{ Error string }
+			_ = json.Unmarshal([]byte(body), &e)
+			if code != http.StatusForbidden || !strings.Contains(e.Error, "DRA driver") || !strings.Contains(e.Error, "uid 1001") {
+				t.Errorf("= %d %s, want 403 saying claims are the DRA driver's and naming uid 1001", code, body)
+			}
+		})
+	}
+	if j, err := d.Node.Claim("u-pod"); err != nil || j.ID != pod.ID || j.State != jobs.Running {
+		t.Errorf("the pod's claim after the refusals: job %s %s (%v), want %s still running", j.ID, j.State, err, pod.ID)
+	}
+	if j, err := d.Node.Claim("u-mine"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("the refused user's claim has job %s (%v), want none", j.ID, err)
+	}
+	if code, _ := send(t, nil, "DELETE", "/api/v1/claims/u-pod", ""); code != http.StatusOK {
+		t.Errorf("the driver's DELETE = %d, want 200", code)
 	}
 }
 

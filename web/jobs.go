@@ -77,6 +77,12 @@ func (s *Server) submit(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// A claim job is the DRA driver's, whichever route submits it.
+	if spec.Claim != nil {
+		if err := s.mayClaim(callerOf(c)); err != nil {
+			return 0, nil, err
+		}
+	}
 	// The node validates too; validating here names the field even if
 	// the node's error loses its type on the way.
 	if err := spec.Validate(); err != nil {

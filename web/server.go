@@ -162,9 +162,9 @@ func (s *Server) routes() {
 	jobs.GET("/reconfigs", s.handle(s.reconfigs))
 	jobs.GET("/kernelsched", s.handle(s.kernelsched))
 	jobs.GET("/stream", s.stream)
-	jobs.PUT("/claims/:uid", s.handleStatus(s.prepareClaim))
-	jobs.GET("/claims/:uid", s.handle(s.getClaim))
-	jobs.DELETE("/claims/:uid", s.handleStatus(s.releaseClaim))
+	jobs.PUT("/claims/:uid", s.forClaims, s.handleStatus(s.prepareClaim))
+	jobs.GET("/claims/:uid", s.forClaims, s.handle(s.getClaim))
+	jobs.DELETE("/claims/:uid", s.forClaims, s.handleStatus(s.releaseClaim))
 
 	// Unknown routes and methods ask for the token too, so that an
 	// unauthenticated client learns nothing of the API.
