@@ -215,9 +215,9 @@ type Controller struct {
 	// change of load last moved the rung.
 	changedAt, badAt, lastTick, swungAt time.Duration
 	// fellAt is when a fall of load last relaxed the rung.
-	fellAt time.Duration
-	lastDown, started                   bool
-	calm                                time.Duration
+	fellAt            time.Duration
+	lastDown, started bool
+	calm              time.Duration
 	// enterRate is the services' request rate when the rung was climbed
 	// to: a fall well below it ends the wait for calm.
 	enterRate float64
