@@ -17,6 +17,11 @@ type Config struct {
 	Tick time.Duration
 	// Window is how far back a service's requests are judged.
 	Window time.Duration
+	// Evidence is how far back, since the last change of rung, misses are
+	// also counted (at least Window): a service of a few requests a second late a few
+	// times in a hundred never has the evidence within one Window (three
+	// late of the 40 requests of 5 s at 8/s), but has it over a minute.
+	Evidence time.Duration
 	// Settle: requests that ended within Settle of a change are not
 	// judged (the offline work released before it is still on the GPU).
 	Settle time.Duration
@@ -70,6 +75,7 @@ func DefaultConfig() Config {
 		Ladder:     DefaultLadder(),
 		Tick:       500 * time.Millisecond,
 		Window:     5 * time.Second,
+		Evidence:   time.Minute,
 		Settle:     500 * time.Millisecond,
 		Calm:       5 * time.Second,
 		MaxCalm:    80 * time.Second,
@@ -92,13 +98,15 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Ladder) == 0 {
 		c.Ladder = d.Ladder
 	}
-	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor, &c.Short} {
+	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Evidence, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor, &c.Short} {
 		if *p < 0 {
 			return c, fmt.Errorf("slo controller: negative duration %v", *p)
 		}
 	}
 	orZero(&c.Tick, d.Tick)
 	orZero(&c.Window, d.Window)
+	orZero(&c.Evidence, d.Evidence)
+	c.Evidence = max(c.Evidence, c.Window)
 	orZero(&c.Settle, d.Settle)
 	orZero(&c.Calm, d.Calm)
 	orZero(&c.MaxCalm, d.MaxCalm)
@@ -399,8 +407,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		if c.level == top {
 			return c.atTop(now, worst, worstSt)
 		}
-		if c.lastDown && now-c.changedAt < c.calm {
-			// The last step down did not hold: wait longer next time.
+		if c.lastDown && now-c.changedAt < max(c.calm, c.cfg.Evidence) {
+			// The last step down did not hold (its misses may take the
+			// Evidence span to show): wait longer next time.
 			c.calm = min(2*c.calm, c.cfg.MaxCalm)
 		}
 		c.enterRate = rate
@@ -423,7 +432,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		return c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
 			rising.id, swing, c.cfg.Short, rising.detail)), true
 	}
-	if fell && allMet && settled && c.level > 0 {
+	if fell && allMet && settled && c.level > 0 && c.belowEntry() {
 		c.swungAt, c.fellAt, c.calm, c.climb = now, now, c.cfg.Calm, nil
 		to, why := c.level-1, ""
 		// The last rise, if its load is gone, is undone with whatever was
@@ -500,6 +509,13 @@ func (c *Controller) swing(sv *service, now time.Duration) (ratio, before float6
 	}
 	return ratio, before
 }
+
+// belowEntry reports whether a fall of load may relax the rung at once:
+// only a pre-emption of a rise is undone so. A rung climbed on misses
+// waits for calm: a lull of a steady load looks like a fall now and then
+// (at 8 requests a second, 2 s hold 16 on average and 10 or fewer one
+// time in thirteen).
+func (c *Controller) belowEntry() bool { return len(c.rises) > 0 }
 
 // shortRate is a service's arrival rate over the last Short.
 func (c *Controller) shortRate(sv *service, now time.Duration) float64 {
@@ -636,10 +652,16 @@ func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float
 	}
 	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
 	budget := t.Budget() * float64(st.N)
-	if st.Late >= 2 && float64(st.Late) > budget {
-		if p := BinomialTail(st.N, st.Late, t.Budget()); p < c.cfg.Alpha {
-			sv.state, sv.detail = Missed, desc
-			return missed, -math.Log(p), st
+	if p, ok := c.evidence(st, t); ok {
+		sv.state, sv.detail = Missed, desc
+		return missed, -math.Log(p), st
+	}
+	// Misses too few for a Window may be many since the rung changed.
+	if long := sv.tr.Window(max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle), now); long.N > st.N {
+		if p, ok := c.evidence(long, t); ok {
+			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
+				long.Late, long.N, (now-max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
+			return missed, -math.Log(p), long
 		}
 	}
 	sv.state, sv.detail = Met, desc
@@ -647,6 +669,17 @@ func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float
 		return wellWithin, 0, st
 	}
 	return within, 0, st
+}
+
+// evidence reports whether st's late requests are more than a service
+// meeting its target exactly would have had, with probability below
+// Alpha, and that probability.
+func (c *Controller) evidence(st Stats, t Target) (float64, bool) {
+	if st.Late < 2 || float64(st.Late) <= t.Budget()*float64(st.N) {
+		return 1, false
+	}
+	p := BinomialTail(st.N, st.Late, t.Budget())
+	return p, p < c.cfg.Alpha
 }
 
 // needsProbe is a service with a ratio target and no latency alone that
