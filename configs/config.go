@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/partitioner"
@@ -265,7 +266,8 @@ type ServerConfig struct {
 	MaxStreams int `mapstructure:"max_streams"`
 }
 
-// FieldError is a bad configuration value; Key is its dotted key.
+// FieldError is a bad configuration value; Key is its dotted key. Value
+// is nil for a secret (server.token), which Error does not show.
 type FieldError struct {
 	Key    string
 	Value  any
@@ -273,6 +275,10 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
+	if e.Value == nil {
+		// A secret: the value is not shown.
+		return fmt.Sprintf("config key %s: %s", e.Key, e.Reason)
+	}
 	return fmt.Sprintf("config key %s: %q %s", e.Key, fmt.Sprint(e.Value), e.Reason)
 }
 
@@ -292,6 +298,7 @@ func (c *Config) Validate() error {
 		oneOf("gpu.backend", c.GPU.Backend, "auto", "nvml", "fake"),
 		validListen(c.Server.Listen),
 		c.Server.validToken(),
+		c.Server.longToken(),
 		oneOf("mps.enabled", c.MPS.Enabled, "auto", "true", "false"),
 		oneOf("kernelsched.enabled", c.KernelSched.Enabled, "auto", "true", "false"),
 		oneOf("kernelsched.policy", c.KernelSched.Policy, kernelsched.Policies()...),
@@ -364,6 +371,21 @@ func (s ServerConfig) validToken() error {
 	}
 	return &FieldError{Key: "server.listen", Value: s.Listen,
 		Reason: "is not a loopback address: set server.token (MMK_SERVER_TOKEN) so that requests must carry it"}
+}
+
+// MinTokenLen is the fewest characters a configured server.token may
+// have.
+const MinTokenLen = 16
+
+// longToken refuses a configured token too short to resist guessing; the
+// error gives its length, never the token.
+func (s ServerConfig) longToken() error {
+	n := utf8.RuneCountInString(s.Token)
+	if n == 0 || n >= MinTokenLen {
+		return nil
+	}
+	return &FieldError{Key: "server.token",
+		Reason: fmt.Sprintf("(not shown) is %d characters long, fewer than %d: set a longer one (or none, and mmkd makes one)", n, MinTokenLen)}
 }
 
 func validListen(addr string) error {

@@ -2,8 +2,10 @@ package configs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -134,6 +136,47 @@ func TestEnvName(t *testing.T) {
 	}
 }
 
+// TestTokenLength (issue 38, token hygiene): a configured server.token of
+// fewer than 16 characters is a config error that names the field and the
+// length and never shows the token; empty (mmkd makes one) is fine.
+func TestTokenLength(t *testing.T) {
+	tests := []struct {
+		name  string
+		token string
+		err   bool
+	}{
+		{"unset", "", false},
+		{"one character", "§", true},
+		{"six", "s3cret", true},
+		{"fifteen", "abcdefghijklmno", true},
+		{"fifteen characters, more bytes", "ééééééééééééééé", true},
+		{"sixteen", "abcdefghijklmnop", false},
+		{"long", "0123456789abcdef0123456789abcdef", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(Options{Environ: []string{"MMK_SERVER_TOKEN=" + tc.token}})
+			if !tc.err {
+				if err != nil {
+					t.Errorf("error %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Key != "server.token" {
+				t.Fatalf("got %v, want an error on server.token", err)
+			}
+			msg := err.Error()
+			if n := strconv.Itoa(len([]rune(tc.token))); !strings.Contains(msg, "server.token") || !strings.Contains(msg, " "+n+" ") || !strings.Contains(msg, "16") {
+				t.Errorf("error %q does not name the field, the length %s and the minimum", msg, n)
+			}
+			if strings.Contains(msg, tc.token) || fmt.Sprint(fe.Value) == tc.token {
+				t.Errorf("error %q shows the token", msg)
+			}
+		})
+	}
+}
+
 // TestDaemonKeys: the daemon's keys, their variables and their checks.
 func TestDaemonKeys(t *testing.T) {
 	tests := []struct {
@@ -144,7 +187,7 @@ func TestDaemonKeys(t *testing.T) {
 		{"defaults", nil, ""},
 		{"data dir from the environment", []string{"MMK_DATA_DIR=/srv/mmk"}, ""},
 		{"beyond loopback without a token", []string{"MMK_SERVER_LISTEN=0.0.0.0:7070"}, "server.listen"},
-		{"beyond loopback with a token", []string{"MMK_SERVER_LISTEN=0.0.0.0:7070", "MMK_SERVER_TOKEN=s3cret"}, ""},
+		{"beyond loopback with a token", []string{"MMK_SERVER_LISTEN=0.0.0.0:7070", "MMK_SERVER_TOKEN=s3cret-0123456789"}, ""},
 		{"ipv6 loopback", []string{"MMK_SERVER_LISTEN=[::1]:7070"}, ""},
 		{"localhost", []string{"MMK_SERVER_LISTEN=localhost:7070"}, ""},
 		{"bad policy", []string{"MMK_KERNELSCHED_POLICY=lottery"}, "kernelsched.policy"},

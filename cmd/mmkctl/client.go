@@ -47,7 +47,7 @@ func (f *serverFlags) client() (*client, error) {
 			// The token file is mmkd's user's (0600): another user has
 			// none and learns so from mmkd's 401.
 			if cfg, err := f.config.Load(); err == nil {
-				token, _ = cli.Token(cfg, false)
+				token, _ = cli.Token(cfg)
 			}
 		}
 		return newClient(addr, token)

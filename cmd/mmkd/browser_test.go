@@ -182,7 +182,7 @@ func (d *daemon) authJobs(t *testing.T, token string) []jobs.Job {
 // and the page reported no error.
 func TestDashboard(t *testing.T) {
 	b := startBrowser(t)
-	const token = "e2e-Secret-7f3a"
+	const token = "e2e-Secret-7f3a9c"
 	d := startTokenDaemon(t, token)
 	origin := "http://" + d.addr
 

@@ -23,7 +23,7 @@ const socketMode = 0o660
 // (server.token, or the data directory's, made on first start) and are
 // mmkd's own user; socket callers are known by theirs.
 func newAPI(cfg *configs.Config, backend partitioner.Backend, n *node.Node, log *slog.Logger) (*web.Server, error) {
-	token, err := cli.Token(cfg, true)
+	token, err := cli.ServerToken(cfg, log)
 	if err != nil {
 		return nil, err
 	}
