@@ -34,13 +34,14 @@ bin/libmmkhook.so: $(wildcard hook/lib/*.c hook/lib/*.h)
 	@mkdir -p bin
 	$(CC) $(HOOK_CFLAGS) -shared -o $@ $(HOOK_SRCS) -ldl -lpthread
 
-## hook-fakes: the hook, the fake CUPTI/GPU and the replay job for CI, in FAKE_DIR (kernelsched/server's tests call it)
+## hook-fakes: the hook, the fake CUPTI/GPU, the replay job and the fake CUPTI's stress test for CI, in FAKE_DIR (kernelsched/server's tests call it)
 FAKE_DIR ?= bin/fake
 hook-fakes:
 	@mkdir -p $(FAKE_DIR)
 	$(CC) $(HOOK_CFLAGS) -shared -o $(FAKE_DIR)/libmmkhook.so $(HOOK_SRCS) -ldl -lpthread
 	$(CC) $(HOOK_CFLAGS) -shared -o $(FAKE_DIR)/libfakecupti.so hook/fake/fakecupti.c
 	$(CC) $(filter-out -fPIC -fvisibility=hidden,$(HOOK_CFLAGS)) -o $(FAKE_DIR)/replay hook/fake/replay.c -ldl
+	$(CC) $(filter-out -fPIC -fvisibility=hidden,$(HOOK_CFLAGS)) -o $(FAKE_DIR)/cupti_stress hook/fake/cupti_stress.c -ldl -lpthread
 
 ## tools: developer programs under bench/ (bin/nvmlprobe: read-only NVML facts of GPU 0; bin/pareto: the co-location report)
 tools:

@@ -24,8 +24,16 @@
  * kernel whose descriptor keeps k of the fake GPU's 66 TPCs runs 66/k
  * times as long, as a kernel of many blocks does on fewer TPCs. Built by
  * the tests, never shipped.
+ *
+ * Like CUPTI it is thread-safe: any thread may launch, flush or subscribe
+ * while others do. The activity buffer is under a mutex (act_mu), held
+ * while the buffer callbacks run, so that a flush hands back every record
+ * made before it and a buffer is handed back once (the callbacks may call
+ * cuptiActivityGetNextRecord, not the rest of the activity API); the one
+ * subscriber is taken under another (sub_mu); the rest is atomic.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,9 +46,12 @@
 
 #define FAKE_MAX_CBID 1024
 
-static mmk_CUpti_CallbackFunc subscriber;
+/* The subscriber: set once, under sub_mu (data before the callback), read
+ * by launching threads. */
+static pthread_mutex_t sub_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic mmk_CUpti_CallbackFunc subscriber;
 static _Atomic uint32_t correlation;
-static void *subscriber_data;
+static void *_Atomic subscriber_data;
 /* Another thread may turn a callback on or off while launches run (the
  * hook's watcher does, protocol step 8), as CUPTI allows. */
 static _Atomic unsigned char enabled[FAKE_MAX_CBID];
@@ -51,14 +62,19 @@ static int table_taken(void);
 
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiSubscribe(mmk_CUpti_SubscriberHandle *sub, mmk_CUpti_CallbackFunc cb, void *data)
 {
-	if (subscriber || table_taken())
-		return 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
-	if (!sub || !cb)
-		return 1; /* CUPTI_ERROR_INVALID_PARAMETER */
-	subscriber = cb;
-	subscriber_data = data;
-	*sub = (mmk_CUpti_SubscriberHandle)&subscriber;
-	return MMK_CUPTI_SUCCESS;
+	pthread_mutex_lock(&sub_mu);
+	mmk_CUptiResult r = MMK_CUPTI_SUCCESS;
+	if (atomic_load(&subscriber) || table_taken())
+		r = 39; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+	else if (!sub || !cb)
+		r = 1; /* CUPTI_ERROR_INVALID_PARAMETER */
+	else {
+		atomic_store(&subscriber_data, data);
+		atomic_store(&subscriber, cb);
+		*sub = (mmk_CUpti_SubscriberHandle)&subscriber;
+	}
+	pthread_mutex_unlock(&sub_mu);
+	return r;
 }
 
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiEnableCallback(uint32_t enable, mmk_CUpti_SubscriberHandle sub, mmk_CUpti_CallbackDomain domain, mmk_CUpti_CallbackId cbid)
@@ -73,7 +89,8 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiEnableCallback(uint3
  * it returns 1 if it ran. */
 static int api_site(mmk_CUpti_CallbackId cbid, int site, const void *params, const char *symbol, uint32_t corr)
 {
-	if (!subscriber || cbid >= FAKE_MAX_CBID || !enabled[cbid])
+	mmk_CUpti_CallbackFunc cb = atomic_load(&subscriber);
+	if (!cb || cbid >= FAKE_MAX_CBID || !enabled[cbid])
 		return 0;
 	mmk_CUpti_CallbackData d;
 	memset(&d, 0, sizeof d);
@@ -82,7 +99,7 @@ static int api_site(mmk_CUpti_CallbackId cbid, int site, const void *params, con
 	d.symbolName = symbol;
 	d.correlationId = corr;
 	d.callbackSite = site;
-	subscriber(subscriber_data, MMK_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+	cb(atomic_load(&subscriber_data), MMK_CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 	return 1;
 }
 
@@ -135,7 +152,8 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiGetTimestamp(uint64_
 }
 
 /* Activity records: one buffer at a time, handed back when full or
- * flushed. */
+ * flushed; all of it under act_mu. */
+static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
 static mmk_CUpti_BuffersCallbackRequestFunc requested;
 static mmk_CUpti_BuffersCallbackCompleteFunc completed;
 static int kernels_on;
@@ -146,7 +164,9 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityRegisterCall
 {
 	if (!req || !comp)
 		return 1;
+	pthread_mutex_lock(&act_mu);
 	requested = req, completed = comp;
+	pthread_mutex_unlock(&act_mu);
 	return MMK_CUPTI_SUCCESS;
 }
 
@@ -154,32 +174,44 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityEnable(uint3
 {
 	if (kind != MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		return 1;
+	pthread_mutex_lock(&act_mu);
+	mmk_CUptiResult r = MMK_CUPTI_SUCCESS;
 	if (!requested)
-		return 15; /* CUPTI_ERROR_NOT_INITIALIZED: no buffer callbacks */
-	kernels_on = 1;
-	return MMK_CUPTI_SUCCESS;
+		r = 15; /* CUPTI_ERROR_NOT_INITIALIZED: no buffer callbacks */
+	else
+		kernels_on = 1;
+	pthread_mutex_unlock(&act_mu);
+	return r;
 }
 
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityDisable(uint32_t kind)
 {
 	if (kind != MMK_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
 		return 1;
+	pthread_mutex_lock(&act_mu);
 	kernels_on = 0;
+	pthread_mutex_unlock(&act_mu);
 	return MMK_CUPTI_SUCCESS;
 }
 
+/* hand_back hands the buffer back (act_mu held); it is no longer the
+ * fake's before the callback runs. */
 static void hand_back(void)
 {
-	if (buf)
-		completed(NULL, 0, buf, buf_size, buf_used);
+	uint8_t *b = buf;
+	size_t size = buf_size, used = buf_used;
 	buf = NULL, buf_size = buf_used = 0;
+	if (b)
+		completed(NULL, 0, b, size, used);
 }
 
 __attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	(void)flag;
+	pthread_mutex_lock(&act_mu);
 	if (completed)
 		hand_back();
+	pthread_mutex_unlock(&act_mu);
 	return MMK_CUPTI_SUCCESS;
 }
 
@@ -194,14 +226,14 @@ __attribute__((visibility("default"))) mmk_CUptiResult cuptiActivityGetNextRecor
 	return MMK_CUPTI_SUCCESS;
 }
 
-/* The fake GPU's timeline: when the last kernel queued on it ends. */
+/* The fake GPU's timeline: when the last kernel queued on it ends (set
+ * up once, open_timeline); and when the process's last kernel ends. */
 static _Atomic uint64_t own_gpu, *gpu;
-static uint64_t last_end;
+static pthread_once_t gpu_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t last_end;
 
-static _Atomic uint64_t *timeline(void)
+static void open_timeline(void)
 {
-	if (gpu)
-		return gpu;
 	gpu = &own_gpu;
 	const char *p = getenv("MMK_FAKE_GPU");
 	if (p && *p) {
@@ -214,21 +246,27 @@ static _Atomic uint64_t *timeline(void)
 		if (fd >= 0)
 			close(fd);
 	}
+}
+
+static _Atomic uint64_t *timeline(void)
+{
+	pthread_once(&gpu_once, open_timeline);
 	return gpu;
 }
 
 static void record(uint32_t corr, const mmk_cuLaunchKernel_params *p, const char *symbol, uint64_t start, uint64_t end)
 {
+	pthread_mutex_lock(&act_mu);
 	if (!kernels_on)
-		return;
+		goto out;
 	if (buf && buf_used + sizeof(mmk_CUpti_ActivityKernel) > buf_size)
 		hand_back();
 	if (!buf) {
 		size_t max = 0;
 		requested(&buf, &buf_size, &max);
 		if (!buf || buf_size < sizeof(mmk_CUpti_ActivityKernel)) {
-			buf = NULL;
-			return; /* CUPTI drops records it has no buffer for */
+			buf = NULL, buf_size = 0;
+			goto out; /* CUPTI drops records it has no buffer for */
 		}
 	}
 	mmk_CUpti_ActivityKernel *k = (mmk_CUpti_ActivityKernel *)(buf + buf_used);
@@ -243,6 +281,8 @@ static void record(uint32_t corr, const mmk_cuLaunchKernel_params *p, const char
 	k->correlationId = corr;
 	k->name = symbol;
 	buf_used += sizeof *k;
+out:
+	pthread_mutex_unlock(&act_mu);
 }
 
 /* The driver's callback table (tpcmask.c names its id and entries). */
@@ -250,28 +290,34 @@ enum { FAKE_TPCS = 66, QMD_DOMAIN = 0xb, QMD_PRE_UPLOAD = 1 };
 static const unsigned char table_id[16] = {0x2c, 0x8e, 0x0a, 0xd8, 0x07, 0x10, 0xab, 0x4e,
 					   0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b};
 typedef void (*qmd_fn)(void *, int, int, const void *);
-static qmd_fn qmd_cb;
-static void *qmd_data;
+static _Atomic qmd_fn qmd_cb; /* set once, under sub_mu (data first) */
+static void *_Atomic qmd_data;
 static _Atomic int qmd_on;
 static _Atomic uint64_t tpc_masked;
 static _Atomic uint32_t tpc_last_keep;
 
-static int table_taken(void) { return qmd_cb != NULL; }
+static int table_taken(void) { return atomic_load(&qmd_cb) != NULL; }
 
 static int fake_subscribe(uint32_t *handle, qmd_fn cb, void *data)
 {
-	if (qmd_cb || subscriber)
-		return 210; /* CUDA_ERROR_ALREADY_ACQUIRED: one subscriber */
-	if (!handle || !cb)
-		return 1;
-	qmd_cb = cb, qmd_data = data;
-	*handle = 7;
-	return 0;
+	pthread_mutex_lock(&sub_mu);
+	int r = 0;
+	if (table_taken() || atomic_load(&subscriber))
+		r = 210; /* CUDA_ERROR_ALREADY_ACQUIRED: one subscriber */
+	else if (!handle || !cb)
+		r = 1;
+	else {
+		atomic_store(&qmd_data, data);
+		atomic_store(&qmd_cb, cb);
+		*handle = 7;
+	}
+	pthread_mutex_unlock(&sub_mu);
+	return r;
 }
 
 static int fake_enable(uint32_t on, uint32_t handle, int domain, int cbid)
 {
-	if (handle != 7 || !qmd_cb)
+	if (handle != 7 || !table_taken())
 		return 1;
 	if (domain == QMD_DOMAIN && cbid == QMD_PRE_UPLOAD)
 		qmd_on = on ? 1 : 0;
@@ -294,7 +340,8 @@ __attribute__((visibility("default"))) int cuGetExportTable(const void **table, 
  * returns the TPCs it leaves the kernel (FAKE_TPCS: no mask). */
 static uint32_t descriptor_keep(void)
 {
-	if (!qmd_cb || !qmd_on)
+	qmd_fn cb = atomic_load(&qmd_cb);
+	if (!cb || !qmd_on)
 		return FAKE_TPCS;
 	unsigned char tmd[512];
 	memset(tmd, 0, sizeof tmd);
@@ -303,7 +350,7 @@ static uint32_t descriptor_keep(void)
 	uint32_t size = sizeof params;
 	memcpy(params, &size, sizeof size);
 	params[4] = tmd;
-	qmd_cb(qmd_data, QMD_DOMAIN, QMD_PRE_UPLOAD, params);
+	cb(atomic_load(&qmd_data), QMD_DOMAIN, QMD_PRE_UPLOAD, params);
 	uint32_t w[4], first;
 	memcpy(&first, tmd, sizeof first);
 	memcpy(w, tmd + 304, sizeof w);
@@ -342,8 +389,11 @@ __attribute__((visibility("default"))) void fake_launch(const mmk_cuLaunchKernel
 	do {
 		start = busy > now ? busy : now;
 	} while (!atomic_compare_exchange_weak(g, &busy, start + dur_ns));
-	last_end = start + dur_ns;
-	record(corr, p, symbol, start, last_end);
+	uint64_t end = start + dur_ns, last = atomic_load(&last_end);
+	/* The process's kernels end in launch order: the latest end stays. */
+	while (last < end && !atomic_compare_exchange_weak(&last_end, &last, end))
+		;
+	record(corr, p, symbol, start, end);
 	api_site(MMK_CBID_cuLaunchKernel, MMK_CUPTI_API_EXIT, p, symbol, corr);
 }
 
@@ -383,7 +433,9 @@ __attribute__((visibility("default"))) mmk_CUresult cuEventRecord(mmk_CUevent ev
 	struct fake_event *e = event_of(ev);
 	if (!e)
 		return MMK_CUDA_ERROR_INVALID_HANDLE;
-	uint64_t at = last_end > 0 ? last_end : 1;
+	uint64_t at = atomic_load(&last_end);
+	if (at == 0)
+		at = 1;
 	atomic_store(&e->done_at, at);
 	return MMK_CUDA_SUCCESS;
 }
@@ -414,9 +466,9 @@ __attribute__((visibility("default"))) void fake_sync(void)
 {
 	uint32_t corr = ++correlation;
 	api_site(MMK_CBID_cuCtxSynchronize_v2, MMK_CUPTI_API_ENTER, NULL, NULL, corr);
-	uint64_t now = now_ns();
-	if (last_end > now) {
-		uint64_t d = last_end - now;
+	uint64_t now = now_ns(), end = atomic_load(&last_end);
+	if (end > now) {
+		uint64_t d = end - now;
 		struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull), .tv_nsec = (long)(d % 1000000000ull)};
 		nanosleep(&ts, NULL);
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/mmkgpu/mmk/trace"
 )
 
-// cArtifacts are the hook, the fake CUPTI and the replay job, built once
-// by make hook-fakes.
-type cArtifacts struct{ hook, cupti, replay string }
+// cArtifacts are the hook, the fake CUPTI, the replay job and the fake
+// CUPTI's stress test, built once by make hook-fakes.
+type cArtifacts struct{ hook, cupti, replay, cuptiStress string }
 
 var (
 	buildOnce sync.Once
@@ -44,7 +44,8 @@ func buildC(t testing.TB) cArtifacts {
 			buildErr = err
 			return
 		}
-		built = cArtifacts{filepath.Join(dir, "libmmkhook.so"), filepath.Join(dir, "libfakecupti.so"), filepath.Join(dir, "replay")}
+		built = cArtifacts{filepath.Join(dir, "libmmkhook.so"), filepath.Join(dir, "libfakecupti.so"), filepath.Join(dir, "replay"),
+			filepath.Join(dir, "cupti_stress")}
 		// The Makefile's flags, one place for both.
 		if out, err := exec.Command("make", "-s", "-C", root, "hook-fakes", "FAKE_DIR="+dir).CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("make hook-fakes: %v\n%s", err, out)
