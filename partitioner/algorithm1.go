@@ -32,6 +32,10 @@ type Job struct {
 	// Kubernetes claim whose device the cluster's scheduler allocated
 	// (see Pin).
 	Pin *Pin `json:"pin,omitempty"`
+	// Avoid are GPUs (indexes of Request.GPUs) the job must not be placed
+	// on: a job moved off a GPU whose services missed their targets
+	// (Relieve) is not placed back there.
+	Avoid []int `json:"avoid,omitempty"`
 }
 
 // Pin holds a job to one instance that someone else chose. A pinned job
@@ -271,7 +275,7 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 				continue
 			}
 			var err error
-			waiting, err = d.searchLayout(&gpus[g], waiting, keep)
+			waiting, err = d.searchLayout(&gpus[g], g, waiting, keep)
 			if err != nil {
 				return nil, fmt.Errorf("gpu %d: %w", g, err)
 			}
@@ -464,7 +468,7 @@ func (d *decider) placeBest(gpus []GPUPlan, j Job) (bool, error) {
 		// Empty instances of one profile on a GPU are alike: try the first.
 		var emptyTried []*Profile
 		for i, in := range gpus[g].Layout.Instances {
-			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) {
+			if j.Pin != nil && (j.Pin.GPU != g || j.Pin.Instance != i) || slices.Contains(j.Avoid, g) {
 				continue
 			}
 			n := d.busyIn(gpus[g].Jobs, i, j)
@@ -524,7 +528,7 @@ func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 		if j.Pin != nil {
 			k.pin = *j.Pin
 		}
-		if slices.Contains(failed, k) {
+		if len(j.Avoid) == 0 && slices.Contains(failed, k) {
 			left = append(left, j)
 			continue
 		}
@@ -534,6 +538,9 @@ func (d *decider) placeAll(gpus []GPUPlan, jobs []Job) ([]Job, error) {
 		}
 		if ok {
 			failed = failed[:0]
+		} else if len(j.Avoid) > 0 {
+			// Its GPUs differ from those of a job like it.
+			left = append(left, j)
 		} else {
 			failed = append(failed, k)
 			left = append(left, j)

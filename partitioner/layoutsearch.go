@@ -15,7 +15,7 @@ import (
 // layouts that hold every online job's instance, same profile at the
 // same placement, are tried, the online jobs stay in them at their
 // percentages, and a candidate that would change one is dropped.
-func (d *decider) searchLayout(g *GPUPlan, waiting []Job, keepOnline bool) ([]Job, error) {
+func (d *decider) searchLayout(g *GPUPlan, gi int, waiting []Job, keepOnline bool) ([]Job, error) {
 	m := g.Layout.Model
 	profiles, err := m.SelectProfiles(d.opt.Profiles)
 	if err != nil {
@@ -30,10 +30,14 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job, keepOnline bool) ([]Jo
 		}
 		jobs = append(jobs, p.Job)
 	}
+	var elsewhere []Job
 	for _, w := range waiting {
-		// A pinned job waits for its own instance, on another GPU.
-		if w.Pin == nil {
+		// A pinned job waits for its own instance, on another GPU; a job
+		// that avoids this GPU waits for another.
+		if w.Pin == nil && !slices.Contains(w.Avoid, gi) {
 			jobs = append(jobs, w)
+		} else {
+			elsewhere = append(elsewhere, w)
 		}
 	}
 	jobs = d.placeOrder(jobs)
@@ -83,9 +87,11 @@ func (d *decider) searchLayout(g *GPUPlan, waiting []Job, keepOnline bool) ([]Jo
 		return waiting, nil
 	}
 	*g = *best
-	// What still waits keeps its arrival order.
+	// What still waits keeps its arrival order: the jobs placed leave it,
+	// those waiting for another GPU stay.
 	return slices.DeleteFunc(slices.Clone(waiting), func(w Job) bool {
-		return !slices.ContainsFunc(bestLeft, func(j Job) bool { return j.ID == w.ID })
+		return !slices.ContainsFunc(bestLeft, func(j Job) bool { return j.ID == w.ID }) &&
+			!slices.ContainsFunc(elsewhere, func(j Job) bool { return j.ID == w.ID })
 	}), nil
 }
 

@@ -1,0 +1,109 @@
+package partitioner
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// hitEstimator: a job's speed grows with its SMs to its saturation, and
+// each co-runner of type T multiplies it by 1 - hit[T].
+type hitEstimator struct {
+	saturate map[string]float64
+	hit      map[string]float64
+}
+
+func (e *hitEstimator) Speed(j Job, sms, gpuSMs, percent int, co []Share) (float64, error) {
+	sat, ok := e.saturate[j.Type]
+	if !ok {
+		return 0, fmt.Errorf("no curve for %s", j.Type)
+	}
+	s := math.Min(1, float64(sms)*float64(percent)/100/sat)
+	for _, c := range co {
+		s *= 1 - e.hit[c.Job.Type]
+	}
+	return s, nil
+}
+
+// TestRelieve: a service that misses its target has the offline job
+// that contends with it most moved to another GPU that takes it, one with
+// no service first; none moves where no GPU has room, a pinned job never
+// moves, and nothing moves for a service that holds its target.
+func TestRelieve(t *testing.T) {
+	m := a100(t).MIGDisabled()
+	est := &hitEstimator{saturate: map[string]float64{"svc": 108, "heavy": 108, "light": 108, "big": 108},
+		hit: map[string]float64{"heavy": 0.5, "light": 0.1, "svc": 0.2, "big": 0.3}}
+	whole := func(jobs ...Placed) GPUPlan { return GPUPlan{Layout: layout(t, m, "7g.80gb"), Jobs: jobs} }
+	svc := func(id string) Placed {
+		return Placed{Job: Job{ID: id, Type: "svc", Online: true, MemoryMiB: 4000, Load: 0.3}, Percent: 100, Speed: 0.8}
+	}
+	off := func(id, typ string, mem int64) Placed {
+		return Placed{Job: Job{ID: id, Type: typ, MemoryMiB: mem}, Percent: 100, Speed: 0.5}
+	}
+	pinned := off("heavy", "heavy", 8000)
+	pinned.Job.Pin = &Pin{GPU: 0, Instance: 0}
+	for _, tc := range []struct {
+		name    string
+		gpus    []GPUPlan
+		missing []string
+		want    string // "JOB FROM->TO", or "" for no move
+	}{
+		{"the heavier trainer moves", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000), off("light", "light", 8000)), whole()}, []string{"s"}, "heavy 0->1"},
+		{"no room elsewhere", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(off("big", "big", 78000))}, []string{"s"}, ""},
+		{"a pinned job stays", []GPUPlan{whole(svc("s"), pinned, off("light", "light", 8000)), whole()}, []string{"s"}, "light 0->1"},
+		{"a service that holds moves nothing", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole()}, nil, ""},
+		{"a GPU without services first", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t")), whole()}, []string{"s"}, "heavy 0->2"},
+		{"next to a service if that is all", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t"))}, []string{"s"}, "heavy 0->1"},
+		{"no offline job beside it", []GPUPlan{whole(svc("s")), whole()}, []string{"s"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			moves, err := Relieve(Request{GPUs: tc.gpus}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true, Spread: true}, tc.missing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mv := range moves {
+				got = append(got, fmt.Sprintf("%s %d->%d", mv.Job, mv.From, mv.To))
+				if mv.Why == "" || !strings.Contains(mv.Why, mv.Service) {
+					t.Errorf("move %+v: no reason naming the service", mv)
+				}
+			}
+			if g := strings.Join(got, ", "); g != tc.want {
+				t.Errorf("moves %q, want %q (%+v)", g, tc.want, moves)
+			}
+		})
+	}
+}
+
+// TestAvoidIsHonoured: a pending job that avoids a GPU is placed on
+// another, or waits (and stays in the plan's waiting list), even where
+// the GPU it avoids would take it best.
+func TestAvoidIsHonoured(t *testing.T) {
+	m := a100(t).MIGDisabled()
+	est := &hitEstimator{saturate: map[string]float64{"heavy": 108, "big": 108}, hit: map[string]float64{"heavy": 0.5, "big": 0.5}}
+	whole := func(jobs ...Placed) GPUPlan { return GPUPlan{Layout: layout(t, m, "7g.80gb"), Jobs: jobs} }
+	busy := Placed{Job: Job{ID: "b", Type: "big", MemoryMiB: 8000}, Percent: 100, Speed: 0.5}
+	for _, tc := range []struct {
+		name string
+		gpus []GPUPlan
+		want int // GPU, -1: waits
+	}{
+		{"placed on the other GPU, though busier", []GPUPlan{whole(), whole(busy)}, 1},
+		{"waits where only the avoided GPU has room", []GPUPlan{whole(), whole(Placed{Job: Job{ID: "f", Type: "big", MemoryMiB: 80000}, Percent: 100, Speed: 1})}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := Job{ID: "j", Type: "heavy", MemoryMiB: 8000, Avoid: []int{0}}
+			plan, err := Decide(Request{GPUs: tc.gpus, Pending: []Job{j}}, est, Options{FixedMIG: true, PriorityShares: true, Spread: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := placedOn(plan, "j"); got != tc.want {
+				t.Errorf("placed on GPU %d, want %d", got, tc.want)
+			}
+			if tc.want < 0 && (len(plan.Waiting) != 1 || plan.Waiting[0].ID != "j") {
+				t.Errorf("waiting %+v, want j", plan.Waiting)
+			}
+		})
+	}
+}
