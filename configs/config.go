@@ -217,6 +217,15 @@ type PlacementConfig struct {
 	// takes held a few more services at 1.4-1.5x the mean JCT of MPS with
 	// priority by hand where load was high.
 	SLOMaxWait time.Duration `mapstructure:"slo_max_wait"`
+	// MoveAfter is how long an instance's latency controller must hold
+	// its services only at its top rung (or not at all) before an offline
+	// job beside them is moved to another GPU with room (restarted from
+	// its checkpoint; node.MoveConfig); 0: never. Off by default: it is
+	// tested on the fake backend, not yet measured on GPUs.
+	MoveAfter time.Duration `mapstructure:"move_after"`
+	// MoveMaxLost is the most a move may cost the moved job: its measured
+	// restart cost (stop, start-up, work since its last checkpoint).
+	MoveMaxLost time.Duration `mapstructure:"move_max_lost"`
 }
 
 // LogConfig configures log/slog.
@@ -309,6 +318,8 @@ func (c *Config) Validate() error {
 		notNegative("jobs.retention", int64(c.Jobs.Retention)),
 		notNegative("jobs.usage_interval", int64(c.Jobs.UsageInterval)),
 		notNegative("placement.slo_max_wait", int64(c.Placement.SLOMaxWait)),
+		notNegative("placement.move_after", int64(c.Placement.MoveAfter)),
+		notNegative("placement.move_max_lost", int64(c.Placement.MoveMaxLost)),
 		oneOf("mps.memory_limit", c.MPS.MemoryLimit, "spec", "all", "off"),
 		notNegative("mps.memory_limit_margin_pct", c.MPS.MemoryLimitMarginPct),
 		notNegative("mps.memory_limit_margin_mib", c.MPS.MemoryLimitMarginMiB),

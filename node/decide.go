@@ -92,6 +92,11 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 	if w := n.nextWaitOut(plan.Waiting); w > 0 && (again == 0 || w < again) {
 		again = w
 	}
+	// Offline jobs beside services strained for long move to another GPU
+	// with room (placement.move_after).
+	if w := n.relieve(gpus); w > 0 && (again == 0 || w < again) {
+		again = w
+	}
 	return again
 }
 
@@ -167,6 +172,12 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 			pj := n.partJob(j, measured, top)
 			if n.waitedOut(j, pj) {
 				pj.MinSpeed = 0
+			}
+			if g, ok := n.strain.avoid[id]; ok {
+				// Moved off that GPU (move.go): placed elsewhere.
+				if p, ok := pos[g]; ok {
+					pj.Avoid = []int{p}
+				}
 			}
 			if j.IsClaim() {
 				// A claim waits for the instance it was allocated.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
 	"github.com/mmkgpu/mmk/mps"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/trace"
@@ -61,6 +62,12 @@ type Config struct {
 	// SLOMaxWait is how long a waiting online job's own need holds it
 	// back (placement.slo_max_wait; 0: as long as it takes).
 	SLOMaxWait time.Duration
+	// Move moves offline jobs off GPUs whose services are strained
+	// (placement.move_after; move.go); its zero value never moves.
+	Move MoveConfig
+	// controllerViews, when set, stands for the instances' latency
+	// controllers in what moves read (tests); nil: the kernel schedulers'.
+	controllerViews func() map[string]server.SLOView
 	// Sched runs kernel scheduler servers and attaches the hook; nil: no
 	// kernel scheduling.
 	Sched *SchedConfig
@@ -129,6 +136,9 @@ type Node struct {
 	// stopRetry are jobs whose stop request failed; each decision asks
 	// again.
 	stopRetry map[string]bool
+	// strain is the strained instances and the moved jobs (move.go);
+	// its avoid map is read under mu by request.
+	strain strainState
 	// envFailures counts, per job, starts that failed before the process
 	// (an MPS daemon, a scheduler); the job goes back to pending until
 	// maxEnvFailures.
@@ -286,8 +296,9 @@ func New(cfg Config) (*Node, error) {
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
-		usage: map[string]*jobUsage{},
-		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
+		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}},
+		usage:  map[string]*jobUsage{},
+		slo:    sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)

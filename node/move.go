@@ -1,0 +1,179 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// MoveConfig moves offline jobs off GPUs whose services their instance's
+// latency controller cannot hold without its dearest restraint
+// (placement.move_after, placement.move_max_lost).
+type MoveConfig struct {
+	// After is how long an instance must stay strained (its controller on
+	// its top rung, or a service not held there) before an offline job
+	// beside its services is moved to another GPU that has room for it
+	// (partitioner.Relieve); 0: never.
+	After time.Duration
+	// MaxLost is the most a move may cost the moved job: its measured
+	// restart cost (stop, start-up until it works on the GPU again, and
+	// the work since its last checkpoint; restartCost).
+	MaxLost time.Duration
+}
+
+// strainState is what the node keeps of strained instances and moved
+// jobs: since when each instance key has been strained, and the GPU
+// (NVML index) each moved job must not be placed back on.
+type strainState struct {
+	since map[string]time.Time
+	avoid map[string]int
+}
+
+// strained reports whether an instance's controller holds its services
+// only at its dearest restraint, or not at all: on its top rung, or with
+// a service not held whose misses are the offline jobs' doing (a futile
+// climb, where restraining them did not help, is not).
+func strained(sv instanceView) bool {
+	if !sv.active || len(sv.ladder) < 2 {
+		return false
+	}
+	if sv.level == len(sv.ladder)-1 {
+		return true
+	}
+	return slices.ContainsFunc(sv.services, func(s serviceState) bool {
+		return s.state == slo.NotHeld && !strings.Contains(s.detail, "does not help")
+	})
+}
+
+// instanceView and serviceState are what strained reads of a
+// controller's view.
+type instanceView struct {
+	active   bool
+	ladder   []string
+	level    int
+	services []serviceState
+}
+
+type serviceState struct {
+	job, detail string
+	state       slo.State
+}
+
+// relieve moves offline jobs off GPUs whose services have been strained
+// for MoveConfig.After, where partitioner.Relieve finds another GPU that
+// takes them and their restart costs at most MaxLost. It returns when to
+// look again (0: no instance has a controller to watch).
+func (n *Node) relieve(gpus []gpuInfo) time.Duration {
+	if n.cfg.Move.After <= 0 {
+		return 0
+	}
+	now := n.cfg.Now()
+	var missing []string
+	next := time.Duration(0)
+	seen := map[string]bool{}
+	views := n.sloViews(false)
+	if n.cfg.controllerViews != nil {
+		views = n.cfg.controllerViews()
+	}
+	if len(views) > 0 {
+		// Strain begins between decisions: look again within a quarter
+		// of After.
+		next = max(time.Second, n.cfg.Move.After/4)
+	}
+	for key, sv := range views {
+		v := instanceView{active: sv.Active, ladder: sv.Ladder, level: sv.Level}
+		for _, s := range sv.Services {
+			v.services = append(v.services, serviceState{job: s.Job, detail: s.Detail, state: s.State})
+		}
+		if !strained(v) {
+			continue
+		}
+		seen[key] = true
+		since, ok := n.strain.since[key]
+		if !ok {
+			since = now
+			n.strain.since[key] = now
+		}
+		if wait := n.cfg.Move.After - now.Sub(since); wait > 0 {
+			next = min(next, wait)
+			continue
+		}
+		for _, s := range sv.Services {
+			if s.Job != "" {
+				missing = append(missing, s.Job)
+			}
+		}
+	}
+	for key := range n.strain.since {
+		if !seen[key] {
+			delete(n.strain.since, key)
+		}
+	}
+	n.pruneAvoid()
+	if len(missing) == 0 {
+		return next
+	}
+	req, placedOn := n.request(gpus)
+	moves, err := partitioner.Relieve(req, n.est, n.placementOptions(gpus), missing)
+	if err != nil {
+		n.cfg.Log.Error("placement: relieve", "err", err)
+		return retryAfter
+	}
+	for _, mv := range moves {
+		n.moveJob(gpus, placedOn, mv, now)
+	}
+	// The strained instances wait another After before the next move.
+	for _, id := range missing {
+		if j, ok := n.get(id); ok && j.Placement != nil {
+			n.strain.since[j.Placement.InstanceKey] = now
+		}
+	}
+	return n.cfg.Move.After
+}
+
+// moveJob carries out one move: the job is restarted (SIGTERM, its
+// checkpoint) and placed again off its GPU, if its restart costs at most
+// MaxLost; the move, or why it was not made, goes to the log, the jobs'
+// events and the reconfiguration history.
+func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now time.Time) {
+	j, ok := n.get(mv.Job)
+	if !ok || j.State != jobs.Running {
+		return
+	}
+	from := gpus[placedOn[mv.From]].state.Index
+	to := gpus[placedOn[mv.To]].state.Index
+	cost, desc := n.restartCost(&j, now)
+	if cost.Lost > n.cfg.Move.MaxLost.Seconds() {
+		why := fmt.Sprintf("not moved off GPU %d to relieve %s: its restart would cost %.0fs, more than placement.move_max_lost %v (%s)",
+			from, mv.Service, cost.Lost, n.cfg.Move.MaxLost, desc)
+		n.cfg.Log.Info("placement: move", "job", mv.Job, "verdict", why)
+		n.note(mv.Job, why)
+		return
+	}
+	n.mu.Lock()
+	n.strain.avoid[mv.Job] = from
+	n.mu.Unlock()
+	why := fmt.Sprintf("moved off GPU %d to GPU %d: %s; restart cost %s", from, to, mv.Why, desc)
+	n.cfg.Log.Info("placement: move", "job", mv.Job, "service", mv.Service, "from", from, "to", to, "why", why)
+	n.restart(mv.Job, why)
+	n.note(mv.Service, fmt.Sprintf("offline job %s moved off its GPU to relieve it: %s", mv.Job, mv.Why))
+	g := gpus[placedOn[mv.From]]
+	n.record(jobs.Reconfig{Time: now, GPU: from, Cause: "move: " + mv.Why, From: layoutText(g), To: layoutText(g), Restarted: []string{mv.Job}}, now)
+}
+
+// pruneAvoid forgets the GPUs moved jobs avoid once they run again or
+// ended.
+func (n *Node) pruneAvoid() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id := range n.strain.avoid {
+		if j, ok := n.jobs[id]; !ok || (j.State != jobs.Pending && j.State != jobs.Restarting) {
+			delete(n.strain.avoid, id)
+		}
+	}
+}
