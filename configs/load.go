@@ -154,3 +154,14 @@ func (c LogConfig) NewLogger(w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
+// EnvNames returns the environment variable of every configuration key,
+// sorted: what a caller clears to load the embedded defaults alone.
+func EnvNames() ([]string, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(defaultYAML)); err != nil {
+		return nil, fmt.Errorf("embedded defaults: %w", err)
+	}
+	return sorted(envNames(v.AllKeys())), nil
+}

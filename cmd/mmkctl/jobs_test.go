@@ -237,7 +237,9 @@ func TestJobCommandErrors(t *testing.T) {
 		{"bad workload", []string{"submit", "--addr", addr, "--workload", "resnet50", "--", "x"}, "flag --workload:"},
 		{"bad address", []string{"jobs", "--addr", "ftp://x"}, `mmkd address "ftp://x"`},
 		{"mmkd down", []string{"jobs", "--addr", closed}, "mmkd is not reachable at http://" + closed + ": connection refused"},
-		{"no token", []string{"jobs", "--addr", secured}, "requires a token: send Authorization: Bearer <token> [field Authorization] (give the token with --token or MMK_TOKEN"},
+		// An empty data directory of its own: the default one may hold a
+		// token (the machine's, after make run; clitest's here).
+		{"no token", []string{"jobs", "--addr", secured, "--data-dir", t.TempDir()}, "requires a token: send Authorization: Bearer <token> [field Authorization] (give the token with --token or MMK_TOKEN"},
 		{"wrong token", []string{"jobs", "--addr", secured, "--token", "guess"}, "the bearer token is not valid"},
 		{"bad tail", []string{"logs", "--addr", addr, "--tail", "-1", done}, "flag --tail: -1 is negative"},
 	}

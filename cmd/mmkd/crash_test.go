@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mmkgpu/mmk/internal/clitest"
 	"github.com/mmkgpu/mmk/jobs"
 )
 
 // TestMain lets the test binary play mmkd (for the crash test) and the
-// job supervisor mmkd starts (os.Executable is the test binary).
+// job supervisor mmkd starts (os.Executable is the test binary), and
+// runs the tests off the machine's state (clitest).
 func TestMain(m *testing.M) {
+	clitest.Child()
 	if len(os.Args) > 1 && os.Args[1] == "shim" {
 		os.Exit(jobs.ShimMain(os.Args[2:]))
 	}
@@ -35,7 +38,7 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("MMK_TEST_SOCKET_CLIENT"); sock != "" {
 		os.Exit(socketClient(sock, os.Args[1], os.Args[2], os.Args[3]))
 	}
-	os.Exit(m.Run())
+	clitest.Main(m)
 }
 
 // daemon is an mmkd process of the crash test.

@@ -25,9 +25,23 @@ const (
 	SocketName = "mmkd.sock"
 	// TokenName is the file of the API's token in the data directory.
 	TokenName = "token"
-	// rootDataDir is the data directory of an mmkd run as root.
-	rootDataDir = "/var/lib/mmk"
 )
+
+// rootDataDir is the data directory of an mmkd run as root, the
+// machine's. A variable only so that a test binary can stand a directory
+// of its own in for it (UseMachineDataDir).
+var rootDataDir = "/var/lib/mmk"
+
+// UseMachineDataDir makes dir stand for /var/lib/mmk, the machine's data
+// directory (root's mmkd's), wherever a default leads there, and returns
+// what undoes it. It is for a test binary's TestMain (clitest.Main),
+// before any test runs, so that no test reads or writes the machine's
+// state; nothing else calls it.
+func UseMachineDataDir(dir string) (restore func()) {
+	old := rootDataDir
+	rootDataDir = dir
+	return func() { rootDataDir = old }
+}
 
 // DataDir is the configured data directory, or the default: /var/lib/mmk
 // for root, else ~/.local/state/mmk.
