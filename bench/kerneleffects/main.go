@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/progress"
 	"github.com/mmkgpu/mmk/sim/jobsim"
 	"github.com/mmkgpu/mmk/trace"
 )
@@ -37,14 +38,15 @@ func run(out, policy string, seed uint64) error {
 		}
 	}
 	effects := make([]jobsim.KernelEffect, len(pairs))
+	prog := progress.New(os.Stderr)
 	for i, p := range pairs {
 		var err error
 		if effects[i], err = jobsim.MeasureKernelEffect(p[0], p[1], policy, seed); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "\r%d/%d pairs", i+1, len(pairs))
+		prog.Updatef(i+1, len(pairs), "%d/%d pairs", i+1, len(pairs))
 	}
-	fmt.Fprintln(os.Stderr)
+	prog.End()
 	b, err := json.MarshalIndent(effects, "", "  ")
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mmkgpu/mmk/internal/progress"
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/sim"
 	"github.com/mmkgpu/mmk/trace"
@@ -67,17 +68,15 @@ func run(out string, duration time.Duration, seed uint64) error {
 		traces[n] = t
 	}
 	events := 0
-	progress := func(what string) func(int, int, string) {
+	prog := progress.New(os.Stderr)
+	report := func(what string) func(int, int, string) {
 		return func(done, total int, name string) {
-			fmt.Fprintf(os.Stderr, "\r%-60s %d/%d %s   ", what, done, total, time.Since(start).Round(time.Second))
-			if done == total {
-				fmt.Fprintln(os.Stderr)
-			}
+			prog.Updatef(done, total, "%-60s %d/%d %s", what, done, total, time.Since(start).Round(time.Second))
 		}
 	}
 	exp := func(tasks []sim.Task, pols []string, sched kernelsched.Config, g sim.GPUConfig, hold sim.HoldMode, what string) (*sim.Report, error) {
 		rep, err := sim.Experiment{Tasks: tasks, Policies: pols, Duration: duration, Seed: seed, Sched: sched, GPU: g, Hold: hold,
-			Parallel: runtime.NumCPU(), Progress: progress(what)}.Run()
+			Parallel: runtime.NumCPU(), Progress: report(what)}.Run()
 		if err == nil {
 			events += rep.Events
 		}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/progress"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/sim/jobsim"
 	slotarget "github.com/mmkgpu/mmk/slo"
@@ -263,6 +264,7 @@ func (r *runner) runAll(runs []run, parallel int) (map[run]*jobsim.Result, error
 	work := make(chan run)
 	var wg sync.WaitGroup
 	start, done := time.Now(), 0
+	prog := progress.New(os.Stderr)
 	for range parallel {
 		wg.Add(1)
 		go func() {
@@ -277,7 +279,7 @@ func (r *runner) runAll(runs []run, parallel int) (map[run]*jobsim.Result, error
 				}
 				out[x] = res
 				done++
-				fmt.Fprintf(os.Stderr, "\rpartition: %d/%d simulations (%s)   ", done, len(runs), time.Since(start).Round(time.Second))
+				prog.Updatef(done, len(runs), "partition: %d/%d simulations (%s)", done, len(runs), time.Since(start).Round(time.Second))
 				mu.Unlock()
 			}
 		}()
@@ -287,7 +289,7 @@ func (r *runner) runAll(runs []run, parallel int) (map[run]*jobsim.Result, error
 	}
 	close(work)
 	wg.Wait()
-	fmt.Fprintln(os.Stderr)
+	prog.End()
 	slow := slices.SortedFunc(maps.Keys(took), func(a, b run) int { return cmp.Compare(took[b], took[a]) })
 	fmt.Fprintf(os.Stderr, "partition: the slowest simulations:")
 	for _, x := range slow[:min(8, len(slow))] {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/progress"
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/sim"
 	"github.com/mmkgpu/mmk/trace"
@@ -146,15 +147,12 @@ func runSimKernels(a *app, cmd *cobra.Command, f *simKernelsFlags) error {
 		}
 		e.Timeline = w
 	}
-	stderr := cmd.ErrOrStderr()
-	start := time.Now()
+	prog, start := progress.New(cmd.ErrOrStderr()), time.Now()
 	e.Progress = func(done, total int, name string) {
-		fmt.Fprintf(stderr, "\rsimulated %d/%d (%s, %s)   ", done, total, name, time.Since(start).Round(time.Second))
-		if done == total {
-			fmt.Fprintln(stderr)
-		}
+		prog.Updatef(done, total, "simulated %d/%d (%s, %s)", done, total, name, time.Since(start).Round(time.Second))
 	}
 	rep, err := e.Run()
+	prog.End()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/progress"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/predictor"
 	"github.com/mmkgpu/mmk/sim/jobsim"
@@ -140,16 +141,12 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 	if err != nil {
 		return err
 	}
-	stderr := cmd.ErrOrStderr()
-	start := time.Now()
+	prog, start := progress.New(cmd.ErrOrStderr()), time.Now()
 	e := jobsim.Experiment{
 		Workload: f.workload, Jobs: jobs, Model: model, GPUs: f.gpus, Policies: policies,
 		Models: models, MIGReconfig: f.migReconfig, MaxShare: f.maxShare, SLOFactor: f.sloFactor, SLOHeadroom: f.sloHeadroom, SLOMaxWait: f.sloMaxWait, Seed: f.seed, OracleError: f.oracleError,
 		Progress: func(policy string, done, total int) {
-			fmt.Fprintf(stderr, "\r%s: %d/%d jobs done (%s)   ", policy, done, total, time.Since(start).Round(time.Second))
-			if done == total {
-				fmt.Fprintln(stderr)
-			}
+			prog.Updatef(done, total, "%s: %d/%d jobs done (%s)", policy, done, total, time.Since(start).Round(time.Second))
 		},
 	}
 	var placements *predictor.Placements
@@ -168,6 +165,7 @@ func runSimJobs(a *app, cmd *cobra.Command, f *simJobsFlags) error {
 		e.OnPlan = func(_ string, plan *partitioner.Plan) { placements.Add(plan) }
 	}
 	results, err := e.Run()
+	prog.End()
 	if err != nil {
 		return err
 	}
