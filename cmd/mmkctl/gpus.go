@@ -33,7 +33,7 @@ func newGPUsCommand(a *app) *cobra.Command {
 // withInventory opens the backend the configuration selects, reads its
 // GPUs with their instances and calls f while the backend is open.
 func (a *app) withInventory(cmd *cobra.Command, f func(partitioner.Backend, []partitioner.GPUState) error) error {
-	b, err := a.openBackend(cmd)
+	b, err := a.openBackend()
 	if err != nil {
 		return err
 	}

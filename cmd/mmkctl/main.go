@@ -56,13 +56,17 @@ func newRootCommand() *cobra.Command {
 }
 
 // openBackend loads the configuration with the command's flags and opens
-// the GPU backend it selects, logging to the command's stderr.
-func (a *app) openBackend(cmd *cobra.Command) (partitioner.Backend, error) {
+// the GPU backend it selects. Where gpu.backend is auto and no NVIDIA
+// driver is installed that is the fake, without a warning (mmkd logs one
+// at its start): the commands that read GPUs say which backend they read
+// (gpus' table, mig profiles --index), --backend nvml insists on real
+// GPUs, and a command that needs one (profile) fails on the fake's.
+func (a *app) openBackend() (partitioner.Backend, error) {
 	cfg, err := a.flags.Load()
 	if err != nil {
 		return nil, err
 	}
-	return cli.OpenBackend(cfg, cfg.Log.NewLogger(cmd.ErrOrStderr()))
+	return cli.OpenBackend(cfg, nil)
 }
 
 // printer writes the command's result in the chosen format.

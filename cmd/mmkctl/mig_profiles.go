@@ -71,7 +71,7 @@ func (f *profilesFlags) run(a *app, cmd *cobra.Command) (*profilesResult, error)
 		}
 		return &profilesResult{Source: "built-in", Model: m}, nil
 	}
-	b, err := a.openBackend(cmd)
+	b, err := a.openBackend()
 	if err != nil {
 		return nil, err
 	}

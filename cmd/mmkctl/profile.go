@@ -118,7 +118,7 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 		fmt.Fprintf(stderr, "%d configurations, %d runs with repetitions, %d samples\n", len(runs), len(steps), samples)
 		return nil
 	}
-	backend, err := a.openBackend(cmd)
+	backend, err := a.openBackend()
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,8 @@ func (f *Flags) Load() (*configs.Config, error) {
 	return configs.Load(configs.Options{File: f.configFile, Flags: flags, Environ: os.Environ()})
 }
 
-// OpenBackend opens the GPU backend the configuration selects.
+// OpenBackend opens the GPU backend the configuration selects; log gets
+// the warning that auto chose the fake (no NVIDIA driver), nil drops it.
 func OpenBackend(c *configs.Config, log *slog.Logger) (partitioner.Backend, error) {
 	b, err := nvmlbackend.Open(nvmlbackend.Options{
 		Kind: c.GPU.Backend, Library: c.GPU.NVMLLibrary,
