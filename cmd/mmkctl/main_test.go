@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,13 +11,8 @@ import (
 // mmkctl runs the command line in-process and returns stdout and the error.
 func mmkctl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	out, _, err := mmkctlStderr(t, args...)
+	return out, err
 }
 
 func TestCommands(t *testing.T) {
