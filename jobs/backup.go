@@ -56,17 +56,22 @@ func (s *Store) BackupEvery(ctx context.Context, every time.Duration, log *slog.
 	}
 }
 
-// RestoreStore replaces the damaged store at path with its backup
-// (path + BackupSuffix), once the backup has passed the same checks as a
-// store: the damaged file is kept beside it as path.damaged-TIME, which
-// RestoreStore returns. It fails, changing nothing, when there is no
-// backup or it is damaged too.
-func RestoreStore(path string) (kept string, err error) {
+// RestoreStore replaces the damaged (or missing) store at path with its
+// backup (path + BackupSuffix), once the backup has passed the same
+// checks as a store: the damaged file is kept beside it as
+// path.damaged-TIME, which RestoreStore returns ("" when there was no
+// file). It fails, changing nothing, when there is no backup or it is
+// damaged too. It checks the backup in this process; RestoreStoreWith
+// as o says.
+func RestoreStore(path string) (kept string, err error) { return RestoreStoreWith(path, OpenOptions{}) }
+
+// RestoreStoreWith is RestoreStore with the backup's check run as o says.
+func RestoreStoreWith(path string, o OpenOptions) (kept string, err error) {
 	backup := path + BackupSuffix
 	if _, err := os.Stat(backup); err != nil {
 		return "", fmt.Errorf("restore the job store: no backup: %w", err)
 	}
-	db, err := openChecked(backup)
+	db, err := openChecked(backup, &o, false)
 	if err != nil {
 		return "", fmt.Errorf("restore the job store: the backup: %w", err)
 	}

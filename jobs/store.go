@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -85,15 +86,28 @@ type Store struct {
 // OpenStore opens (creating it if needed) the store at path. A store of
 // a newer schema than this mmk writes is refused, and so is a damaged one
 // (ErrStoreDamaged: see openChecked). A job record that cannot be read
-// is set aside, not served (SetAside lists them).
-func OpenStore(path string) (*Store, error) {
+// is set aside, not served (SetAside lists them). It checks the store in
+// this process: mmkd uses OpenStoreWith and a child process.
+func OpenStore(path string) (*Store, error) { return OpenStoreWith(path, OpenOptions{}) }
+
+// OpenStoreWith is OpenStore with the store's check run as o says. A
+// panic or fault of bbolt's in the first writes (the buckets, the schema,
+// setting records aside) is ErrStoreDamaged too, not a crash.
+func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
-	db, err := openChecked(path)
+	db, err := openChecked(path, &o, false)
 	if err != nil {
 		return nil, err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			db.Close()
+			s, err = nil, fmt.Errorf("job store %s: %w: its first write panicked: %v", path, ErrStoreDamaged, r)
+		}
+	}()
 	// Create's batches wait at most this long for company: long enough
 	// for a burst of concurrent submissions to share one commit, short
 	// next to a commit's two fsyncs on a slow disk.
@@ -122,7 +136,7 @@ func OpenStore(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s = &Store{db: db, path: path}
 	if err := s.setAsideBad(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)

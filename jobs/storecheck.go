@@ -39,8 +39,13 @@ const maxCheckErrors = 5
 // the bus errors of a truncated memory-mapped file become errors
 // (debug.SetPanicOnFault, on this goroutine, where bbolt reads the file
 // at open); the file must be as long as its pages say; and tx.Check
-// walks every page (safely: they are all inside the file by then).
-func openChecked(path string) (db *bolt.DB, err error) {
+// walks every page. tx.Check runs in a goroutine of its own, where a
+// fault (a damaged page pointing out of the file) kills the process:
+// with o.CheckCommand set it runs in a child process instead, on a copy,
+// with a trial write (checkInChild). inChild is that child's own check:
+// it stops at the first errors and leaves a damaged file open (the
+// process ends).
+func openChecked(path string, o *OpenOptions, inChild bool) (db *bolt.DB, err error) {
 	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
 		return nil, fmt.Errorf("job store %s: %w: the file is empty (truncated?)", path, ErrStoreDamaged)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -65,16 +70,25 @@ func openChecked(path string) (db *bolt.DB, err error) {
 		}
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
-	if err := checkStore(db, path); err != nil {
-		db.Close()
+	if o != nil && len(o.CheckCommand) > 0 {
+		err = checkLength(db, path)
+		if err == nil {
+			err = checkInChild(path, o)
+		}
+	} else {
+		err = checkStore(db, path, inChild)
+	}
+	if err != nil {
+		if !inChild {
+			db.Close()
+		}
 		return nil, err
 	}
 	return db, nil
 }
 
-// checkStore compares the file's length with the pages it claims and runs
-// bbolt's consistency check.
-func checkStore(db *bolt.DB, path string) error {
+// checkLength compares the file's length with the pages it claims.
+func checkLength(db *bolt.DB, path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("job store %s: %w", path, err)
@@ -83,12 +97,27 @@ func checkStore(db *bolt.DB, path string) error {
 		if st.Size() < tx.Size() {
 			return fmt.Errorf("job store %s: %w: the file holds %d bytes of its %d (truncated)", path, ErrStoreDamaged, st.Size(), tx.Size())
 		}
+		return nil
+	})
+}
+
+// checkStore compares the file's length with the pages it claims and runs
+// bbolt's consistency check; early stops at maxCheckErrors errors (a
+// damaged page can make billions), leaving the check's goroutine
+// blocked: for a process that ends then.
+func checkStore(db *bolt.DB, path string, early bool) error {
+	if err := checkLength(db, path); err != nil {
+		return err
+	}
+	return db.View(func(tx *bolt.Tx) error {
 		var problems []string
 		n := 0
 		for err := range tx.Check() {
 			n++
 			if len(problems) < maxCheckErrors {
 				problems = append(problems, err.Error())
+			} else if early {
+				break
 			}
 		}
 		if n > 0 {

@@ -20,13 +20,22 @@ import (
 	"github.com/mmkgpu/mmk/jobs"
 )
 
-// TestMain lets the test binary play mmkd (for the crash test) and the
-// job supervisor mmkd starts (os.Executable is the test binary), and
-// runs the tests off the machine's state (clitest).
+// TestMain lets the test binary play mmkd (for the crash test), the
+// job supervisor mmkd starts and its store check (os.Executable is the
+// test binary), and runs the tests off the machine's state (clitest).
 func TestMain(m *testing.M) {
 	clitest.Child()
 	if len(os.Args) > 1 && os.Args[1] == "shim" {
 		os.Exit(jobs.ShimMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check-store" {
+		if mark := os.Getenv(storeCheckFaultEnv); mark != "" {
+			if f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+				f.Close()
+				faultInGoroutine()
+			}
+		}
+		os.Exit(jobs.CheckStoreMain(os.Args[2:]))
 	}
 	if os.Getenv("MMK_TEST_AS_MMKD") == "1" {
 		if n := os.Getenv("MMK_TEST_NOFILE"); n != "" {
@@ -274,4 +283,29 @@ func TestCrash(t *testing.T) {
 	if err := d.cmd.Wait(); err != nil {
 		t.Errorf("mmkd after SIGTERM: %v\n%s", err, d.log)
 	}
+}
+
+// storeCheckFaultEnv names a file: the test binary, run as "mmkd
+// check-store", makes it and faults, as bbolt's tx.Check did on a
+// damaged store, unless it is there (so the first check faults: the
+// store's, not the backup's).
+const storeCheckFaultEnv = "MMK_TEST_STORE_CHECK_FAULT"
+
+// faultInGoroutine reads past the end of a mapped file in a goroutine of
+// its own, where debug.SetPanicOnFault does not reach: the runtime stops
+// the process with "fatal error: fault" (SIGBUS), as a damaged store did
+// in tx.Check's goroutine.
+func faultInGoroutine() {
+	f, err := os.CreateTemp("", "fault")
+	if err == nil {
+		os.Remove(f.Name())
+		var m []byte
+		if m, err = syscall.Mmap(int(f.Fd()), 0, 2*os.Getpagesize(), syscall.PROT_READ, syscall.MAP_SHARED); err == nil {
+			done := make(chan byte)
+			go func() { done <- m[os.Getpagesize()] }()
+			<-done
+		}
+	}
+	fmt.Fprintln(os.Stderr, "faultInGoroutine did not fault:", err)
+	os.Exit(1)
 }

@@ -7,13 +7,16 @@
 // Jobs keep running when mmkd stops; the next mmkd adopts them.
 //
 // "mmkd shim DIR" is the per-job supervisor (jobs.ShimMain) that the
-// runner starts for each job.
+// runner starts for each job; "mmkd check-store FILE" checks a copy of
+// the job store (jobs.CheckStoreMain), a child of mmkd's at start, so
+// that a fault on a damaged store kills the child, not mmkd.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,6 +44,9 @@ const shutdownGrace = 10 * time.Second
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "shim" {
 		os.Exit(jobs.ShimMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "check-store" {
+		os.Exit(jobs.CheckStoreMain(os.Args[2:]))
 	}
 	if err := newCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "mmkd:", err)
@@ -231,27 +237,52 @@ func usageEvery(d time.Duration) time.Duration {
 	return d
 }
 
-// openStore opens the job store; a damaged one (jobs.ErrStoreDamaged) is
-// replaced by its backup, the damaged file kept beside it. Without a
-// usable backup mmkd does not start: it must not run on a store that
-// has forgotten jobs that still run.
+// openStore opens the job store, checked by a child process ("mmkd
+// check-store" on a copy: a fault on a damaged file kills the child,
+// not mmkd). A damaged store (jobs.ErrStoreDamaged: the check failed,
+// crashed or ran too long) is replaced by its backup, the damaged file
+// kept beside it; so is a missing store that has a backup (a deleted
+// mmk.db must not start afresh: queued jobs, which have no record in a
+// job directory, and idempotency keys would be lost). Without a usable
+// backup mmkd does not start on a damaged store: it must not run on a
+// store that has forgotten jobs that still run.
 func openStore(path string, log *slog.Logger) (*jobs.Store, error) {
-	store, err := jobs.OpenStore(path)
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("job store: the check needs mmkd's executable: %w", err)
+	}
+	o := jobs.OpenOptions{CheckCommand: []string{exe, "check-store"}, CheckTimeout: storeCheckTimeout}
+	backup := path + jobs.BackupSuffix
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(backup); err == nil {
+			if _, err := jobs.RestoreStoreWith(path, o); err != nil {
+				return nil, fmt.Errorf("job store %s is missing and its backup cannot be restored: %w. mmkd does not start afresh beside a backup: move %s aside to start with a new store (jobs with a record in their directory are adopted from it)",
+					path, err, backup)
+			}
+			log.Error("the job store was missing and is restored from its backup; changes after the backup are adopted from the job directories where they can be",
+				"store", path, "backup", backup)
+		}
+	}
+	store, err := jobs.OpenStoreWith(path, o)
 	if errors.Is(err, jobs.ErrStoreDamaged) {
-		kept, rerr := jobs.RestoreStore(path)
+		kept, rerr := jobs.RestoreStoreWith(path, o)
 		if rerr != nil {
-			return nil, fmt.Errorf("%w; %v. mmkd does not start on a damaged store: move %s aside to start with a new one (jobs with a record in their directory are adopted from it) or put a good copy in its place",
-				err, rerr, path)
+			return nil, fmt.Errorf("%w; %v. mmkd does not start on a damaged store: move %s aside (and %s, if it is there) to start with a new one (jobs with a record in their directory are adopted from it) or put a good copy in its place",
+				err, rerr, path, backup)
 		}
 		log.Error("the job store was damaged and is restored from its backup; changes after the backup are adopted from the job directories where they can be",
-			"damage", err, "damagedKeptAs", kept, "backup", path+jobs.BackupSuffix)
-		store, err = jobs.OpenStore(path)
+			"damage", err, "damagedKeptAs", kept, "backup", backup)
+		store, err = jobs.OpenStoreWith(path, o)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return store, nil
 }
+
+// storeCheckTimeout bounds the store's check at start (a variable for
+// tests).
+var storeCheckTimeout = jobs.DefaultCheckTimeout
 
 func logInventory(log *slog.Logger, b partitioner.Backend) error {
 	gpus, err := partitioner.ReadInventory(b)

@@ -1,0 +1,205 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Exit statuses of CheckStoreMain. Any other status, or a signal, is a
+// check that crashed: the store is damaged.
+const (
+	checkGood     = 0
+	checkCouldNot = 1
+	checkDamaged  = 3
+)
+
+// DefaultCheckTimeout bounds a child's check (OpenOptions.CheckTimeout):
+// a damaged page can send bbolt's check round billions of pages.
+const DefaultCheckTimeout = 5 * time.Minute
+
+// OpenOptions say how OpenStoreWith opens a store.
+type OpenOptions struct {
+	// CheckCommand, when set, is the command line (program and
+	// arguments) of a child process that checks the store: CheckStoreMain
+	// ("mmkd check-store"). The path of a private copy of the store is
+	// appended. Without it the check runs in this process, where a fault
+	// in bbolt's check goroutine kills the process.
+	CheckCommand []string
+	// CheckEnv is added to the child's environment.
+	CheckEnv []string
+	// CheckTimeout bounds the child (DefaultCheckTimeout when 0); one that
+	// runs longer is killed and the store is damaged.
+	CheckTimeout time.Duration
+}
+
+// CheckStoreMain is the main of "mmkd check-store FILE", which mmkd runs
+// as a child process (OpenOptions.CheckCommand) on a private copy of its
+// store, so that a fault of bbolt's on a damaged file kills the child
+// only. It opens FILE, checks it as openChecked does, makes a trial
+// write that rewrites every key of every bucket (so that each page is
+// read and written again, as a first write would), and checks the file
+// again. It writes FILE, which must be a copy. It returns 0 for a good
+// store, 3 for a damaged one and 1 when it could not check (bad
+// arguments, an unreadable file), with the reason on stderr.
+func CheckStoreMain(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: mmkd check-store FILE (a copy of the job store: it is written; mmkd runs this itself)")
+		return checkCouldNot
+	}
+	if err := trialCheck(args[0]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if errors.Is(err, ErrStoreDamaged) {
+			return checkDamaged
+		}
+		return checkCouldNot
+	}
+	return checkGood
+}
+
+// trialCheck is CheckStoreMain's work on the copy at path.
+func trialCheck(path string) (err error) {
+	db, err := openChecked(path, nil, true)
+	if err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("job store %s: %w: the trial write panicked: %v", path, ErrStoreDamaged, r)
+		}
+	}()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketEvents, bucketIdem, bucketReconfig} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return rewrite(b) })
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("job store %s: %w: the trial write failed: %v", path, ErrStoreDamaged, err)
+	}
+	db, err = openChecked(path, nil, true)
+	if err != nil {
+		return fmt.Errorf("after a trial write: %w", err)
+	}
+	return db.Close()
+}
+
+// rewrite puts every key of b (and of the buckets in it) again, a copy
+// of its value, so that the commit writes each of b's pages anew.
+func rewrite(b *bolt.Bucket) error {
+	type kv struct{ k, v []byte }
+	var all []kv
+	var nested [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			nested = append(nested, bytes.Clone(k))
+		} else {
+			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range all {
+		if err := b.Put(e.k, e.v); err != nil {
+			return fmt.Errorf("rewrite key %x: %w", e.k, err)
+		}
+	}
+	for _, k := range nested {
+		c := b.Bucket(k)
+		if c == nil {
+			return fmt.Errorf("bucket %x: not a bucket", k)
+		}
+		if err := rewrite(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkInChild copies the store open in db (path; this process holds
+// its lock, so nobody writes it meanwhile) to a private file beside it,
+// 0600, runs o.CheckCommand on the copy and removes the copy. A child
+// that finds damage, crashes, is killed or runs past its time makes
+// ErrStoreDamaged; one that could not check makes another error.
+func checkInChild(path string, o *OpenOptions) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
+	if err != nil {
+		return fmt.Errorf("job store %s: a copy to check: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	src, err := os.Open(path)
+	if err == nil {
+		_, err = io.Copy(tmp, src)
+		src.Close()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("job store %s: a copy to check: %w", path, err)
+	}
+	timeout := o.CheckTimeout
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], tmp.Name())...)
+	cmd.Env = append(os.Environ(), o.CheckEnv...)
+	var out headBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("job store %s: %w: its check (%s) ran past %v", path, ErrStoreDamaged, o.CheckCommand[0], timeout)
+	case errors.As(err, &exit) && exit.ExitCode() == checkCouldNot:
+		return fmt.Errorf("job store %s: its check (%s) could not run: %s", path, o.CheckCommand[0], out.summary())
+	case errors.As(err, &exit):
+		return fmt.Errorf("job store %s: %w: its check (a child process, %s): %v: %s", path, ErrStoreDamaged, o.CheckCommand[0], err, out.summary())
+	}
+	return fmt.Errorf("job store %s: its check: %w", path, err)
+}
+
+// headBuffer keeps the first bytes a child writes, which say why it
+// failed (a crash's first lines name the fault).
+type headBuffer struct{ b []byte }
+
+// maxChildOutput bounds what headBuffer keeps.
+const maxChildOutput = 4096
+
+func (t *headBuffer) Write(p []byte) (int, error) {
+	if room := maxChildOutput - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// summary is the child's first lines, joined.
+func (t *headBuffer) summary() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	if len(lines) > 3 {
+		lines = lines[:3]
+	}
+	return strings.Join(lines, " | ")
+}
