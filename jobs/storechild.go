@@ -160,18 +160,35 @@ func checkInChild(path string, o *OpenOptions) error {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], tmp.Name())...)
-	cmd.Env = append(os.Environ(), o.CheckEnv...)
 	var out headBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
 	var exit *exec.ExitError
+	timedOut := false
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], tmp.Name())...)
+		cmd.Env = append(os.Environ(), o.CheckEnv...)
+		// A child's own children may hold its output open past its end.
+		cmd.WaitDelay = time.Second
+		out = headBuffer{}
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+		// Killed by a signal from outside (the OOM killer, a stop of the
+		// host) proves nothing of the store: once more, then give up
+		// without touching it. A fault of the Go runtime exits 2.
+		if !timedOut && errors.As(err, &exit) && exit.ExitCode() == -1 {
+			if try == 0 {
+				continue
+			}
+			return fmt.Errorf("job store %s: its check (%s) was killed twice (%v), which says nothing of the store: start mmkd again, or run `mmkd check-store` on a copy", path, o.CheckCommand[0], err)
+		}
+		break
+	}
 	switch {
 	case err == nil:
 		return nil
-	case ctx.Err() != nil:
+	case timedOut:
 		return fmt.Errorf("job store %s: %w: its check (%s) ran past %v", path, ErrStoreDamaged, o.CheckCommand[0], timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == checkCouldNot:
 		return fmt.Errorf("job store %s: its check (%s) could not run: %s", path, o.CheckCommand[0], out.summary())
