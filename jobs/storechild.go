@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -91,6 +92,10 @@ func trialCheck(path string) (err error) {
 		err = cerr
 	}
 	if err != nil {
+		if noRoom(err) {
+			// A full or read-only disk says nothing of the store.
+			return fmt.Errorf("job store %s: no room to check it (its copy's trial write): %w", path, err)
+		}
 		return fmt.Errorf("job store %s: %w: the trial write failed: %v", path, ErrStoreDamaged, err)
 	}
 	db, err = openChecked(path, nil, true)
@@ -98,6 +103,36 @@ func trialCheck(path string) (err error) {
 		return fmt.Errorf("after a trial write: %w", err)
 	}
 	return db.Close()
+}
+
+// noRoom reports an error of the disk, not of the store: full, over
+// quota or read-only.
+func noRoom(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
+
+// childCrashed reports whether a check child's end is a crash of its
+// own, which the store's damage explains: a fault or panic of the Go
+// runtime (exit status 2 with its words in the output) or death by a
+// fault signal. Any other end (out of memory, no thread, a kill from
+// outside) says nothing of the store.
+func childCrashed(exit *exec.ExitError, output string) bool {
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch ws.Signal() {
+		case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGABRT, syscall.SIGILL, syscall.SIGFPE:
+			return true
+		}
+		return false
+	}
+	if exit.ExitCode() != 2 {
+		return false
+	}
+	for _, w := range []string{"fatal error: fault", "unexpected fault address", "SIGSEGV", "SIGBUS", "panic:"} {
+		if strings.Contains(output, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // rewrite puts every key of b (and of the buckets in it) again, a copy
@@ -140,6 +175,13 @@ func rewrite(b *bolt.Bucket) error {
 // that finds damage, crashes, is killed or runs past its time makes
 // ErrStoreDamaged; one that could not check makes another error.
 func checkInChild(path string, o *OpenOptions) error {
+	// Copies left by a check that mmkd's death cut short (the store's
+	// lock is held: no other check runs).
+	if stale, _ := filepath.Glob(path + ".check-*"); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
 	if err != nil {
 		return fmt.Errorf("job store %s: a copy to check: %w", path, err)
@@ -166,7 +208,10 @@ func checkInChild(path string, o *OpenOptions) error {
 	for try := 0; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], tmp.Name())...)
-		cmd.Env = append(os.Environ(), o.CheckEnv...)
+		// GOTRACEBACK=single: a fault ends the child with status 2, not
+		// SIGABRT; the child dies with mmkd (no orphan left checking).
+		cmd.Env = append(append(os.Environ(), "GOTRACEBACK=single"), o.CheckEnv...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		// A child's own children may hold its output open past its end.
 		cmd.WaitDelay = time.Second
 		out = headBuffer{}
@@ -177,7 +222,7 @@ func checkInChild(path string, o *OpenOptions) error {
 		// Killed by a signal from outside (the OOM killer, a stop of the
 		// host) proves nothing of the store: once more, then give up
 		// without touching it. A fault of the Go runtime exits 2.
-		if !timedOut && errors.As(err, &exit) && exit.ExitCode() == -1 {
+		if !timedOut && errors.As(err, &exit) && exit.ExitCode() == -1 && !childCrashed(exit, out.summary()) {
 			if try == 0 {
 				continue
 			}
@@ -189,11 +234,15 @@ func checkInChild(path string, o *OpenOptions) error {
 	case err == nil:
 		return nil
 	case timedOut:
-		return fmt.Errorf("job store %s: %w: its check (%s) ran past %v", path, ErrStoreDamaged, o.CheckCommand[0], timeout)
+		// Slow storage or a busy start, as likely as damage (the check
+		// stops at its first errors): no verdict, the store is kept.
+		return fmt.Errorf("job store %s: its check (%s) ran past %v, which says nothing of the store: start mmkd again, or run `mmkd check-store` on a copy", path, o.CheckCommand[0], timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == checkCouldNot:
 		return fmt.Errorf("job store %s: its check (%s) could not run: %s", path, o.CheckCommand[0], out.summary())
-	case errors.As(err, &exit):
+	case errors.As(err, &exit) && exit.ExitCode() == checkDamaged, errors.As(err, &exit) && childCrashed(exit, out.summary()):
 		return fmt.Errorf("job store %s: %w: its check (a child process, %s): %v: %s", path, ErrStoreDamaged, o.CheckCommand[0], err, out.summary())
+	case errors.As(err, &exit):
+		return fmt.Errorf("job store %s: its check (%s) ended %v, which says nothing of the store: %s", path, o.CheckCommand[0], err, out.summary())
 	}
 	return fmt.Errorf("job store %s: its check: %w", path, err)
 }

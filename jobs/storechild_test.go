@@ -10,11 +10,12 @@ import (
 )
 
 // TestCheckInChildVerdicts: what a store check's child says of the store.
-// Success passes; a child that finds damage or runs past its time says
-// damaged (the store is restored from its backup); one that could not
-// check, or that a signal from outside killed twice, is no verdict: mmkd
-// stops without touching the store (an OOM kill of a good store's check
-// must not replace it by an older backup).
+// Success passes; a child that finds damage, or crashes as a damaged
+// store makes it crash (a fault, a panic, a fault signal), says damaged
+// (the store is restored from its backup); one that could not check, ran
+// out of memory, ran past its time or was killed from outside twice is no
+// verdict: mmkd stops without touching the store (a good store must not
+// be replaced by an older backup because its check was slow or killed).
 func TestCheckInChildVerdicts(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "mmk.db")
@@ -30,8 +31,11 @@ func TestCheckInChildVerdicts(t *testing.T) {
 	}{
 		{"clean", "exit 0", 0, false, true},
 		{"damage found", "exit 3", 0, true, false},
-		{"a fault of the runtime", "exit 2", 0, true, false},
-		{"past its time", "sleep 5", 100 * time.Millisecond, true, false},
+		{"a fault of the runtime", "echo 'fatal error: fault' >&2; echo '[signal SIGBUS: bus error]' >&2; exit 2", 0, true, false},
+		{"a panic of bbolt's", "echo 'panic: circular dependency occurred' >&2; exit 2", 0, true, false},
+		{"out of memory", "echo 'fatal error: runtime: out of memory' >&2; exit 2", 0, false, false},
+		{"died of a fault signal", "kill -SEGV $$", 0, true, false},
+		{"past its time", "sleep 5", 100 * time.Millisecond, false, false},
 		{"could not check", "exit 1", 0, false, false},
 		{"killed from outside", "kill -9 $$", 0, false, false},
 	} {

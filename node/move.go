@@ -28,11 +28,18 @@ type MoveConfig struct {
 
 // strainState is what the node keeps of strained instances and moved
 // jobs: since when each instance key has been strained, and the GPU
-// (NVML index) each moved job must not be placed back on.
+// (NVML index) each moved job must not be placed back on, with when it
+// was moved.
 type strainState struct {
 	since map[string]time.Time
 	avoid map[string]int
+	at    map[string]time.Time
 }
+
+// avoidFor is how long a moved job that still waits avoids its old GPU:
+// past it, it may go back there rather than wait on for a GPU that
+// filled up while it stopped.
+const avoidFor = 4
 
 // strained reports whether an instance's controller holds its services
 // only at its dearest restraint, or not at all: on its top rung, or with
@@ -156,7 +163,7 @@ func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now 
 		return
 	}
 	n.mu.Lock()
-	n.strain.avoid[mv.Job] = from
+	n.strain.avoid[mv.Job], n.strain.at[mv.Job] = from, now
 	n.mu.Unlock()
 	why := fmt.Sprintf("moved off GPU %d to GPU %d: %s; restart cost %s", from, to, mv.Why, desc)
 	n.cfg.Log.Info("placement: move", "job", mv.Job, "service", mv.Service, "from", from, "to", to, "why", why)
@@ -167,13 +174,15 @@ func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now 
 }
 
 // pruneAvoid forgets the GPUs moved jobs avoid once they run again or
-// ended.
+// ended, or after avoidFor times move_after of waiting.
 func (n *Node) pruneAvoid() {
+	now := n.cfg.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for id := range n.strain.avoid {
-		if j, ok := n.jobs[id]; !ok || (j.State != jobs.Pending && j.State != jobs.Restarting) {
+		if j, ok := n.jobs[id]; !ok || (j.State != jobs.Pending && j.State != jobs.Restarting) || now.Sub(n.strain.at[id]) > avoidFor*n.cfg.Move.After {
 			delete(n.strain.avoid, id)
+			delete(n.strain.at, id)
 		}
 	}
 }

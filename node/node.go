@@ -296,7 +296,7 @@ func New(cfg Config) (*Node, error) {
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
-		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}},
+		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}},
 		usage:  map[string]*jobUsage{},
 		slo:    sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}

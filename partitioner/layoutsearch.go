@@ -35,6 +35,9 @@ func (d *decider) searchLayout(g *GPUPlan, gi int, waiting []Job, keepOnline boo
 		// A pinned job waits for its own instance, on another GPU; a job
 		// that avoids this GPU waits for another.
 		if w.Pin == nil && !slices.Contains(w.Avoid, gi) {
+			// Its GPUs to avoid are other GPUs: the candidates below
+			// are this one, as GPU 0 of a list of one.
+			w.Avoid = nil
 			jobs = append(jobs, w)
 		} else {
 			elsewhere = append(elsewhere, w)

@@ -107,3 +107,21 @@ func TestAvoidIsHonoured(t *testing.T) {
 		})
 	}
 }
+
+// TestAvoidInLayoutSearch: a job that avoids GPU 0 may be placed on GPU
+// 1 by the MIG layout search (which tries each layout as a list of one
+// GPU, where the GPU's own index is 0).
+func TestAvoidInLayoutSearch(t *testing.T) {
+	m := a100(t)
+	est := &hitEstimator{saturate: map[string]float64{"heavy": 14, "big": 14}, hit: map[string]float64{}}
+	full := GPUPlan{Layout: layout(t, m, "7g.80gb"), Jobs: []Placed{{Job: Job{ID: "f", Type: "big", MemoryMiB: 80000}, Percent: 100, Speed: 1}}}
+	empty := GPUPlan{Layout: Layout{Model: m}}
+	j := Job{ID: "j", Type: "heavy", MemoryMiB: 8000, Avoid: []int{0}}
+	plan, err := Decide(Request{GPUs: []GPUPlan{full, empty}, Pending: []Job{j}}, est, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := placedOn(plan, "j"); got != 1 {
+		t.Errorf("placed on GPU %d, want 1 (by a new layout there); waiting %+v", got, plan.Waiting)
+	}
+}

@@ -433,16 +433,18 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			rising.id, swing, c.cfg.Short, rising.detail)), true
 	}
 	if fell && allMet && settled && c.level > 0 && c.belowEntry() {
-		c.swungAt, c.fellAt, c.calm, c.climb = now, now, c.cfg.Calm, nil
-		to, why := c.level-1, ""
-		// The last rise, if its load is gone, is undone with whatever was
-		// climbed on top of it while it lasted; the ones before it follow
-		// as the load falls back past them (lapsed).
+		// The last rise, if its service's load is gone, is undone with
+		// whatever was climbed on top of it while it lasted; the ones
+		// before it follow as the load falls back past them (lapsed). A
+		// fall of another service's load undoes nothing.
+		prev := c.fellAt
+		c.fellAt = now
 		if r, w, ok := c.lapsed(now); ok {
-			to, why = min(to, r.from), ": "+w
+			c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
 			c.rises = c.rises[:len(c.rises)-1]
+			return c.move(now, min(c.level-1, r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
 		}
-		return c.move(now, to, "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target%s", rate, why)), true
+		c.fellAt = prev
 	}
 	if sv := c.needsProbe(now); sv != nil {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -535,5 +536,49 @@ func TestControllerEvidenceOverTime(t *testing.T) {
 		if att < 0.99 {
 			t.Errorf("seed %d: attainment %.4f after the first minute (%v on each rung): %+v", seed, att, tr.onRung[1], tr.decisions)
 		}
+	}
+}
+
+// TestControllerOtherServicesFallKeepsARise: a pre-emption for one
+// service's rise of load (x, 8 to 20 requests a second at 30 s) stays
+// when another service's load falls (y, 20 to 4 at 40 s); only the fall
+// of the risen service's own load undoes it (or calm, 20 s on).
+func TestControllerOtherServicesFallKeepsARise(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("x", MustParse("p99=100ms"))
+	c.AddService("y", MustParse("p99=100ms"))
+	rng := rand.New(rand.NewPCG(7, 1))
+	rateOf := func(id string, at time.Duration) float64 {
+		switch {
+		case id == "x" && at >= 30*time.Second:
+			return 20
+		case id == "x":
+			return 8
+		case at >= 40*time.Second:
+			return 4
+		}
+		return 20
+	}
+	next := map[string]time.Duration{"x": 0, "y": 0}
+	var ds []Decision
+	for now := time.Duration(0); now < 50*time.Second; now += 10 * time.Millisecond {
+		for _, id := range []string{"x", "y"} {
+			for next[id] <= now {
+				c.Observe(id, Sample{At: next[id] + 80*ms, Latency: 80 * ms, Source: Reported}, false)
+				next[id] += time.Duration(rng.ExpFloat64() / rateOf(id, next[id]) * float64(time.Second))
+			}
+		}
+		if d, ok := c.Step(now); ok {
+			ds = append(ds, d)
+		}
+		if now > 34*time.Second && c.Level() == 0 {
+			t.Fatalf("at %v the rise of x's load is undone: %+v", now, ds)
+		}
+	}
+	for _, d := range ds {
+		t.Logf("%v %s", d.At, d.Reason)
+	}
+	if !slices.ContainsFunc(ds, func(d Decision) bool { return strings.Contains(d.Reason, "pre-empt: x's load rose") }) {
+		t.Errorf("x's rise was not pre-empted: %+v", ds)
 	}
 }
