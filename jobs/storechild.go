@@ -177,10 +177,9 @@ func rewrite(b *bolt.Bucket) error {
 func checkInChild(path string, o *OpenOptions) error {
 	// Copies left by a check that mmkd's death cut short (the store's
 	// lock is held: no other check runs).
-	if stale, _ := filepath.Glob(path + ".check-*"); len(stale) > 0 {
-		for _, f := range stale {
-			os.Remove(f)
-		}
+	stale, _ := filepath.Glob(path + ".check-*")
+	for _, f := range stale {
+		os.Remove(f)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
 	if err != nil {

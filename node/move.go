@@ -3,10 +3,10 @@ package node
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/kernelsched/server"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/slo"
 )
@@ -45,30 +45,14 @@ const avoidFor = 4
 // only at its dearest restraint, or not at all: on its top rung, or with
 // a service not held whose misses are the offline jobs' doing (a futile
 // climb, where restraining them did not help, is not).
-func strained(sv instanceView) bool {
-	if !sv.active || len(sv.ladder) < 2 {
+func strained(sv server.SLOView) bool {
+	if !sv.Active || len(sv.Ladder) < 2 {
 		return false
 	}
-	if sv.level == len(sv.ladder)-1 {
+	if sv.Level == len(sv.Ladder)-1 {
 		return true
 	}
-	return slices.ContainsFunc(sv.services, func(s serviceState) bool {
-		return s.state == slo.NotHeld && !strings.Contains(s.detail, "does not help")
-	})
-}
-
-// instanceView and serviceState are what strained reads of a
-// controller's view.
-type instanceView struct {
-	active   bool
-	ladder   []string
-	level    int
-	services []serviceState
-}
-
-type serviceState struct {
-	job, detail string
-	state       slo.State
+	return slices.ContainsFunc(sv.Services, func(s server.ServiceView) bool { return s.State == slo.NotHeld && !s.Futile })
 }
 
 // relieve moves offline jobs off GPUs whose services have been strained
@@ -83,9 +67,11 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 	var missing []string
 	next := time.Duration(0)
 	seen := map[string]bool{}
-	views := n.sloViews(false)
+	var views map[string]server.SLOView
 	if n.cfg.controllerViews != nil {
 		views = n.cfg.controllerViews()
+	} else {
+		views = n.sloViews(false)
 	}
 	if len(views) > 0 {
 		// Strain begins between decisions: look again within a quarter
@@ -93,11 +79,7 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 		next = max(time.Second, n.cfg.Move.After/4)
 	}
 	for key, sv := range views {
-		v := instanceView{active: sv.Active, ladder: sv.Ladder, level: sv.Level}
-		for _, s := range sv.Services {
-			v.services = append(v.services, serviceState{job: s.Job, detail: s.Detail, state: s.State})
-		}
-		if !strained(v) {
+		if !strained(sv) {
 			continue
 		}
 		seen[key] = true

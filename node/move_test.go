@@ -31,14 +31,15 @@ func TestMoveRelievesAService(t *testing.T) {
 		level   int
 		detail  string
 		state   slo.State
+		futile  bool
 		moved   bool
 	}{
-		{"held only on the top rung", 300 * time.Millisecond, time.Hour, 1, "p99 1ms against 2ms", slo.Met, true},
-		{"not held below the top", 300 * time.Millisecond, time.Hour, 0, "p99 3ms against 2ms at the top rung", slo.NotHeld, true},
-		{"held on a lower rung", 300 * time.Millisecond, time.Hour, 0, "p99 1ms against 2ms", slo.Met, false},
-		{"futile", 300 * time.Millisecond, time.Hour, 0, "restraining the offline jobs does not help it", slo.NotHeld, false},
-		{"moves off", 0, time.Hour, 1, "p99 1ms against 2ms", slo.Met, false},
-		{"restart too dear", 300 * time.Millisecond, time.Millisecond, 1, "p99 1ms against 2ms", slo.Met, false},
+		{"held only on the top rung", 300 * time.Millisecond, time.Hour, 1, "p99 1ms against 2ms", slo.Met, false, true},
+		{"not held below the top", 300 * time.Millisecond, time.Hour, 0, "p99 3ms against 2ms at the top rung", slo.NotHeld, false, true},
+		{"held on a lower rung", 300 * time.Millisecond, time.Hour, 0, "p99 1ms against 2ms", slo.Met, false, false},
+		{"futile", 300 * time.Millisecond, time.Hour, 0, "restraining the offline jobs does not help it", slo.NotHeld, true, false},
+		{"moves off", 0, time.Hour, 1, "p99 1ms against 2ms", slo.Met, false, false},
+		{"restart too dear", 300 * time.Millisecond, time.Millisecond, 1, "p99 1ms against 2ms", slo.Met, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -49,7 +50,7 @@ func TestMoveRelievesAService(t *testing.T) {
 				if svcID == "" {
 					return nil
 				}
-				sv := server.ServiceView{TaskRef: server.TaskRef{Job: svcID}, ServiceStatus: slo.ServiceStatus{State: tc.state, Detail: tc.detail}}
+				sv := server.ServiceView{TaskRef: server.TaskRef{Job: svcID}, ServiceStatus: slo.ServiceStatus{State: tc.state, Detail: tc.detail, Futile: tc.futile}}
 				return map[string]server.SLOView{"gpu1": {Active: true, Ladder: []string{"priority", "suspend"}, Level: tc.level, Services: []server.ServiceView{sv}}}
 			}
 			m := fakeMPS(t)

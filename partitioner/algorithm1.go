@@ -217,17 +217,9 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 		opt.FixedMIG = true
 	}
 	d := &decider{est: NewCache(est), opt: opt}
-	gpus := make([]GPUPlan, len(req.GPUs))
-	for g, cur := range req.GPUs {
-		if cur.Layout.Model == nil {
-			return nil, fmt.Errorf("gpu %d: layout has no model", g)
-		}
-		for _, p := range cur.Jobs {
-			if p.Instance < 0 || p.Instance >= len(cur.Layout.Instances) {
-				return nil, fmt.Errorf("gpu %d: job %s is in instance %d, the layout %s has %d", g, p.Job.ID, p.Instance, cur.Layout, len(cur.Layout.Instances))
-			}
-		}
-		gpus[g] = GPUPlan{Layout: cur.Layout, Jobs: slices.Clone(cur.Jobs)}
+	gpus, err := workingCopy(req)
+	if err != nil {
+		return nil, err
 	}
 	pending := d.placeOrder(req.Pending)
 	nrun := 0
@@ -299,6 +291,24 @@ func Decide(req Request, est Estimator, opt Options) (*Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// workingCopy is the request's GPUs as a plan to change, each checked:
+// a layout with a model, every job in one of its instances.
+func workingCopy(req Request) ([]GPUPlan, error) {
+	gpus := make([]GPUPlan, len(req.GPUs))
+	for g, cur := range req.GPUs {
+		if cur.Layout.Model == nil {
+			return nil, fmt.Errorf("gpu %d: layout has no model", g)
+		}
+		for _, p := range cur.Jobs {
+			if p.Instance < 0 || p.Instance >= len(cur.Layout.Instances) {
+				return nil, fmt.Errorf("gpu %d: job %s is in instance %d, the layout %s has %d", g, p.Job.ID, p.Instance, cur.Layout, len(cur.Layout.Instances))
+			}
+		}
+		gpus[g] = GPUPlan{Layout: cur.Layout, Jobs: slices.Clone(cur.Jobs)}
+	}
+	return gpus, nil
 }
 
 // byMemory sorts jobs by memory, largest first, keeping arrival order

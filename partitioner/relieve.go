@@ -38,12 +38,9 @@ type Move struct {
 // offline job's share still matters. Pinned jobs never move.
 func Relieve(req Request, est Estimator, opt Options, missing []string) ([]Move, error) {
 	d := &decider{est: NewCache(est), opt: opt}
-	gpus := make([]GPUPlan, len(req.GPUs))
-	for g, cur := range req.GPUs {
-		if cur.Layout.Model == nil {
-			return nil, fmt.Errorf("gpu %d: layout has no model", g)
-		}
-		gpus[g] = GPUPlan{Layout: cur.Layout, Jobs: slices.Clone(cur.Jobs)}
+	gpus, err := workingCopy(req)
+	if err != nil {
+		return nil, err
 	}
 	var moves []Move
 	for g := range gpus {

@@ -194,6 +194,9 @@ type ServiceStatus struct {
 	State    State
 	// Detail says State in numbers.
 	Detail string
+	// Futile: not held, and restraining the offline jobs did not help it
+	// (a futile climb): its misses make no one climb for a while.
+	Futile bool
 }
 
 // service is one online job.
@@ -503,7 +506,7 @@ func (c *Controller) swing(sv *service, now time.Duration) (ratio, before float6
 		return 0, 0
 	}
 	before = float64(nBefore) / span.Seconds()
-	ratio = c.shortRate(sv, now) / before
+	ratio = float64(nShort) / c.cfg.Short.Seconds() / before
 	p := c.cfg.Short.Seconds() / (c.cfg.Short + span).Seconds()
 	n := nShort + nBefore
 	if ratio >= 1 && BinomialTail(n, nShort, p) >= c.cfg.SwingAlpha || ratio < 1 && BinomialTail(n, nBefore, 1-p) >= c.cfg.SwingAlpha {
@@ -742,7 +745,7 @@ func (c *Controller) Status(now time.Duration) []ServiceStatus {
 	for _, sv := range c.services {
 		t := sv.tr.Target()
 		st := ServiceStatus{ID: sv.id, Target: t, Bound: sv.tr.Bound(), Recent: sv.tr.Window(now-c.cfg.Window, now),
-			State: sv.state, Detail: sv.detail, AloneN: len(sv.alone), Reported: sv.tr.Reported()}
+			State: sv.state, Detail: sv.detail, Futile: sv.state == NotHeld && sv.futileUntil > now, AloneN: len(sv.alone), Reported: sv.tr.Reported()}
 		st.Total, st.Late = sv.tr.Total()
 		if len(sv.alone) > 0 {
 			st.Alone = aloneAt(sv.alone, cmp.Or(t.Percentile, 99))

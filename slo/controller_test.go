@@ -162,6 +162,11 @@ func TestControllerFutileClimb(t *testing.T) {
 	if on := tr.onRung[0][0]; on < 15*time.Second {
 		t.Errorf("first phase: %v on rung 0, want most of it", on)
 	}
+	// Its status says so: a move to another GPU would not help it either.
+	c.Step(40*time.Second + time.Second)
+	if st := c.Status(40*time.Second + time.Second)[0]; st.State != NotHeld || !st.Futile {
+		t.Errorf("status after the futile climb: %s, futile %v (%s)", st.State, st.Futile, st.Detail)
+	}
 }
 
 // TestControllerRelaxes: with every request well within its target, the
