@@ -312,6 +312,17 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	if active {
 		rung = st.ctrl.Rung()
 	}
+	var dec SLODecision
+	if changed {
+		// Recorded with the step that made it: a view taken while the
+		// rung is applied shows the new rung with its decision.
+		view := s.sloViewLocked(now, false)
+		dec = SLODecision{Decision: d, Wall: time.Now(), Services: view.Services, Offline: view.Offline}
+		st.decisions = append(st.decisions, dec)
+		if len(st.decisions) > maxDecisions {
+			st.decisions = slices.Delete(st.decisions, 0, len(st.decisions)-maxDecisions)
+		}
+	}
 	st.mu.Unlock()
 	if !active {
 		return
@@ -323,17 +334,17 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		}
 		return
 	}
-	view := s.SLO(false)
-	dec := SLODecision{Decision: d, Wall: time.Now(), Services: view.Services, Offline: view.Offline}
 	if err != nil {
 		dec.Err = err.Error()
+		st.mu.Lock()
+		for i := len(st.decisions) - 1; i >= 0; i-- {
+			if st.decisions[i].Wall.Equal(dec.Wall) && st.decisions[i].At == d.At {
+				st.decisions[i].Err = dec.Err
+				break
+			}
+		}
+		st.mu.Unlock()
 	}
-	st.mu.Lock()
-	st.decisions = append(st.decisions, dec)
-	if len(st.decisions) > maxDecisions {
-		st.decisions = slices.Delete(st.decisions, 0, len(st.decisions)-maxDecisions)
-	}
-	st.mu.Unlock()
 	s.cfg.Log.Info("slo: rung", "from", d.From, "to", d.To, "rung", d.Rung.String(), "reason", d.Reason, "err", dec.Err)
 	if st.cfg.OnDecision != nil {
 		st.cfg.OnDecision(dec)
@@ -445,6 +456,12 @@ func (s *Server) SLO(history bool) SLOView {
 	now := mono()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	return s.sloViewLocked(now, history)
+}
+
+// sloViewLocked is SLO's view; the caller holds s.slo.mu.
+func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
+	st := s.slo
 	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
 		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
 		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window}
