@@ -29,7 +29,8 @@ func phaseStats(res *Result, task int, from, to, bound time.Duration) (n, late i
 // trainer of 2 ms kernels on the time-sliced GPU, target p99 = 8 ms. No
 // static setting holds it (time slicing alone, guard holding every
 // trainer kernel during requests); the controller climbs, suspends the
-// trainer while it must, tries lower rungs again, and keeps more requests
+// trainer, does not try again the rungs that missed at this load, and
+// keeps more requests
 // in target than either static setting in every phase.
 func TestSLOControllerInSimulator(t *testing.T) {
 	svc := synthetic("svc", 10, 200*time.Microsecond, 20*time.Microsecond)
@@ -82,7 +83,9 @@ func TestSLOControllerInSimulator(t *testing.T) {
 			relax++
 		}
 	}
-	if tighten == 0 || relax == 0 {
+	// Hold missed at 20 requests/s already: the controller does not try
+	// it again at that load within Remember (5 min).
+	if tighten == 0 || relax != 0 {
 		t.Errorf("%d tightenings and %d relaxations: %+v", tighten, relax, mmk.SLO.Decisions)
 	}
 	if n, _ := phaseStats(mmk, 1, 0, 30*time.Second, bound); n == 0 {

@@ -66,6 +66,19 @@ type Config struct {
 	// steady load passes it now and then: a rise is checked a Window
 	// after its pre-emption, and undone if it did not last.
 	SwingAlpha float64
+	// Start is the rung an instance goes to when a service with a target
+	// sends its first requests, unless the instance is higher already or
+	// the rung holds every offline launch or suspends (too dear to pay
+	// before a need shows): a service starts protected, and the controller
+	// steps down once its requests show room, rather than let the misses
+	// that would prove the need come first (at 8 requests a second, a
+	// climb needs some 10 s of them). 0 takes the default (1); a negative
+	// Start keeps rung 0.
+	Start int
+	// Remember is how long a rung that missed stays refused while the
+	// load is not well below (a factor Swing) the one it missed at: a
+	// step down onto it costs the misses that proved it short again.
+	Remember time.Duration
 }
 
 // DefaultConfig suits services of a few to a few hundred requests a
@@ -89,6 +102,8 @@ func DefaultConfig() Config {
 		Short:      2 * time.Second,
 		Swing:      1.6,
 		SwingAlpha: 0.02,
+		Start:      1,
+		Remember:   5 * time.Minute,
 	}
 }
 
@@ -98,7 +113,7 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Ladder) == 0 {
 		c.Ladder = d.Ladder
 	}
-	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Evidence, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor, &c.Short} {
+	for _, p := range []*time.Duration{&c.Tick, &c.Window, &c.Evidence, &c.Settle, &c.Calm, &c.MaxCalm, &c.Probe, &c.ProbeEvery, &c.FutileFor, &c.Short, &c.Remember} {
 		if *p < 0 {
 			return c, fmt.Errorf("slo controller: negative duration %v", *p)
 		}
@@ -120,6 +135,8 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.Short, d.Short)
 	orZero(&c.Swing, d.Swing)
 	orZero(&c.SwingAlpha, d.SwingAlpha)
+	orZero(&c.Start, d.Start)
+	orZero(&c.Remember, d.Remember)
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
@@ -212,6 +229,8 @@ type service struct {
 	futileUntil time.Duration
 	futileRate  float64
 	futileWhy   string
+	// begun: its first requests came (Config.Start).
+	begun bool
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -243,6 +262,16 @@ type Controller struct {
 	probeFrom  int
 	probeFor   string
 	lastProbe  time.Duration
+	// fails, per rung, when it last missed (tightening on evidence) and
+	// the request rate then: a step down onto it waits (Remember).
+	fails []failMark
+}
+
+// failMark is a rung's last miss: when, and the services' request rate.
+type failMark struct {
+	at   time.Duration
+	rate float64
+	set  bool
 }
 
 // New builds a controller at rung 0.
@@ -251,7 +280,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -261,6 +290,10 @@ func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
 	c.rises, c.fellAt = nil, -1<<62
+	clear(c.fails)
+	for _, sv := range c.services {
+		sv.begun = false
+	}
 }
 
 // Config is the controller's configuration, defaults filled in.
@@ -379,6 +412,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if c.probing {
 		return c.endProbe(now)
 	}
+	if d, ok := c.start(now); ok {
+		return d, true
+	}
 	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
 	var worst, rising *service
 	var worstSt Stats
@@ -416,6 +452,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			c.calm = min(2*c.calm, c.cfg.MaxCalm)
 		}
 		c.enterRate = rate
+		c.fails[c.level] = failMark{at: now, rate: rate, set: true}
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
 	if r, why, ok := c.lapsed(now); ok && allMet {
@@ -470,7 +507,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if !allWell {
 		calm *= 4
 	}
-	if now-since < calm {
+	if now-since < calm || c.refused(c.level-1, now, rate) {
 		return Decision{}, false
 	}
 	if c.lastDown && now-c.changedAt >= 2*c.calm {
@@ -483,6 +520,34 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	c.climb = nil
 	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
+}
+
+// start moves to Config.Start when a service with a target sends its
+// first requests and the instance is below it.
+func (c *Controller) start(now time.Duration) (Decision, bool) {
+	to := c.cfg.Start
+	if to <= 0 || to >= len(c.cfg.Ladder) || c.cfg.Ladder[to].Suspend || c.cfg.Ladder[to].HoldAll {
+		to = 0
+	}
+	for _, sv := range c.services {
+		t := sv.tr.Target()
+		if sv.begun || t.IsZero() || sv.tr.Window(now-c.cfg.Window, now).N == 0 {
+			continue
+		}
+		sv.begun = true
+		if c.level < to {
+			c.climb, c.enterRate = nil, 0
+			return c.move(now, to, sv.id, fmt.Sprintf("start: %s has a target (%s); offline work restrained until its requests show room", sv.id, t)), true
+		}
+	}
+	return Decision{}, false
+}
+
+// refused reports whether rung to missed within Remember at a request
+// rate not well above rate.
+func (c *Controller) refused(to int, now time.Duration, rate float64) bool {
+	f := c.fails[to]
+	return f.set && now-f.at < c.cfg.Remember && rate*c.cfg.Swing > f.rate
 }
 
 // swing is how a service's arrival rate over the last Short compares
@@ -607,6 +672,8 @@ func (c *Controller) atTop(now time.Duration, sv *service, st Stats) (Decision, 
 		sv.tr.Target().Percentile, roundMs(st.Pct), c.Rung(), roundMs(cl.pct), c.cfg.Ladder[cl.from])
 	c.climb = nil
 	c.badAt = -1 << 62
+	// Its misses on the way up were not the offline jobs' doing.
+	clear(c.fails[cl.from:])
 	return c.move(now, cl.from, sv.id, "futile: "+sv.id+" "+sv.futileWhy), true
 }
 
@@ -662,17 +729,24 @@ func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float
 		return missed, -math.Log(p), st
 	}
 	// Misses too few for a Window may be many since the rung changed.
+	room := st
 	if long := sv.tr.Window(max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle), now); long.N > st.N {
 		if p, ok := c.evidence(long, t); ok {
 			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
 				long.Late, long.N, (now-max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
 			return missed, -math.Log(p), long
 		}
+		room = long
 	}
 	sv.state, sv.detail = Met, desc
-	if float64(st.Late) <= budget/2 && (st.N < c.cfg.MinSamples && st.Late == 0 || float64(st.Pct) <= (1-c.cfg.Headroom)*float64(bound)) {
+	// Room is judged on enough requests to place the percentile (100 for
+	// a p99: fewer put their largest there), over the span since the
+	// rung changed where the window has too few.
+	need := max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget())))
+	if float64(room.Late) <= t.Budget()*float64(room.N)/2 && room.N >= need && float64(room.Pct) <= (1-c.cfg.Headroom)*float64(bound) {
 		return wellWithin, 0, st
 	}
+	_ = budget
 	return within, 0, st
 }
 

@@ -107,7 +107,7 @@ func constant(d time.Duration) func(int) []time.Duration {
 // helped (15 ms against 20 ms) but that still misses is said not held and
 // the top rung stays.
 func TestControllerTightensUntilHeld(t *testing.T) {
-	c, err := New(Config{})
+	c, err := New(Config{Start: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestControllerTightensUntilHeld(t *testing.T) {
 // the top, see that it did not help, and go back to where it started; the
 // service is left alone until its load changes.
 func TestControllerFutileClimb(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=10ms"))
 	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, constant(20 * ms)}, {20 * time.Second, 200, constant(20 * ms)}}, 1)
 	top := len(DefaultLadder()) - 1
@@ -172,7 +172,7 @@ func TestControllerFutileClimb(t *testing.T) {
 // TestControllerRelaxes: with every request well within its target, the
 // controller steps down one rung per calm spell.
 func TestControllerRelaxes(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=10ms"))
 	c.level = 3
 	tr := run(t, c, 10*ms, []phase{{18 * time.Second, 50, constant(2 * ms)}}, 1)
@@ -190,7 +190,7 @@ func TestControllerRelaxes(t *testing.T) {
 // latencies: beside trainers at priority 1 (rungs 0 and 1 here) its p90
 // is 27 ms, alone (rung 2 and above) 12.6 ms; the target is p90 = 20 ms.
 // The controller must find rung 2, stay there almost all the time, try
-// lower rungs ever more rarely, and keep the target.
+// the rungs below once every Remember, and keep the target.
 func TestControllerOnRecordedLatencies(t *testing.T) {
 	rec := recorded(t)
 	byRung := func(r int) []time.Duration {
@@ -199,7 +199,7 @@ func TestControllerOnRecordedLatencies(t *testing.T) {
 		}
 		return rec["mps-prio"]
 	}
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p90=20ms"))
 	tr := run(t, c, 20*ms, []phase{{10 * time.Minute, 20, byRung}}, 7)
 	on := tr.onRung[0]
@@ -214,19 +214,16 @@ func TestControllerOnRecordedLatencies(t *testing.T) {
 	if att := 1 - float64(tr.late[0])/float64(tr.n[0]); att < 0.9 {
 		t.Errorf("attainment %.3f below the target's 0.9 (%d of %d late)", att, tr.late[0], tr.n[0])
 	}
-	// Step downs that fail double the wait: fewer in the second half.
-	var first, second int
+	// A rung that missed is not tried again at the same load for
+	// Remember (5 min): one try of the rung below in 10 min, or two.
+	var downs int
 	for _, d := range tr.decisions {
 		if d.To < d.From {
-			if d.At < total/2 {
-				first++
-			} else {
-				second++
-			}
+			downs++
 		}
 	}
-	if first == 0 || second > first {
-		t.Errorf("step downs: %d in the first half, %d in the second", first, second)
+	if downs == 0 || downs > 2 {
+		t.Errorf("%d step downs in %v at a steady load: %+v", downs, total, tr.decisions)
 	}
 }
 
@@ -243,7 +240,7 @@ func TestControllerFollowsLoad(t *testing.T) {
 		}
 		return rec["mps-prio"]
 	}
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p90=20ms"))
 	tr := run(t, c, 20*ms, []phase{{60 * time.Second, 10, low}, {60 * time.Second, 40, high}, {60 * time.Second, 10, low}}, 3)
 	t.Logf("time on each rung, by phase: %v", tr.onRung)
@@ -266,7 +263,7 @@ func TestControllerFollowsLoad(t *testing.T) {
 // TestControllerUnattainable: a service that misses an absolute target
 // even alone is said to, with its numbers, and makes nobody climb.
 func TestControllerUnattainable(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=5ms"))
 	for i := range 60 {
 		c.Observe("svc", Sample{At: time.Duration(i) * 10 * ms, Latency: 8 * ms}, true)
@@ -284,7 +281,7 @@ func TestControllerUnattainable(t *testing.T) {
 // alone makes the controller hold the top rung for a probe, whose
 // requests set the bound; then it returns to its rung.
 func TestControllerProbesARatioTarget(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=2x"))
 	now := time.Duration(0)
 	feed := func(until time.Duration, lat time.Duration) {
@@ -316,7 +313,7 @@ func TestControllerProbesARatioTarget(t *testing.T) {
 // TestControllerNoTargetIsMeasuredOnly: an online job without a target is
 // tracked and never makes the controller climb.
 func TestControllerNoTargetIsMeasuredOnly(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", Target{})
 	tr := run(t, c, time.Hour, []phase{{10 * time.Second, 50, constant(time.Second)}}, 1)
 	if len(tr.decisions) != 0 {
@@ -362,7 +359,7 @@ func TestBinomialTail(t *testing.T) {
 // 3 s) is no rise of load: no rung moves for a service comfortably within
 // its target.
 func TestControllerSteadyHighRate(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=10ms"))
 	tr := run(t, c, 10*ms, []phase{{30 * time.Second, 3000, constant(7500 * time.Microsecond)}}, 1)
 	if len(tr.decisions) != 0 {
@@ -377,7 +374,7 @@ func TestControllerSteadyHighRate(t *testing.T) {
 // latencies, its latency alone is its own too (the hook's, shorter, is
 // dropped), and so is a ratio target's bound.
 func TestControllerAloneFollowsTheSource(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p90=1.5x"))
 	at := time.Duration(0)
 	for range 100 {
@@ -399,7 +396,7 @@ func TestControllerAloneFollowsTheSource(t *testing.T) {
 // TestControllerSetTargetKeepsTheService: a new target keeps the
 // service's requests and what it measured alone.
 func TestControllerSetTargetKeepsTheService(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=10ms"))
 	for i := range 60 {
 		c.Observe("svc", Sample{At: time.Duration(i) * ms, Latency: 2 * ms}, true)
@@ -434,7 +431,7 @@ func TestSwingCountsArrivals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := New(Config{})
+			c, _ := New(Config{Start: -1})
 			c.AddService("svc", target)
 			now := 20 * time.Second
 			add := func(from, to time.Duration, rate float64) {
@@ -467,7 +464,7 @@ func TestSwingCountsArrivals(t *testing.T) {
 func TestControllerNoFalseRise(t *testing.T) {
 	var off, all time.Duration
 	for seed := uint64(1); seed <= 10; seed++ {
-		c, _ := New(Config{})
+		c, _ := New(Config{Start: -1})
 		c.AddService("svc", MustParse("p99=100ms"))
 		tr := run(t, c, 100*ms, []phase{{120 * time.Second, 8, constant(80 * ms)}}, seed)
 		for r, d := range tr.onRung[0] {
@@ -492,7 +489,7 @@ func TestControllerNoFalseRise(t *testing.T) {
 // and a fall back to the first load return at once to the rung held
 // before them, in one step.
 func TestControllerFallUndoesTheRises(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=100ms"))
 	tr := run(t, c, 100*ms, []phase{{30 * time.Second, 8, constant(80 * ms)}, {10 * time.Second, 16, constant(80 * ms)},
 		{10 * time.Second, 32, constant(80 * ms)}, {20 * time.Second, 8, constant(80 * ms)}}, 1)
@@ -533,7 +530,7 @@ func TestControllerEvidenceOverTime(t *testing.T) {
 		return v
 	}
 	for seed := uint64(1); seed <= 5; seed++ {
-		c, _ := New(Config{})
+		c, _ := New(Config{Start: -1})
 		c.AddService("svc", MustParse("p99=100ms"))
 		tr := run(t, c, 100*ms, []phase{{60 * time.Second, 8, lat}, {240 * time.Second, 8, lat}}, seed)
 		att := 1 - float64(tr.late[1])/float64(tr.n[1])
@@ -549,7 +546,7 @@ func TestControllerEvidenceOverTime(t *testing.T) {
 // when another service's load falls (y, 20 to 4 at 40 s); only the fall
 // of the risen service's own load undoes it (or calm, 20 s on).
 func TestControllerOtherServicesFallKeepsARise(t *testing.T) {
-	c, _ := New(Config{})
+	c, _ := New(Config{Start: -1})
 	c.AddService("x", MustParse("p99=100ms"))
 	c.AddService("y", MustParse("p99=100ms"))
 	rng := rand.New(rand.NewPCG(7, 1))
@@ -585,5 +582,111 @@ func TestControllerOtherServicesFallKeepsARise(t *testing.T) {
 	}
 	if !slices.ContainsFunc(ds, func(d Decision) bool { return strings.Contains(d.Reason, "pre-empt: x's load rose") }) {
 		t.Errorf("x's rise was not pre-empted: %+v", ds)
+	}
+}
+
+// TestControllerStartsProtected: a service with a target that sends its
+// first requests moves the instance to Config.Start (rung 1 by default),
+// not if the ladder's rung there suspends or holds every launch, and not at all with a
+// negative Start; once a hundred of its requests (what places a p99) are
+// well within the target, the rung steps down.
+func TestControllerStartsProtected(t *testing.T) {
+	cases := []struct {
+		name    string
+		cfg     Config
+		want    int // rung after the first requests
+		relaxed bool
+	}{
+		{"default", Config{}, 1, true},
+		{"start 2", Config{Start: 2}, 2, true},
+		{"no start", Config{Start: -1}, 0, false},
+		{"rung 1 suspends", Config{Ladder: Ladder{{}, {Suspend: true}}}, 0, false},
+		{"rung 1 holds all", Config{Ladder: Ladder{{}, {HoldAll: true}, {Suspend: true}}}, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AddService("svc", MustParse("p99=100ms"))
+			tr := run(t, c, 100*ms, []phase{{time.Second, 20, constant(10 * ms)}, {30 * time.Second, 20, constant(10 * ms)}}, 1)
+			first := 0
+			if len(tr.decisions) > 0 && tr.decisions[0].At <= time.Second {
+				first = tr.decisions[0].To
+				if !strings.Contains(tr.decisions[0].Reason, "start: svc has a target (p99=100ms)") {
+					t.Errorf("first decision %+v", tr.decisions[0])
+				}
+			}
+			if first != tc.want {
+				t.Fatalf("rung %d after the first requests, want %d: %+v", first, tc.want, tr.decisions)
+			}
+			var relaxAt time.Duration
+			for _, d := range tr.decisions {
+				if d.To < d.From && relaxAt == 0 {
+					relaxAt = d.At
+				}
+			}
+			if tc.relaxed != (relaxAt > 0) || tc.relaxed && relaxAt < 5*time.Second {
+				// 100 requests at 20/s take 5 s.
+				t.Errorf("first step down at %v: %+v", relaxAt, tr.decisions)
+			}
+		})
+	}
+}
+
+// TestControllerRemembersAMiss: priority leaves 6 % of the requests late
+// at 10/s and none at 3/s; rung 1 holds. After the climb on those misses
+// the controller does not step down onto priority while the load stays
+// (Remember, 5 min; before, it tried every few calms and each try cost
+// late requests), but does once the load falls well below the one
+// priority missed at, and again at the same load once Remember passed.
+func TestControllerRemembersAMiss(t *testing.T) {
+	lat := func(rate float64) func(int) []time.Duration {
+		return func(r int) []time.Duration {
+			if r > 0 || rate < 5 {
+				return []time.Duration{10 * ms}
+			}
+			d := make([]time.Duration, 100)
+			for i := range d {
+				d[i] = 10 * ms
+				if i < 6 {
+					d[i] = 200 * ms
+				}
+			}
+			return d
+		}
+	}
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=100ms"))
+	tr := run(t, c, 100*ms, []phase{{4 * time.Minute, 10, lat(10)}, {time.Minute, 3, lat(3)}, {7 * time.Minute, 10, lat(10)}}, 2)
+	var climbs, downs []Decision
+	for _, d := range tr.decisions {
+		if d.To > d.From {
+			climbs = append(climbs, d)
+		} else {
+			downs = append(downs, d)
+		}
+	}
+	if len(climbs) == 0 || climbs[0].At > time.Minute {
+		t.Fatalf("no climb in the first minute: %+v", tr.decisions)
+	}
+	var inFirst, inLow int
+	for _, d := range downs {
+		switch {
+		case d.At < 4*time.Minute:
+			inFirst++
+		case d.At < 5*time.Minute:
+			inLow++
+		}
+	}
+	if inFirst != 0 || inLow == 0 {
+		t.Errorf("%d step downs while the load stayed, %d after it fell: %+v", inFirst, inLow, tr.decisions)
+	}
+	if last := tr.decisions[len(tr.decisions)-1]; len(climbs) < 3 {
+		t.Errorf("priority never tried again at 10/s after Remember (last decision %+v): %+v", last, tr.decisions)
+	}
+	if late := tr.late[0]; late > 12 {
+		t.Errorf("%d late in the first 4 minutes (%d requests): the miss is not remembered", late, tr.n[0])
 	}
 }
