@@ -263,8 +263,14 @@ type Controller struct {
 	probeFor   string
 	lastProbe  time.Duration
 	// fails, per rung, when it last missed (tightening on evidence) and
-	// the request rate then: a step down onto it waits (Remember).
-	fails []failMark
+	// the request rate then: a step down onto it waits (Remember). held,
+	// per rung, when it last held every target and the highest request
+	// rate it held them at since: a fall of load returns to it at once.
+	fails, held []failMark
+	// settle is how long after the last change requests are not judged:
+	// Config.Settle, or twice the longest latency just before the change
+	// (a queue built before it drains after it).
+	settle time.Duration
 }
 
 // failMark is a rung's last miss: when, and the services' request rate.
@@ -280,7 +286,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -291,6 +297,8 @@ func (c *Controller) Reset(now time.Duration) {
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
 	c.rises, c.fellAt = nil, -1<<62
 	clear(c.fails)
+	clear(c.held)
+	c.settle = c.cfg.Settle
 	for _, sv := range c.services {
 		sv.begun = false
 	}
@@ -415,7 +423,6 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if d, ok := c.start(now); ok {
 		return d, true
 	}
-	judgeFrom := max(now-c.cfg.Window, c.changedAt+c.cfg.Settle)
 	var worst, rising *service
 	var worstSt Stats
 	var swing, riseFrom float64
@@ -423,7 +430,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	allWell, allMet, fell := true, true, false
 	rate := 0.0
 	for _, sv := range c.services {
-		v, over, st := c.judge(sv, judgeFrom, now)
+		v, over, st := c.judge(sv, now)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
 		allWell = allWell && v == wellWithin
 		allMet = allMet && v != missed
@@ -431,7 +438,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			worst, worstOver, worstSt = sv, over, st
 		}
 		switch f, before := c.swing(sv, now); {
-		case f >= c.cfg.Swing && v == within && f > swing:
+		case f >= c.cfg.Swing && v == within && c.close(sv, st) && f > swing:
 			rising, swing, riseFrom = sv, f, before
 		case f > 0 && f <= 1/c.cfg.Swing:
 			fell = true
@@ -462,7 +469,15 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			return c.move(now, r.from, r.id, "relax: "+why), true
 		}
 	}
-	settled := now-c.changedAt >= c.cfg.Settle && now-c.swungAt >= c.cfg.Window
+	settled := now-c.changedAt >= c.settle && now-c.swungAt >= c.cfg.Window
+	if allMet && now-c.changedAt >= c.settle+c.cfg.Window {
+		// The rung in force holds every target at this load.
+		if h := &c.held[c.level]; !h.set || now-h.at >= c.cfg.Remember {
+			*h = failMark{at: now, rate: rate, set: true}
+		} else {
+			h.at, h.rate = now, max(h.rate, rate)
+		}
+	}
 	if rising != nil && settled && c.level < top {
 		// Its load rose while it was close to its bound: the misses would
 		// come before the evidence of them.
@@ -485,6 +500,17 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			return c.move(now, min(c.level-1, r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
 		}
 		c.fellAt = prev
+	}
+	if fell && allMet && settled && c.level > 0 && c.enterRate > 0 && rate < c.enterRate/c.cfg.Swing {
+		// The load fell well below the one the rung was climbed for: back
+		// to the cheapest rung that held every target at this load or a
+		// higher one lately, if none below it missed at this load.
+		if to, ok := c.heldBelow(now, rate); ok {
+			c.swungAt, c.calm, c.climb, c.enterRate = now, c.cfg.Calm, nil, 0
+			h := c.held[to]
+			return c.move(now, to, "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and %s held every target at %.1f/s %v ago",
+				rate, c.cfg.Ladder[to], h.rate, (now-h.at).Round(time.Second))), true
+		}
 	}
 	if sv := c.needsProbe(now); sv != nil {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
@@ -692,9 +718,10 @@ const (
 
 // judge looks at one service's requests since from: its verdict, how far
 // it is past its target (0: not past it) and its window.
-func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float64, Stats) {
+func (c *Controller) judge(sv *service, now time.Duration) (verdict, float64, Stats) {
 	t := sv.tr.Target()
-	st := sv.tr.Window(from, now)
+	arrived := c.changedAt + c.settle
+	st := sv.tr.Judged(now-c.cfg.Window, arrived, now)
 	bound := sv.tr.Bound()
 	switch {
 	case t.IsZero():
@@ -730,10 +757,10 @@ func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float
 	}
 	// Misses too few for a Window may be many since the rung changed.
 	room := st
-	if long := sv.tr.Window(max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle), now); long.N > st.N {
+	if long := sv.tr.Judged(now-c.cfg.Evidence, arrived, now); long.N > st.N {
 		if p, ok := c.evidence(long, t); ok {
 			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
-				long.Late, long.N, (now-max(now-c.cfg.Evidence, c.changedAt+c.cfg.Settle)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
+				long.Late, long.N, (now-max(now-c.cfg.Evidence, arrived)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
 			return missed, -math.Log(p), long
 		}
 		room = long
@@ -742,8 +769,11 @@ func (c *Controller) judge(sv *service, from, now time.Duration) (verdict, float
 	// Room is judged on enough requests to place the percentile (100 for
 	// a p99: fewer put their largest there), over the span since the
 	// rung changed where the window has too few.
+	// Or, on fewer, with none of them past twice the headroom.
 	need := max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget())))
-	if float64(room.Late) <= t.Budget()*float64(room.N)/2 && room.N >= need && float64(room.Pct) <= (1-c.cfg.Headroom)*float64(bound) {
+	h := c.cfg.Headroom
+	if float64(room.Late) <= t.Budget()*float64(room.N)/2 && room.N >= need && float64(room.Pct) <= (1-h)*float64(bound) ||
+		room.N >= c.cfg.MinSamples && float64(room.Max) <= (1-2*h)*float64(bound) {
 		return wellWithin, 0, st
 	}
 	_ = budget
@@ -810,7 +840,42 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 		c.rises = slices.DeleteFunc(c.rises, func(r rise) bool { return r.from >= to })
 	}
 	c.level, c.changedAt = to, now
+	// A queue that built up before the change drains after it: its
+	// requests would be judged against the new rung.
+	longest := time.Duration(0)
+	for _, sv := range c.services {
+		longest = max(longest, sv.tr.Window(now-c.cfg.Short, now).Max)
+	}
+	c.settle = min(max(c.cfg.Settle, 2*longest), c.cfg.Window)
 	return d
+}
+
+// close reports whether a service is near its bound in st: some of its
+// requests late, or its percentile past the headroom.
+func (c *Controller) close(sv *service, st Stats) bool {
+	b := sv.tr.Bound()
+	return b > 0 && !sv.tr.Target().IsZero() && (st.Late > 0 || float64(st.Pct) > (1-c.cfg.Headroom)*float64(b))
+}
+
+// heldBelow is the cheapest rung below the one in force that held every
+// target within Remember at a request rate at least near rate (rate
+// times Swing), with no rung from it up to the one in force refused at
+// rate.
+func (c *Controller) heldBelow(now time.Duration, rate float64) (int, bool) {
+	for to := 0; to < c.level; to++ {
+		h := c.held[to]
+		if !h.set || now-h.at >= c.cfg.Remember || h.rate*c.cfg.Swing < rate {
+			continue
+		}
+		ok := true
+		for l := to; l < c.level && ok; l++ {
+			ok = !c.refused(l, now, rate)
+		}
+		if ok {
+			return to, true
+		}
+	}
+	return 0, false
 }
 
 // Status is every service's standing at now, in the order added.

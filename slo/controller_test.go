@@ -690,3 +690,92 @@ func TestControllerRemembersAMiss(t *testing.T) {
 		t.Errorf("%d late in the first 4 minutes (%d requests): the miss is not remembered", late, tr.n[0])
 	}
 }
+
+// TestControllerFallReturnsToAHeldRung: rung 1 holds the target at 10
+// and 20 requests/s, rung 3 is needed at 40/s. When the load falls back to 10/s
+// the controller returns to rung 1 at once, the rung that held at that
+// load a minute before, rather than a rung per calm spell (one rung per
+// 5 s before).
+func TestControllerFallReturnsToAHeldRung(t *testing.T) {
+	lat := func(need int) func(int) []time.Duration {
+		return func(r int) []time.Duration {
+			if r >= need {
+				return []time.Duration{10 * ms}
+			}
+			d := make([]time.Duration, 100)
+			for i := range d {
+				d[i] = 10 * ms
+				if i < 6 {
+					d[i] = 200 * ms
+				}
+			}
+			return d
+		}
+	}
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=100ms"))
+	// The load rises while the service is well within its target (no
+	// pre-emption to undo): the climb at 40/s is on misses.
+	tr := run(t, c, 100*ms, []phase{{40 * time.Second, 10, lat(1)}, {20 * time.Second, 20, lat(1)}, {30 * time.Second, 40, lat(3)}, {30 * time.Second, 10, lat(1)}}, 3)
+	if on := tr.onRung[2]; on[3]+on[4] < 10*time.Second {
+		t.Fatalf("the high phase never reached rung 3: %v, %+v", on, tr.decisions)
+	}
+	on := tr.onRung[3]
+	if above := on[2] + on[3] + on[4]; above > 6*time.Second || on[1] < 20*time.Second {
+		t.Errorf("after the fall: %v on rungs 0-4 (want rung 1 within a few seconds): %+v", on, tr.decisions)
+	}
+	var jumped bool
+	for _, d := range tr.decisions {
+		if d.At >= 90*time.Second && d.To == 1 && strings.Contains(d.Reason, "held every target at") {
+			jumped = true
+		}
+	}
+	if !jumped {
+		t.Errorf("no return to the rung that held after the fall: %+v", tr.decisions)
+	}
+}
+
+// TestControllerQueueDrains: a service whose queue builds on rung 0
+// (each request 150 ms of work at 10/s) and drains on rung 1 (50 ms). The
+// requests that queued before the climb, and those behind them, are late
+// after it too; judged against rung 1 they would take the controller to
+// the top. Requests that arrived before the change, plus twice the
+// longest latency just before it, are not judged: it stays below the top.
+func TestControllerQueueDrains(t *testing.T) {
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=1s"))
+	rng := rand.New(rand.NewPCG(9, 1))
+	var free, next time.Duration // the server is free at free
+	type req struct{ end, lat time.Duration }
+	var pending []req
+	top := 0
+	var ds []Decision
+	for now := time.Duration(0); now < 60*time.Second; now += 10 * time.Millisecond {
+		for next <= now {
+			work := 150 * ms
+			if c.Level() >= 1 {
+				work = 50 * ms
+			}
+			start := max(free, next)
+			free = start + work
+			pending = append(pending, req{free, free - next})
+			next += time.Duration(rng.ExpFloat64() / 10 * float64(time.Second))
+		}
+		kept := pending[:0]
+		for _, r := range pending {
+			if r.end <= now {
+				c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
+			} else {
+				kept = append(kept, r)
+			}
+		}
+		pending = kept
+		if d, ok := c.Step(now); ok {
+			ds = append(ds, d)
+		}
+		top = max(top, c.Level())
+	}
+	if top < 1 || top >= len(c.Config().Ladder)-1 {
+		t.Errorf("highest rung %d, want 1 to %d: %+v", top, len(c.Config().Ladder)-2, ds)
+	}
+}

@@ -200,6 +200,24 @@ func (t *Tracker) Window(from, now time.Duration) Stats {
 	return t.stats(t.scratch, now-from)
 }
 
+// Judged is Window over the requests that also arrived after arrived:
+// those that came before a change of restraint (or queued behind ones
+// that did) say nothing of the rung now in force.
+func (t *Tracker) Judged(from, arrived, now time.Duration) Stats {
+	t.scratch = t.scratch[:0]
+	for i := range t.n {
+		s := t.samples[(t.head+i)%len(t.samples)]
+		if s.At > from && s.At <= now && s.At-s.Latency > arrived {
+			t.scratch = append(t.scratch, s.Latency)
+		}
+	}
+	from = max(from, arrived)
+	if o := t.Oldest(); o > from {
+		from = min(o, now)
+	}
+	return t.stats(t.scratch, now-from)
+}
+
 // Arrivals counts the requests kept that arrived after from and at most
 // at to (a request arrives its latency before it ends: a reported one
 // when it came in, a hook-measured one at its first launch). Arrivals,
