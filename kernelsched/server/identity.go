@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net"
 
 	"github.com/mmkgpu/mmk/internal/unixsock"
@@ -53,4 +54,14 @@ func (s *Server) identify(c *net.UnixConn, h Hello) (Hello, *Identity, error) {
 	}
 	h.PID, h.Priority, h.Online, h.TaskKey, h.Name = p.PID, id.Priority, id.Online, id.TaskKey, id.Name
 	return h, &id, nil
+}
+
+// jobOf names whose share of the task slots and names a connecting task
+// takes (shares): its job where the server's owner named one, else its
+// process (the kernel's word, else its hook's).
+func (s *Server) jobOf(c *net.UnixConn, h Hello, id *Identity) string {
+	if id != nil && id.Job != "" {
+		return "job " + id.Job
+	}
+	return fmt.Sprintf("process %d", peerPID(c, h.PID))
 }

@@ -142,6 +142,10 @@ func (s *Server) applyEvents() bool {
 				s.cfg.Log.Warn("kernel scheduler: remove task", "name", t.hello.Name, "err", err)
 			}
 			s.failOpensGone.Add(t.slot.failOpens())
+			s.mu.Lock()
+			kept := t.nt.bytes
+			s.mu.Unlock()
+			s.shares.leave(t.shareOf, kept)
 			if t.quiet {
 				s.nquiet.Add(-1)
 			}

@@ -66,7 +66,9 @@ type Config struct {
 	// mmkctl kernelsched serve).
 	Identify func(Peer) (Identity, error)
 	// MaxTasks caps the tasks connected at once (default
-	// DefaultMaxTasks); one more is refused.
+	// DefaultMaxTasks); one more is refused. One job (Identity.Job, else
+	// one process) holds at most a quarter of them, and a task beyond
+	// its first only while more than a quarter stay free.
 	MaxTasks int
 	// SLO, if set, holds the online tasks' latency targets (slo.go).
 	SLO *SLOConfig
@@ -135,7 +137,9 @@ type Server struct {
 	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
-	policyName                             atomic.Pointer[string]
+	// shares keeps one job from taking all task slots or names' memory.
+	shares     *shares
+	policyName atomic.Pointer[string]
 
 	// The sockets served besides Config.Socket (Listen), while Serve
 	// runs (lnCtx set); accepting counts the goroutines accepting on any.
@@ -212,6 +216,11 @@ type task struct {
 	reqStart time.Duration
 	// tpcKeep is the TPCs the slot lets its kernels use (0: all).
 	tpcKeep uint32
+	// nt is the names' table (names and its bytes under Server.mu);
+	// shareOf the job whose share of slots and names the task holds
+	// (shares).
+	nt      *nameTable
+	shareOf string
 	// job and target are what the server's owner said of the task
 	// (Identity); sloID names it to the latency controller.
 	job    string
@@ -267,7 +276,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st,
-		tpcs: max(sms/2, 1)}
+		shares: newShares(cfg.MaxTasks),
+		tpcs:   max(sms/2, 1)}
 	s.policyName.Store(&cfg.Policy)
 	if cfg.RequestLog != nil {
 		s.requestLog = &requestLog{w: cfg.RequestLog}
@@ -440,8 +450,9 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	if err == nil {
 		h, id, err = s.identify(c, h)
 	}
-	if err == nil && int(s.ntasks.Load()) >= s.cfg.MaxTasks {
-		err = fmt.Errorf("%w (%d)", errTooManyTask, s.cfg.MaxTasks)
+	job := s.jobOf(c, h, id)
+	if err == nil {
+		err = s.shares.admit(job)
 	}
 	if err != nil {
 		s.refused.Add(1)
@@ -452,11 +463,15 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	}
 	sl, err := newSlot(h.Name)
 	if err != nil {
+		s.shares.leave(job, 0)
 		s.cfg.Log.Error("kernel scheduler", "err", err)
 		c.Close()
 		return
 	}
-	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1)}
+	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1), shareOf: job}
+	t.nt = &nameTable{mu: &s.mu, names: t.names,
+		take: func(n int) bool { return s.shares.takeNames(job, n) },
+		give: func(n int) { s.shares.giveNames(job, n) }}
 	if id != nil {
 		t.job, t.target = id.Job, id.Target
 	}
@@ -466,6 +481,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	select {
 	case ok := <-t.ready:
 		if !ok {
+			s.shares.leave(job, 0)
 			_, _ = c.Write(welcome(2))
 			c.Close()
 			sl.close()
@@ -485,7 +501,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	if s.cfg.OnConnect != nil {
 		s.cfg.OnConnect(peerPID(c, h.PID))
 	}
-	if err := readNames(c, &nameTable{mu: &s.mu, names: t.names}); err != nil && ctx.Err() == nil {
+	if err := readNames(c, t.nt); err != nil && ctx.Err() == nil {
 		s.cfg.Log.Warn("kernel scheduler: dropping the task", "name", h.Name, "pid", h.PID, "err", err)
 	}
 	s.gone(t)
