@@ -4,10 +4,15 @@
  * launches are free, waits for its grant. Everything here fails open: no
  * server, a dead one, a full ring or a grant later than the bound lets the
  * launch go. No launch ever waits longer than the bound
- * (MMK_HOOK_TIMEOUT_US): the first connection, at the hook's start, waits
- * at most the bound for the server's welcome, and every later one is made
- * by the client's own thread, at most once a second; a kernel name the
- * server does not take within the bound ends the connection.
+ * (MMK_HOOK_TIMEOUT_US), counted from the launch's start: every wait of
+ * a launch (for room in the ring, for its grant) ends at that one
+ * deadline. A launch never waits on the socket: kernel names go without
+ * blocking, in id order, and what a full socket leaves is sent by the
+ * client's own thread, which ends the connection of a server that does
+ * not take them within the bound. The first connection, at the hook's
+ * start, waits at most MMK_HOOK_CONNECT_US for the server's welcome, and
+ * every later one is made by the client's own thread, at most once a
+ * second.
  *
  * A welcome is checked before it is trusted (handshake.c): the shared
  * memory must be sealed against shrinking and be the size announced, the
@@ -49,6 +54,10 @@ struct conn {
 	 * the first launch after a synchronisation returned begins a run (an
 	 * online job's request), whose latency the server measures. */
 	_Atomic uint32_t stamp_next;
+	/* Kernel names: the ids below names_sent are sent whole; name_off
+	 * bytes of the next one's message are (send_mu). */
+	_Atomic uint32_t names_sent;
+	uint32_t name_off;
 };
 
 static _Atomic(struct conn *) live;
@@ -73,6 +82,11 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static struct timespec ns_timespec(uint64_t ns)
+{
+	return (struct timespec){.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+}
+
 static int write_all(int fd, const void *p, size_t n)
 {
 	const char *b = p;
@@ -87,26 +101,49 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-static int send_name(int sock, uint32_t id, const char *name)
+/* send_names sends the kernel names the server has not had yet, in id
+ * order (struct mmk_name_msg and the name), never blocking: where the
+ * socket is full it waits for room until deadline_ns (0: not at all). A
+ * message cut short is finished by the next call, so the stream stays
+ * whole. The caller holds send_mu (or made c and has not published it).
+ * It returns 0 when every name is sent,
+ * 1 when some wait for room, -1 when the socket failed. */
+static int send_names(struct conn *c, uint64_t deadline_ns)
 {
-	struct mmk_name_msg m = {id, (uint32_t)strlen(name)};
-	if (write_all(sock, &m, sizeof m) < 0 || write_all(sock, name, m.len) < 0)
-		return -1;
+	uint32_t id = atomic_load_explicit(&c->names_sent, memory_order_relaxed);
+	while (id < mmk_names_count()) {
+		const char *name = mmk_name_of(id);
+		struct mmk_name_msg m = {id, (uint32_t)strlen(name)};
+		size_t off = c->name_off, total = sizeof m + m.len;
+		struct iovec iov[2];
+		int n = 0;
+		if (off < sizeof m)
+			iov[n++] = (struct iovec){(char *)&m + off, sizeof m - off};
+		iov[n++] = (struct iovec){(char *)name + (off > sizeof m ? off - sizeof m : 0), m.len - (off > sizeof m ? off - sizeof m : 0)};
+		struct msghdr h = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t w = sendmsg(c->sock, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -1;
+			uint64_t t = now_ns();
+			if (t >= deadline_ns)
+				return 1;
+			struct pollfd p = {.fd = c->sock, .events = POLLOUT};
+			struct timespec ts = ns_timespec(deadline_ns - t);
+			ppoll(&p, 1, &ts, NULL);
+			continue;
+		}
+		off += (size_t)w;
+		if (off < total) {
+			c->name_off = (uint32_t)off;
+			continue;
+		}
+		c->name_off = 0;
+		atomic_store_explicit(&c->names_sent, ++id, memory_order_relaxed);
+	}
 	return 0;
-}
-
-/* The connection being made (connect_mu held): its names are sent and it
- * is published under the names lock. */
-static struct conn *connecting;
-static int send_existing(uint32_t id, const char *name) { return send_name(connecting->sock, id, name); }
-static void publish(void)
-{
-	pthread_mutex_lock(&send_mu);
-	atomic_store(&live, connecting);
-	pthread_mutex_unlock(&send_mu);
-	pthread_mutex_lock(&watch_mu);
-	pthread_cond_signal(&watch_cv);
-	pthread_mutex_unlock(&watch_mu);
 }
 
 /* drop_broken ends a connection whose byte stream can no longer be
@@ -119,20 +156,38 @@ static void drop_broken(struct conn *c)
 	drop(c);
 }
 
-/* name_created sends a name the moment decode gives it an id. The send
- * waits at most the bound (SO_SNDTIMEO): a server that takes no names is
- * dropped rather than stall the launch that named the kernel. */
-static void name_created(uint32_t id, const char *name)
+/* names_pending reports whether kernel names wait to be sent. */
+static inline int names_pending(struct conn *c)
 {
-	struct conn *c = atomic_load(&live);
-	if (!c)
-		return; /* sent with all others on the next connection */
-	pthread_mutex_lock(&send_mu);
-	if (send_name(c->sock, id, name) < 0) {
-		mmk_log(1, "kernel scheduler at %s does not take kernel name %u (%s); connecting again", sock_path, id, strerror(errno));
-		drop_broken(c);
+	return mmk_names_count() > atomic_load_explicit(&c->names_sent, memory_order_relaxed);
+}
+
+/* launch_names sends new kernel names from a launching thread, without
+ * waiting for the socket or for another sender; what is left, the
+ * watcher sends (woken on the quiet word, which it waits on). */
+static int launch_names(struct conn *c)
+{
+	int r = 1;
+	if (pthread_mutex_trylock(&send_mu) == 0) {
+		r = send_names(c, 0);
+		pthread_mutex_unlock(&send_mu);
 	}
-	pthread_mutex_unlock(&send_mu);
+	if (r < 0) {
+		mmk_log(1, "kernel scheduler at %s does not take kernel names (%s); connecting again", sock_path, strerror(errno));
+		drop_broken(c);
+	} else if (r > 0) {
+		syscall(SYS_futex, &c->slot->quiet, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	return r;
+}
+
+/* note_wait keeps the longest wait of a launch in the client, from its
+ * start t0 (mmk_stats.max_wait_ns). */
+static void note_wait(uint64_t t0)
+{
+	uint64_t w = now_ns() - t0, m = atomic_load_explicit(&mmk_stats.max_wait_ns, memory_order_relaxed);
+	while (w > m && !atomic_compare_exchange_weak_explicit(&mmk_stats.max_wait_ns, &m, w, memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 /* set_timeout sets a socket option of timeval type to ns. */
@@ -166,10 +221,12 @@ static int received_fds(struct msghdr *m, int *fds, int max)
 }
 
 /* try_connect makes one connection attempt and publishes it; the caller
- * holds connect_mu. The server's welcome is awaited at most welcome_ns;
- * sends wait at most the bound. */
+ * holds connect_mu. The server's welcome, and its taking the names given
+ * out so far, are awaited at most welcome_ns; sends wait at most the
+ * bound. */
 static struct conn *try_connect(uint64_t welcome_ns)
 {
+	uint64_t start = now_ns();
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return NULL;
@@ -219,15 +276,22 @@ static struct conn *try_connect(uint64_t welcome_ns)
 	atomic_store(&c->stamp_next, 1); /* the first launch begins a run */
 	atomic_store(&c->slot->observe_every, observe_every);
 	atomic_store(&c->slot->tpc_state, atomic_load(&tpc_state));
-	connecting = c;
-	if (mmk_names_each(send_existing, publish)) {
-		connecting = NULL;
+	atomic_store(&c->names_sent, 1);
+	if (send_names(c, start + welcome_ns) != 0) {
+		mmk_log(1, "kernel scheduler at %s does not take kernel names; launches go unscheduled", sock_path);
 		munmap(p, w.slot_bytes);
 		close(fds[1]);
 		free(c);
 		goto fail;
 	}
-	connecting = NULL;
+	/* Names given out from here on are sent by the launch that finds
+	 * them pending, or the watcher. */
+	pthread_mutex_lock(&send_mu);
+	atomic_store(&live, c);
+	pthread_mutex_unlock(&send_mu);
+	pthread_mutex_lock(&watch_mu);
+	pthread_cond_signal(&watch_cv);
+	pthread_mutex_unlock(&watch_mu);
 	mmk_log(0, "connected to the kernel scheduler at %s", sock_path);
 	return c;
 fail:
@@ -319,7 +383,20 @@ static void *watcher(void *arg)
 		}
 		uint32_t q = atomic_load_explicit(&c->slot->quiet, memory_order_acquire);
 		apply(c, q);
-		futex_wait(&c->slot->quiet, q, 200ull * 1000 * 1000);
+		if (!names_pending(c))
+			futex_wait(&c->slot->quiet, q, 200ull * 1000 * 1000);
+		if (names_pending(c)) {
+			/* Names a launch could not send: the server has the bound
+			 * to take them. */
+			pthread_mutex_lock(&send_mu);
+			int r = atomic_load(&live) == c ? send_names(c, now_ns() + timeout_ns) : 0;
+			pthread_mutex_unlock(&send_mu);
+			if (r != 0) {
+				mmk_log(1, "kernel scheduler at %s does not take kernel names within the bound; connecting again", sock_path);
+				drop_broken(c);
+				continue;
+			}
+		}
 		if (atomic_load(&live) == c && !server_alive(c))
 			drop(c);
 	}
@@ -355,7 +432,6 @@ void mmk_client_init(const struct mmk_client_hooks *h)
 	if (v && atoll(v) > 0)
 		timeout_ns = (uint64_t)atoll(v) * 1000;
 	pthread_atfork(NULL, NULL, after_fork_child);
-	mmk_names_notify(name_created);
 	enabled = 1;
 	/* The first connection, before the job's first launch, so that the
 	 * server sees the job's launches from the start: a server that does
@@ -370,7 +446,7 @@ void mmk_client_init(const struct mmk_client_hooks *h)
 
 static int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+	struct timespec ts = ns_timespec(ns);
 	return (int)syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
@@ -405,15 +481,20 @@ static int make_room(struct conn *c, uint64_t seq, uint64_t t0)
 	/* A free launch carries no time stamp (t0 0): its wait starts here. */
 	if (seq - tail > MMK_RING && !t0)
 		t0 = now_ns();
+	int waited = 0;
 	while (seq - tail > MMK_RING) {
-		if (now_ns() - t0 > timeout_ns) {
+		waited = 1;
+		if (now_ns() - t0 >= timeout_ns) {
 			atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
+			note_wait(t0);
 			drop(c);
 			return -1;
 		}
 		sched_yield();
 		tail = atomic_load_explicit(&s->tail, memory_order_acquire);
 	}
+	if (waited)
+		note_wait(t0);
 	atomic_store_explicit(&c->tail_seen, tail, memory_order_relaxed);
 	return 0;
 }
@@ -523,6 +604,9 @@ uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 	struct conn *c = atomic_load_explicit(&live, memory_order_acquire);
 	if (!c)
 		return 0; /* the watcher connects again */
+	/* New kernel names go first, never waiting (launch_names). */
+	if (names_pending(c) && launch_names(c) < 0)
+		return 0;
 	struct mmk_slot *s = c->slot;
 	/* A launch that goes at once needs no time stamp: the server, which
 	 * reads the rings at once whenever another task waits, takes its own
@@ -563,15 +647,19 @@ uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 			return observe;
 		__builtin_ia32_pause();
 	}
+	/* Every wait ends at the launch's deadline, t0 and the bound. */
 	for (;;) {
 		uint32_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
-		if ((int32_t)(g - (uint32_t)seq) >= 0)
+		if ((int32_t)(g - (uint32_t)seq) >= 0) {
+			note_wait(t0);
 			return observe;
+		}
 		uint64_t waited = now_ns() - t0;
 		if (waited >= timeout_ns)
 			break;
 		futex_wait(&s->granted, g, timeout_ns - waited);
 	}
+	note_wait(t0);
 	atomic_fetch_add_explicit(&mmk_stats.fail_open, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->fail_open, 1, memory_order_relaxed);
 	atomic_store_explicit(&c->degraded_seq, seq, memory_order_relaxed);

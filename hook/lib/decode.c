@@ -97,10 +97,11 @@ struct name_slot {
 };
 
 static struct name_slot slots[NAME_SLOTS];
-static char *names[NAME_IDS];
-static uint32_t next_id = 1;
+static char *_Atomic names[NAME_IDS];
+/* next_id is written under names_mu, after the name it counts (release),
+ * and read without it. */
+static _Atomic uint32_t next_id = 1;
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
-static void (*on_create)(uint32_t id, const char *name); /* under names_mu */
 
 static inline uint32_t slot_of(const void *key)
 {
@@ -134,18 +135,17 @@ uint32_t mmk_name_id(const struct mmk_launch *l)
 			break;
 		}
 		if (!k) {
-			if (next_id >= NAME_IDS)
+			uint32_t next = atomic_load_explicit(&next_id, memory_order_relaxed);
+			if (next >= NAME_IDS)
 				break; /* full: the launch goes unnamed to the scheduler */
-			id = next_id++;
-			names[id] = strdup(l->name ? l->name : "?");
-			if (!names[id]) {
-				id = 0;
+			char *copy = strdup(l->name ? l->name : "?");
+			if (!copy)
 				break;
-			}
+			id = next;
+			atomic_store_explicit(&names[id], copy, memory_order_relaxed);
+			atomic_store_explicit(&next_id, id + 1, memory_order_release);
 			atomic_store_explicit(&slots[i].id, id, memory_order_release);
 			atomic_store_explicit(&slots[i].key, l->key, memory_order_release);
-			if (on_create)
-				on_create(id, names[id]);
 			break;
 		}
 	}
@@ -153,31 +153,11 @@ uint32_t mmk_name_id(const struct mmk_launch *l)
 	return id;
 }
 
-void mmk_names_notify(void (*fn)(uint32_t id, const char *name))
-{
-	pthread_mutex_lock(&names_mu);
-	on_create = fn;
-	pthread_mutex_unlock(&names_mu);
-}
-
-int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void))
-{
-	int failed = 0;
-	pthread_mutex_lock(&names_mu);
-	for (uint32_t id = 1; id < next_id && !failed; id++)
-		failed = fn(id, names[id]);
-	if (!failed && done)
-		done();
-	pthread_mutex_unlock(&names_mu);
-	return failed;
-}
+uint32_t mmk_names_count(void) { return atomic_load_explicit(&next_id, memory_order_acquire); }
 
 const char *mmk_name_of(uint32_t id)
 {
-	if (id == 0 || id >= NAME_IDS)
+	if (id == 0 || id >= mmk_names_count())
 		return NULL;
-	pthread_mutex_lock(&names_mu);
-	const char *n = id < next_id ? names[id] : NULL;
-	pthread_mutex_unlock(&names_mu);
-	return n;
+	return atomic_load_explicit(&names[id], memory_order_relaxed);
 }

@@ -1,8 +1,8 @@
 /*
  * decode.h: what decode.c offers: a launch as the kernel scheduler sees it,
  * read from CUPTI's callback data, and small ids for kernel names. It
- * calls no other unit but log; it tells of new names through the callback
- * registered with mmk_names_notify.
+ * calls no other unit but log; the client reads new names by their count
+ * (mmk_names_count), without a lock.
  */
 #ifndef MMK_DECODE_H
 #define MMK_DECODE_H
@@ -31,14 +31,13 @@ int mmk_decode(mmk_CUpti_CallbackId cbid, const mmk_CUpti_CallbackData *cb, stru
  * every launch of one function (cached by l->key; 0 when the table is full). */
 uint32_t mmk_name_id(const struct mmk_launch *l);
 
-/* mmk_names_notify registers fn, called (names lock held) when an id is
- * first given out. mmk_names_each calls fn for every id given out so far,
- * stopping at the first that returns non-zero (its result), then done, all
- * under the names lock, so that no name is created in between. */
-void mmk_names_notify(void (*fn)(uint32_t id, const char *name));
-int mmk_names_each(int (*fn)(uint32_t id, const char *name), void (*done)(void));
+/* mmk_names_count is one past the last id given out (1: none). Ids are
+ * given out in order and a name never changes once its id is counted:
+ * the client sends ids from 1 up to it, never under the names lock. */
+uint32_t mmk_names_count(void);
 
-/* mmk_name_of returns the name of an id (NULL if unknown). */
+/* mmk_name_of returns the name of an id (NULL if unknown); it takes no
+ * lock. */
 const char *mmk_name_of(uint32_t id);
 
 #endif

@@ -68,12 +68,13 @@ int mmk_stats_json(char *buf, int len)
 {
 	if (len <= 0)
 		return 0;
-	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"syncs\":%llu,\"observed\":%llu,\"unobserved\":%llu,\"masked\":%llu,\"by_api\":{",
+	int n = snprintf(buf, (size_t)len, "{\"pid\":%d,\"launches\":%llu,\"unnamed\":%llu,\"held\":%llu,\"fail_open\":%llu,\"wakes\":%llu,\"syncs\":%llu,\"observed\":%llu,\"unobserved\":%llu,\"masked\":%llu,\"max_wait_us\":%llu,\"by_api\":{",
 			 (int)getpid(), (unsigned long long)mmk_hook_launches(),
 			 (unsigned long long)atomic_load(&mmk_stats.unnamed), (unsigned long long)atomic_load(&mmk_stats.held),
 			 (unsigned long long)atomic_load(&mmk_stats.fail_open), (unsigned long long)atomic_load(&mmk_stats.wakes),
 			 (unsigned long long)atomic_load(&mmk_stats.syncs), (unsigned long long)atomic_load(&mmk_stats.observed),
-			 (unsigned long long)atomic_load(&mmk_stats.unobserved), (unsigned long long)atomic_load(&mmk_stats.masked));
+			 (unsigned long long)atomic_load(&mmk_stats.unobserved), (unsigned long long)atomic_load(&mmk_stats.masked),
+			 (unsigned long long)(atomic_load(&mmk_stats.max_wait_ns) / 1000));
 	for (int i = 0; i < MMK_API_COUNT && n < len; i++)
 		n += snprintf(buf + n, (size_t)(len - n), "%s\"%s\":%llu", i ? "," : "", api_names[i],
 			      (unsigned long long)atomic_load(&mmk_stats.by_api[i]));

@@ -6,8 +6,8 @@
  * (the kernel scheduler's protocol) -> observe (completions seen through
  * CUDA events) -> inject (the entry, CUPTI's callbacks); profile (the
  * profiling phase) sits beside client and uses decode; every unit may use
- * log. A lower unit learns of a higher one's
- * needs only through a callback it registers (mmk_names_notify).
+ * log. A lower unit learns of a higher one's needs only through a
+ * callback it registers.
  */
 #ifndef MMK_LOG_H
 #define MMK_LOG_H
@@ -44,6 +44,7 @@ struct mmk_stats {
 	_Atomic uint64_t observed;  /* completions seen through recorded events */
 	_Atomic uint64_t unobserved; /* launches to observe that got no event (pool full or an error) */
 	_Atomic uint64_t masked;    /* kernels whose TPC mask the hook set (protocol step 11) */
+	_Atomic uint64_t max_wait_ns; /* the longest a launch waited in the client, from its start */
 };
 
 extern struct mmk_stats mmk_stats;

@@ -95,6 +95,9 @@ type replayResult struct {
 		// observe that got no event.
 		Observed   uint64 `json:"observed"`
 		Unobserved uint64 `json:"unobserved"`
+		// MaxWaitUs is the longest a launch waited in the hook's client,
+		// from its start, by the hook's own count.
+		MaxWaitUs float64 `json:"max_wait_us"`
 	} `json:"hook"`
 }
 
