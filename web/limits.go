@@ -1,10 +1,12 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -71,19 +73,42 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	}
 }
 
-// ConnCap is a cap on the connections of several listeners together:
-// Wrap each listener, and it accepts a connection only while fewer than
-// the cap are open; further clients wait in the kernel's backlog, holding
-// none of mmkd's descriptors.
+// ConnCap is a cap on the connections of a listener: Wrap the listener,
+// and it accepts a connection only while fewer than the cap are open;
+// further clients wait in the kernel's backlog, holding none of mmkd's
+// descriptors. Within the cap no one client may hold the rest out (issue
+// 38, row 7):
+//
+//   - on a Unix socket (a PeerListener's connections), a user (uid)
+//     holds at most a quarter of the slots, and a connection beyond its
+//     first only while more than a quarter stay free: the last quarter is
+//     kept for users who hold none. A connection past its user's share
+//     is answered 503 with Retry-After and closed.
+//   - elsewhere (TCP, where any local process may connect and /healthz
+//     needs no token), connections that have not shown the token (Trust)
+//     hold at most a quarter of the slots: one more closes the oldest of
+//     them. A token holder's connection, once trusted, is never closed
+//     for another.
 type ConnCap struct {
 	slots chan struct{}
+	n     int
+	mu    sync.Mutex
+	open  atomic.Int64
+	users map[int]int   // the socket's connections by uid
+	anon  []*cappedConn // untrusted connections, oldest first
 }
 
 // NewConnCap returns a cap of n connections.
-func NewConnCap(n int) *ConnCap { return &ConnCap{slots: make(chan struct{}, n)} }
+func NewConnCap(n int) *ConnCap {
+	return &ConnCap{slots: make(chan struct{}, n), n: n, users: map[int]int{}}
+}
 
 // Open is the number of connections open now.
-func (c *ConnCap) Open() int { return len(c.slots) }
+func (c *ConnCap) Open() int { return int(c.open.Load()) }
+
+// share is the most connections one user, or all untrusted connections,
+// may hold.
+func (c *ConnCap) share() int { return max(1, c.n/4) }
 
 // Wrap returns ln under the cap.
 func (c *ConnCap) Wrap(ln net.Listener) net.Listener {
@@ -98,17 +123,34 @@ type cappedListener struct {
 }
 
 func (l *cappedListener) Accept() (net.Conn, error) {
-	select {
-	case l.cap.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		select {
+		case l.cap.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.cap.slots
+			return nil, err
+		}
+		cc := &cappedConn{Conn: c, cap: l.cap, uid: -1}
+		if p, ok := peerOfConn(c); ok {
+			if err := l.cap.admitUser(p.UID); err != nil {
+				refuse(c, err)
+				<-l.cap.slots
+				continue
+			}
+			cc.uid = p.UID
+			l.cap.open.Add(1)
+			return cc, nil
+		}
+		l.cap.open.Add(1)
+		if old := l.cap.addUntrusted(cc); old != nil {
+			old.Close()
+		}
+		return cc, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.cap.slots
-		return nil, err
-	}
-	return &cappedConn{Conn: c, release: func() { <-l.cap.slots }}, nil
 }
 
 func (l *cappedListener) Close() error {
@@ -116,18 +158,100 @@ func (l *cappedListener) Close() error {
 	return l.Listener.Close()
 }
 
+// admitUser counts a connection of uid, whose slot is taken, or says why
+// it is past the user's share.
+func (c *ConnCap) admitUser(uid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held, free := c.users[uid], c.n-len(c.slots)
+	switch {
+	case held >= c.share():
+		return fmt.Errorf("uid %d holds %d connections, its share of %d", uid, held, c.n)
+	case held > 0 && free < c.n/4:
+		return fmt.Errorf("uid %d holds %d connections and the last %d of %d are kept for other users", uid, held, free+1, c.n)
+	}
+	c.users[uid] = held + 1
+	return nil
+}
+
+// addUntrusted counts an untrusted connection and returns the oldest
+// one it displaces (nil: none).
+func (c *ConnCap) addUntrusted(cc *cappedConn) *cappedConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc.untrusted = true
+	c.anon = append(c.anon, cc)
+	if len(c.anon) <= c.share() {
+		return nil
+	}
+	old := c.anon[0]
+	old.untrusted = false
+	c.anon = c.anon[1:]
+	return old
+}
+
+// forget takes cc out of the untrusted connections.
+func (c *ConnCap) forget(cc *cappedConn) {
+	if !cc.untrusted {
+		return
+	}
+	cc.untrusted = false
+	for i, a := range c.anon {
+		if a == cc {
+			c.anon = append(c.anon[:i], c.anon[i+1:]...)
+			return
+		}
+	}
+}
+
+// refuse answers a connection past its user's share and closes it.
+func refuse(c net.Conn, why error) {
+	body := fmt.Sprintf(`{"error":%q}`, why.Error()+": retry when one of them closes")
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	_ = c.Close()
+}
+
 // cappedConn gives its slot back when closed.
 type cappedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	cap  *ConnCap
+	once sync.Once
+	// uid is the socket user holding it (-1: none); untrusted, under
+	// cap.mu, whether it is among cap.anon.
+	uid       int
+	untrusted bool
 }
 
 func (c *cappedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.cap.mu.Lock()
+		if c.uid >= 0 {
+			if c.cap.users[c.uid]--; c.cap.users[c.uid] <= 0 {
+				delete(c.cap.users, c.uid)
+			}
+		}
+		c.cap.forget(c)
+		c.cap.mu.Unlock()
+		c.cap.open.Add(-1)
+		<-c.cap.slots
+	})
 	return err
 }
 
 // Unwrap is the connection under the cap (ConnContext reads its peer).
 func (c *cappedConn) Unwrap() net.Conn { return c.Conn }
+
+type cappedKey struct{}
+
+// Trust marks the connection of a request as a token holder's: the cap
+// no longer closes it for another (ConnCap). The auth middleware calls it
+// once the token matched.
+func Trust(ctx context.Context) {
+	if cc, ok := ctx.Value(cappedKey{}).(*cappedConn); ok {
+		cc.cap.mu.Lock()
+		cc.cap.forget(cc)
+		cc.cap.mu.Unlock()
+	}
+}

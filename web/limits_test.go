@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -150,7 +151,8 @@ func TestListPages(t *testing.T) {
 }
 
 // TestConnCap: a listener under a cap of 4 accepts at most 4
-// connections at once; the fifth client is accepted once one closes.
+// connections at once (trusted ones: the token holder's); the fifth
+// client is accepted once one closes.
 func TestConnCap(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -167,6 +169,7 @@ func TestConnCap(t *testing.T) {
 				close(accepted)
 				return
 			}
+			Trust(ConnContext(context.Background(), c))
 			accepted <- c
 		}
 	}()

@@ -24,17 +24,35 @@ func PeerOf(ctx context.Context) (Peer, bool) {
 
 // ConnContext is http.Server.ConnContext for mmkd's listeners: a
 // connection accepted by a PeerListener carries its peer into every
-// request's context. A Unix socket connection whose peer could not be
+// request's context, and one under a ConnCap its place there (Trust). A Unix socket connection whose peer could not be
 // read was closed by the listener and never gets here.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	for {
 		switch x := c.(type) {
 		case *peerConn:
 			return context.WithValue(ctx, peerKey{}, x.peer)
+		case *cappedConn:
+			ctx = context.WithValue(ctx, cappedKey{}, x)
+			c = x.Unwrap()
 		case interface{ Unwrap() net.Conn }:
 			c = x.Unwrap()
 		default:
 			return ctx
+		}
+	}
+}
+
+// peerOfConn is the peer of a connection a PeerListener accepted,
+// under whatever wraps it.
+func peerOfConn(c net.Conn) (Peer, bool) {
+	for {
+		switch x := c.(type) {
+		case *peerConn:
+			return x.peer, true
+		case interface{ Unwrap() net.Conn }:
+			c = x.Unwrap()
+		default:
+			return Peer{}, false
 		}
 	}
 }

@@ -47,7 +47,9 @@ type listeners struct {
 // listen opens the TCP address and the Unix socket the configuration
 // names, under a cap of connections (web.ConnLimit) split between them:
 // the socket keeps a quarter (at most 64) of its own, so that clients
-// holding TCP connections idle cannot keep the node's users out.
+// holding TCP connections idle cannot keep the node's users out. Within
+// each, web.ConnCap keeps one user of the socket, or TCP clients without
+// the token, to a quarter.
 func listen(cfg *configs.Config, log *slog.Logger) (*listeners, error) {
 	conns, err := web.ConnLimit(cfg.Server.MaxConns)
 	if err != nil {
