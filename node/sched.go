@@ -59,7 +59,14 @@ func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
 	if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	p, env, err := trace.NewProfilePhase(c.ProfileDir, j.TaskKey, j.ID, trace.DefaultProfileOptions())
+	o := trace.DefaultProfileOptions()
+	if j.Owner != nil && j.Owner.UID != os.Geteuid() {
+		// The hook runs as the job's user, who cannot write into the
+		// profile directory (mmkd's): it writes its trace into a
+		// directory of theirs, and mmkd stores the profile.
+		o.Owner = &trace.TraceOwner{UID: j.Owner.UID, GID: j.Owner.GID}
+	}
+	p, env, err := trace.NewProfilePhase(c.ProfileDir, j.TaskKey, j.ID, o)
 	if err != nil || p == nil {
 		return nil, err
 	}
@@ -86,6 +93,9 @@ func (n *Node) collectProfiles() {
 		if j, ok := n.get(id); !ok || j.State.Terminal() {
 			// The hook writes its trace at exit; a job that ended
 			// without one (no kernel, no GPU) leaves nothing to wait for.
+			if err := p.Close(); err != nil {
+				n.cfg.Log.Warn("profiling phase", "job", id, "err", err)
+			}
 			delete(n.phases, id)
 		}
 	}
