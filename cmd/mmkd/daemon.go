@@ -27,7 +27,9 @@ import (
 //
 // offlinePriority is the MPS client priority offline jobs will run at:
 // the estimator is told it before its slice rule is fitted.
-func openEstimator(c *configs.Config, backend partitioner.Backend, offlinePriority int, log *slog.Logger) (predictor.Estimator, error) {
+//
+// The model is cached in the data directory dir (predictor.CachedModel).
+func openEstimator(c *configs.Config, backend partitioner.Backend, dir string, offlinePriority int, log *slog.Logger) (predictor.Estimator, error) {
 	key := ""
 	if inv, err := partitioner.ReadInventory(backend); err != nil {
 		log.Warn("GPU model unknown: the predictor uses the H200 dataset", "err", err)
@@ -47,11 +49,14 @@ func openEstimator(c *configs.Config, backend partitioner.Backend, offlinePriori
 		}
 		est = predictor.Estimator{Model: m, Profiles: profiles}
 	} else {
-		est, err = predictor.TrainEstimator(samples, predictor.DefaultForest(0).Seed)
+		// Trained once per dataset and build: later starts load the
+		// cache in the data directory (training doubled restart to ready).
+		m, err := predictor.CachedModel(filepath.Join(dir, predictor.CacheFile), samples, predictor.DefaultForest(0).Seed, trainModel, log)
 		if err != nil {
 			return predictor.Estimator{}, fmt.Errorf("train the predictor on the built-in dataset: %w", err)
 		}
-		log.Info("predictor trained on the built-in dataset", "dataset", name, "gpu_model", key, "samples", len(samples), "types", len(profiles))
+		est = predictor.Estimator{Model: m, Profiles: profiles}
+		log.Info("predictor ready on the built-in dataset", "dataset", name, "gpu_model", key, "samples", len(samples), "types", len(profiles))
 	}
 	est.OfflinePriority = offlinePriority
 	runs, err := data.SliceRuns()
@@ -69,6 +74,10 @@ func openEstimator(c *configs.Config, backend partitioner.Backend, offlinePriori
 	log.Info("predictor's MIG slice rule fitted", "runs", f.Runs, "weight", f.W, "error", f.MeanError, "error_as_mps_share", f.MPSShareError)
 	return est, nil
 }
+
+// trainModel trains the predictor where its cache does not serve (a
+// seam for tests, which count its calls).
+var trainModel predictor.TrainFunc = predictor.TrainDefault
 
 // openMPS is the MPS manager when MPS is on: mps.enabled true, or auto
 // with the nvml backend and the control binary found.

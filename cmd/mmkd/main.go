@@ -186,7 +186,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	if mpsm != nil {
 		offlinePrio = jobs.OfflineMPSPriority
 	}
-	pred, err := openEstimator(cfg, backend, offlinePrio, log)
+	pred, err := openEstimator(cfg, backend, dir, offlinePrio, log)
 	if err != nil {
 		return nil, nil, err
 	}

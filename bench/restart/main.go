@@ -1,0 +1,119 @@
+// Command restart measures mmkd's restart to ready on the fake backend:
+// the time from starting the mmkd process to its /readyz answering 200,
+// the median of -n separate starts on one data directory (after a first
+// start, which makes the token and the predictor's cache), and the same
+// with the cache removed before each start (every start trains, as
+// before issue 38).
+//
+//	go run ./bench/restart -n 20
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mmkgpu/mmk/predictor"
+)
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("restart: ")
+	n := flag.Int("n", 20, "starts measured")
+	bin := flag.String("mmkd", "", "mmkd binary (default: built from ./cmd/mmkd)")
+	flag.Parse()
+	if err := measure(*n, *bin); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func measure(n int, bin string) error {
+	tmp, err := os.MkdirTemp("", "mmk-restart-")
+	if err != nil {
+		return fmt.Errorf("temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if bin == "" {
+		bin = filepath.Join(tmp, "mmkd")
+		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mmkd").CombinedOutput(); err != nil {
+			return fmt.Errorf("build mmkd: %w\n%s", err, out)
+		}
+	}
+	data := filepath.Join(tmp, "data")
+	first, err := start(bin, data)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("first start (trains, writes the cache): %v\n", first.Round(time.Millisecond))
+	for _, cached := range []bool{true, false} {
+		var times []time.Duration
+		for range n {
+			if !cached {
+				if err := os.Remove(filepath.Join(data, predictor.CacheFile)); err != nil {
+					return fmt.Errorf("remove the predictor cache: %w", err)
+				}
+			}
+			d, err := start(bin, data)
+			if err != nil {
+				return err
+			}
+			times = append(times, d)
+		}
+		slices.Sort(times)
+		what := "cache loaded"
+		if !cached {
+			what = "cache removed, trained"
+		}
+		fmt.Printf("restart to ready, %s: median %v of %d (min %v, max %v)\n", what,
+			times[len(times)/2].Round(time.Millisecond), n, times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	}
+	return nil
+}
+
+// start runs mmkd on data until /readyz answers 200, stops it, and
+// returns how long it took to be ready.
+func start(bin, data string) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "--backend", "fake", "--data-dir", data, "--listen", addr, "--log-level", "error")
+	cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=false")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start mmkd: %w", err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	c := &http.Client{Timeout: time.Second}
+	for time.Since(t0) < 60*time.Second {
+		tok, err := os.ReadFile(filepath.Join(data, "token"))
+		if err == nil {
+			req, _ := http.NewRequest("GET", "http://"+addr+"/readyz", nil)
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return time.Since(t0), nil
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("mmkd not ready within 60 s:\n%s", stderr.String())
+}
