@@ -42,7 +42,8 @@ const (
 // started is recorded as an exit with Error set. On SIGUSR1 it reads the
 // stop record and sends SIGTERM to the group, then SIGKILL when the grace
 // period ends; SIGTERM, SIGINT and SIGHUP sent to the shim itself are
-// logged and ignored. When the child ends, the shim kills what is left of
+// logged and ignored. Descriptors the shim inherited above stderr are
+// marked close-on-exec first: the job gets none of them. When the child ends, the shim kills what is left of
 // its process group, so that no stray process keeps a GPU share.
 //
 // It returns the shim's exit status: 0 once the exit record is written, 1
@@ -59,6 +60,13 @@ func ShimMain(args []string) int {
 	if len(args) != 1 || !filepath.IsAbs(args[0]) {
 		fmt.Fprintln(os.Stderr, "usage: mmkd shim JOB_DIR (an absolute path; mmkd runs this itself)")
 		return 2
+	}
+	// No descriptor the shim inherited goes on to the job.
+	if err := closeOnExec(); err != nil {
+		log.Error("job did not start: inherited descriptors cannot be kept from it", "err", err)
+		_ = os.Remove(filepath.Join(args[0], launchFile)) // the job's environment
+		_ = writeRecord(args[0], exitFile, exitRecord{Version: recordVersion, Exit: Exit{Code: -1, At: time.Now(), Error: err.Error()}})
+		return 1
 	}
 	s := &shim{dir: args[0], log: log, sigs: sigs}
 	exit, err := s.run()
