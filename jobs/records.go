@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -192,13 +193,18 @@ func readRecord[T any](dir, name string, parse func([]byte) (T, error)) (rec T, 
 }
 
 // writeRecord writes v as JSON to dir/name atomically (temporary file,
-// fsync, rename).
+// fsync, rename), readable by mmkd's user only (0600): a job's directory
+// is traversable by the job's user (0711), and its records name its
+// processes and cgroup.
 func writeRecord(dir, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
-	return atomicfile.Write(filepath.Join(dir, name), append(data, '\n'))
+	return atomicfile.WriteFunc(filepath.Join(dir, name), 0o600, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	})
 }
 
 // writeLaunch writes the launch file readable by its owner only. It needs

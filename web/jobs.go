@@ -94,6 +94,7 @@ func (s *Server) submit(c *gin.Context) (int, any, error) {
 		return 0, nil, nodeError("submit", err)
 	}
 	c.Header("Location", "/api/v1/jobs/"+job.ID)
+	job = callerOf(c).view(job)
 	if !created {
 		return http.StatusOK, job, nil
 	}
@@ -158,6 +159,7 @@ func (s *Server) listJobs(c *gin.Context) (any, error) {
 	if list == nil {
 		list = []jobs.Job{}
 	}
+	list = callerOf(c).viewAll(list)
 	if len(list) == f.Limit {
 		q.Set("before", list[len(list)-1].ID) // the same query, on from the page's last job
 		c.Header("Link", "</api/v1/jobs?"+q.Encode()+`>; rel="next"`)
@@ -178,7 +180,7 @@ func (s *Server) getJob(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, nodeError("get job", err)
 	}
-	return job, nil
+	return callerOf(c).view(job), nil
 }
 
 // jobEvents serves GET /jobs/:id/events.
@@ -231,7 +233,7 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, nodeError("cancel", err)
 	}
-	return job, nil
+	return callerOf(c).view(job), nil
 }
 
 // mayAct refuses a caller acting on a job that is not its own (auth.go:

@@ -80,6 +80,8 @@ type streamSched struct {
 // the changes, not the number of jobs), the plan's and the schedulers'
 // versions and the newest reconfiguration.
 type streamState struct {
+	// cl is who reads the stream: what it may see of the jobs (hide.go).
+	cl           caller
 	jobsVersion  uint64
 	planVersion  uint64
 	schedVersion uint64
@@ -122,7 +124,7 @@ func (s *Server) stream(c *gin.Context) {
 	defer s.streams.Add(-1)
 	// Taken before the state is read, so that no change is missed.
 	changed := s.node.Changed()
-	st := &streamState{}
+	st := &streamState{cl: callerOf(c)}
 	snap, err := st.snapshot(s.node, int(limit), &s.shared, s.streamSched/2)
 	if err != nil {
 		s.writeError(c, err)
@@ -221,6 +223,7 @@ func (st *streamState) snapshot(n Node, limit int, sh *streamShared, fresh time.
 	if limit == 0 || sent == nil {
 		sent = []jobs.Job{}
 	}
+	sent = st.cl.viewAll(sent)
 	reconfigs, err := n.Reconfigs(streamReconfigs)
 	if err != nil {
 		return streamSnapshot{}, nodeError("stream: reconfigurations", err)
@@ -247,7 +250,7 @@ func (st *streamState) update(w *sseWriter, n Node, sh *streamShared, fresh time
 		st.planVersion = v
 		w.eventJSON("plan", b)
 	}
-	b := sh.batches.encoded(n, st.jobsVersion, fresh)
+	b := sh.batches.encoded(n, st.jobsVersion, st.cl, fresh)
 	st.jobsVersion = b.upto
 	if b.data != nil {
 		w.eventJSON("jobs", b.data)
@@ -261,7 +264,8 @@ func (st *streamState) update(w *sseWriter, n Node, sh *streamShared, fresh time
 // batchCache holds the last "jobs" events built. Streams send their
 // updates on a common beat (nextBeat), so that those woken by the same
 // changes ask the same question at the same moment (the jobs changed
-// since the same version) and send the same bytes, encoded once.
+// since the same version) and send the same bytes, encoded once for
+// each viewer (the admins, or one other user: caller.viewer).
 type batchCache struct {
 	mu      sync.Mutex
 	entries [8]jobBatch
@@ -271,30 +275,33 @@ type batchCache struct {
 // jobBatch is one "jobs" event: the jobs changed after since, up to upto
 // (nil data: none), built at built.
 type jobBatch struct {
+	viewer      int
 	since, upto uint64
 	more        bool
 	data        []byte
 	built       time.Time
 }
 
-// encoded returns the event of the jobs changed after since: one built
-// for the same since less than fresh ago, else a new one. An event built
+// encoded returns the event of the jobs changed after since, as cl may
+// see them: one built for the same since and viewer less than fresh ago,
+// else a new one. An event built
 // a moment ago may miss the newest changes; the stream's next update
 // sends them.
-func (bc *batchCache) encoded(n Node, since uint64, fresh time.Duration) jobBatch {
+func (bc *batchCache) encoded(n Node, since uint64, cl caller, fresh time.Duration) jobBatch {
+	viewer := cl.viewer()
 	now := time.Now()
 	bc.mu.Lock()
 	for _, e := range bc.entries {
-		if !e.built.IsZero() && e.since == since && now.Sub(e.built) < fresh {
+		if !e.built.IsZero() && e.since == since && e.viewer == viewer && now.Sub(e.built) < fresh {
 			bc.mu.Unlock()
 			return e
 		}
 	}
 	bc.mu.Unlock()
 	feed := n.JobsSince(since, maxStreamBatch)
-	b := jobBatch{since: since, upto: feed.Version, more: feed.More, built: now}
+	b := jobBatch{viewer: viewer, since: since, upto: feed.Version, more: feed.More, built: now}
 	if len(feed.Jobs) > 0 {
-		data, err := json.Marshal(streamJobs{Jobs: feed.Jobs, jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
+		data, err := json.Marshal(streamJobs{Jobs: cl.viewAll(feed.Jobs), jobCounts: jobCounts{Total: feed.Total, Counts: feed.Counts}, More: feed.More})
 		if err != nil {
 			// Jobs are plain data; should it ever fail, resend them later.
 			return jobBatch{since: since, upto: since}
