@@ -16,6 +16,7 @@ import (
 // procStat is what mmk reads of /proc/<pid>/stat.
 type procStat struct {
 	State      byte   // R, S, D, Z (zombie), X (dead), ...
+	PPID       int    // parent
 	PGID       int    // process group
 	StartTicks uint64 // start time in clock ticks after boot
 }
@@ -29,9 +30,14 @@ func parseStat(data []byte) (procStat, error) {
 		return procStat{}, errors.New("proc stat: no ')' after the command name")
 	}
 	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22.
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5
+	// (pgrp), f[19] field 22.
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("proc stat: %d fields after the command name, want at least 20", len(f))
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("proc stat: parent: %w", err)
 	}
 	pgid, err := strconv.Atoi(f[2])
 	if err != nil {
@@ -41,7 +47,7 @@ func parseStat(data []byte) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("proc stat: start time: %w", err)
 	}
-	return procStat{State: f[0][0], PGID: pgid, StartTicks: start}, nil
+	return procStat{State: f[0][0], PPID: ppid, PGID: pgid, StartTicks: start}, nil
 }
 
 // errNoProcess is a pid that names no process.

@@ -335,12 +335,12 @@ func (r *Runner) Reset(jobID string) error {
 
 func (r *Runner) reset(id string) error {
 	dir := r.Dir(id)
-	if rec, found, err := readRecord(dir, pidFile, parsePidRecord); err != nil {
+	if _, ended, err := readRecord(dir, exitFile, parseExitRecord); err != nil {
 		return err
-	} else if found {
-		if _, ended, err := readRecord(dir, exitFile, parseExitRecord); err != nil {
+	} else if !ended {
+		if rec, found, err := r.readPid(id); err != nil && !errors.Is(err, ErrSupervisorLost) {
 			return err
-		} else if !ended {
+		} else if found {
 			if up, err := rec.Shim.running(); err != nil {
 				return err
 			} else if up {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -30,7 +31,7 @@ func (r *Runner) Stop(jobID string, grace time.Duration) error {
 		}
 		return nil
 	}
-	rec, found, err := readRecord(dir, pidFile, parsePidRecord)
+	rec, found, err := r.readPid(jobID)
 	if err != nil {
 		return fmt.Errorf("stop job %s: %w", jobID, err)
 	}
@@ -69,15 +70,17 @@ func (r *Runner) Remove(jobID string) error {
 	if err != nil {
 		return fmt.Errorf("remove job %s: %w", jobID, err)
 	}
-	rec, found, err := readRecord(dir, pidFile, parsePidRecord)
-	if err != nil {
-		return fmt.Errorf("remove job %s: %w", jobID, err)
-	}
-	if found && !ended {
-		if up, err := rec.Shim.running(); err != nil {
+	if !ended {
+		rec, found, err := r.readPid(jobID)
+		if err != nil && !errors.Is(err, ErrSupervisorLost) {
 			return fmt.Errorf("remove job %s: %w", jobID, err)
-		} else if up {
-			return fmt.Errorf("remove job %s: %w", jobID, ErrRunning)
+		}
+		if found {
+			if up, err := rec.Shim.running(); err != nil {
+				return fmt.Errorf("remove job %s: %w", jobID, err)
+			} else if up {
+				return fmt.Errorf("remove job %s: %w", jobID, ErrRunning)
+			}
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {

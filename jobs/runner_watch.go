@@ -27,7 +27,7 @@ func (r *Runner) Adopt(jobID string) (Proc, *Exit, error) {
 		if err != nil {
 			return Proc{}, nil, fmt.Errorf("adopt job %s: %w", jobID, err)
 		}
-		rec, found, err := readRecord(dir, pidFile, parsePidRecord)
+		rec, found, err := r.readPid(jobID)
 		if err != nil {
 			return Proc{}, nil, fmt.Errorf("adopt job %s: %w", jobID, err)
 		}
@@ -114,11 +114,14 @@ func (r *Runner) wait(ctx context.Context, jobID string) (Exit, error) {
 			return Exit{}, r.lost(jobID, rec)
 		}
 		if !haveRec {
-			if rec, haveRec, err = readRecord(dir, pidFile, parsePidRecord); err != nil {
+			if rec, haveRec, err = r.readPid(jobID); err != nil {
 				return Exit{}, fmt.Errorf("wait for job %s: %w", jobID, err)
-			} else if !haveRec {
+			} else if !haveRec && rec.Shim.PID == 0 {
 				return Exit{}, fmt.Errorf("wait for job %s: %w", jobID, ErrNotStarted)
 			}
+			// A shim without a record or a process is recording the
+			// end: look at it until it did (haveRec stays false, so
+			// that a lost record is looked for again).
 		}
 		up, err := rec.Shim.running()
 		if err != nil {
