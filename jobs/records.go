@@ -16,14 +16,15 @@ import (
 
 // The files of a job directory (docs/jobs.md describes them).
 const (
-	launchFile    = "launch.json" // what to run; written by Start, removed by the shim once read
-	pidFile       = "pid.json"    // the child's and the shim's identities, once the child runs
-	exitFile      = "exit.json"   // how the child ended, or why it could not start
-	stopFile      = "stop.json"   // a stop request's grace period, read by the shim on SIGUSR1
-	logFile       = "log"         // the child's stdout and stderr; log.1 is the previous one
-	shimLogFile   = "shim.log"    // the shim's own messages
-	checkpointDir = "checkpoint"  // $MMK_CHECKPOINT_DIR, kept across restarts
-	jobFile       = "job.json"    // the job's record as mmkd placed it, to adopt it should the store be lost
+	launchFile    = "launch.json"  // what to run; written by Start, removed by the shim once read
+	pidFile       = "pid.json"     // the child's and the shim's identities, once the child runs
+	exitFile      = "exit.json"    // how the child ended, or why it could not start
+	exitReserve   = "exit.reserve" // space the shim sets aside for exit.json, should the disk fill up
+	stopFile      = "stop.json"    // a stop request's grace period, read by the shim on SIGUSR1
+	logFile       = "log"          // the child's stdout and stderr; log.1 is the previous one
+	shimLogFile   = "shim.log"     // the shim's own messages
+	checkpointDir = "checkpoint"   // $MMK_CHECKPOINT_DIR, kept across restarts
+	jobFile       = "job.json"     // the job's record as mmkd placed it, to adopt it should the store be lost
 )
 
 // recordVersion is the version of the record formats this mmk writes. A
@@ -45,6 +46,10 @@ type launchRecord struct {
 	// User, if set, is the user the job runs as (the shim's own user
 	// otherwise).
 	User *User `json:"user,omitempty"`
+	// StopGrace is the grace period of a stop request whose record
+	// cannot be read (it could not be written: a full disk); 0:
+	// shimDefaultGrace.
+	StopGrace time.Duration `json:"stopGraceNs,omitempty"`
 }
 
 // procIdent names one process across pid reuse: its pid, its start time
@@ -192,17 +197,28 @@ func readRecord[T any](dir, name string, parse func([]byte) (T, error)) (rec T, 
 	return rec, true, nil
 }
 
-// writeRecord writes v as JSON to dir/name atomically (temporary file,
-// fsync, rename), readable by mmkd's user only (0600): a job's directory
-// is traversable by the job's user (0711), and its records name its
-// processes and cgroup.
+// writeRecord writes v as JSON to dir/name atomically with
+// WriteRecordFile.
 func writeRecord(dir, name string, v any) error {
+	return writeRecordWith(WriteRecordFile, dir, name, v)
+}
+
+// writeRecordWith writes v as JSON to dir/name with write.
+func writeRecordWith(write func(path string, data []byte) error, dir, name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
-	return atomicfile.WriteFunc(filepath.Join(dir, name), 0o600, func(w io.Writer) error {
-		_, err := w.Write(append(data, '\n'))
+	return write(filepath.Join(dir, name), append(data, '\n'))
+}
+
+// WriteRecordFile writes a job record atomically (temporary file, fsync,
+// rename), readable by mmkd's user only (0600): a job's directory is
+// traversable by the job's user (0711), and its records name its
+// processes and cgroup.
+func WriteRecordFile(path string, data []byte) error {
+	return atomicfile.WriteFunc(path, 0o600, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
 	})
 }

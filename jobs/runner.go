@@ -86,6 +86,10 @@ type RunnerOptions struct {
 	StartTimeout time.Duration
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
+	// WriteRecord writes the records mmkd writes into a job's directory
+	// while the job runs (stop.json) atomically; nil: WriteRecordFile.
+	// Tests put a full disk here.
+	WriteRecord func(path string, data []byte) error
 }
 
 // Runner starts jobs under their shims and finds them again after a
@@ -139,6 +143,9 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.WriteRecord == nil {
+		o.WriteRecord = WriteRecordFile
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
@@ -263,7 +270,8 @@ func (r *Runner) Start(l Launch) (Proc, error) {
 			return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 		}
 	}
-	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes, User: l.User}
+	launch := launchRecord{Version: recordVersion, Argv: l.Argv, Env: l.Env, Dir: l.WorkDir, LogMaxBytes: r.o.LogMaxBytes, User: l.User,
+		StopGrace: r.o.StopGrace}
 	if err := writeLaunch(dir, launch); err != nil {
 		return Proc{}, fmt.Errorf("start job %s: %w", id, err)
 	}
@@ -353,7 +361,7 @@ func (r *Runner) reset(id string) error {
 			}
 		}
 	}
-	for _, name := range []string{pidFile, exitFile, stopFile} {
+	for _, name := range []string{pidFile, exitFile, stopFile, exitReserve} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

@@ -15,7 +15,9 @@ import (
 // process has not ended. Stop returns as soon as the shim is told; learn
 // of the end with Wait. Because the shim keeps the time, the SIGKILL comes
 // even if mmkd dies meanwhile. Stopping again may shorten the grace, never
-// lengthen it. A job that already ended is not an error. A job whose shim
+// lengthen it. A stop record that cannot be written (a full disk) does
+// not keep the shim from being told: it then gives the job the Runner's
+// StopGrace. A job that already ended is not an error. A job whose shim
 // is gone is killed at once and the error wraps ErrSupervisorLost.
 func (r *Runner) Stop(jobID string, grace time.Duration) error {
 	if err := checkID("stop", jobID); err != nil {
@@ -38,8 +40,11 @@ func (r *Runner) Stop(jobID string, grace time.Duration) error {
 	if !found {
 		return fmt.Errorf("stop job %s: %w", jobID, ErrNotStarted)
 	}
-	if err := writeRecord(dir, stopFile, stopRecord{Version: recordVersion, Grace: grace}); err != nil {
-		return fmt.Errorf("stop job %s: %w", jobID, err)
+	if err := writeRecordWith(r.o.WriteRecord, dir, stopFile, stopRecord{Version: recordVersion, Grace: grace}); err != nil {
+		// A full disk must not keep a job from stopping: the shim, told
+		// anyway, finds no readable record and uses the grace it was
+		// started with (the Runner's StopGrace).
+		r.log.Warn("cannot write the stop record; telling the shim to stop the job with its start's grace", "job", jobID, "err", err)
 	}
 	told, err := rec.Shim.signal(unix.SIGUSR1)
 	if err != nil {

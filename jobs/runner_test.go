@@ -24,6 +24,14 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(testModeEnv) {
 	case "shim":
 		os.Exit(ShimMain(os.Args[1:]))
+	case "shim-full-disk":
+		// A disk that fills up once the job runs: no new exit record.
+		os.Exit(shimMain(os.Args[1:], func(path string, data []byte) error {
+			if filepath.Base(path) == exitFile {
+				return &os.PathError{Op: "write", Path: path, Err: unix.ENOSPC}
+			}
+			return WriteRecordFile(path, data)
+		}))
 	case "crash-helper":
 		os.Exit(crashHelper())
 	}

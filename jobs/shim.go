@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 )
 
 // Shim timings.
@@ -50,6 +54,12 @@ const (
 // when it could not be, 2 on bad arguments. Messages go to stderr, which
 // the Runner points at the job's shim.log.
 func ShimMain(args []string) int {
+	return shimMain(args, WriteRecordFile)
+}
+
+// shimMain is ShimMain writing its records with write (tests put a full
+// disk there).
+func shimMain(args []string, write func(path string, data []byte) error) int {
 	// First of all, so that no signal the Runner sends finds the default
 	// action. Handled signals (unlike ignored ones) are reset to their
 	// default in the child at exec.
@@ -68,23 +78,119 @@ func ShimMain(args []string) int {
 		_ = writeRecord(args[0], exitFile, exitRecord{Version: recordVersion, Exit: Exit{Code: -1, At: time.Now(), Error: err.Error()}})
 		return 1
 	}
-	s := &shim{dir: args[0], log: log, sigs: sigs}
+	s := &shim{dir: args[0], log: log, sigs: sigs, write: write}
+	s.reserveExit()
 	exit, err := s.run()
 	if err != nil {
 		log.Error("job did not start", "err", err)
 		exit = Exit{Code: -1, At: time.Now(), Error: err.Error()}
 	}
-	if err := writeRecord(s.dir, exitFile, exitRecord{Version: recordVersion, Exit: exit}); err != nil {
-		log.Error("cannot record the exit", "exit", exit, "err", err)
-		return 1
+	return s.recordExit(exit)
+}
+
+// Exit records on a full disk. The shim sets aside the space of its exit
+// record when it starts (exitReserve, exitReserveBytes of blanks, synced):
+// should the disk be full when the job ends, so that no new file can be
+// written, the record is written over the blanks, which needs no new
+// block, and the file renamed into place. Before this (issue 38, row 6) a
+// job that ended normally on a full disk was "supervisor lost".
+const (
+	exitReserveBytes = 4096
+	// exitRetries and exitRetryEvery bound how long a shim that can
+	// write its exit record nowhere tries again before it gives up (the
+	// job is then "supervisor lost"); meanwhile mmkd sees it run.
+	exitRetries    = 30
+	exitRetryEvery = 2 * time.Second
+)
+
+// reserveExit sets aside the exit record's space.
+func (s *shim) reserveExit() {
+	path := filepath.Join(s.dir, exitReserve)
+	blank := append(bytes.Repeat([]byte{' '}, exitReserveBytes-1), '\n')
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.Write(blank)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
-	return 0
+	if err != nil {
+		s.log.Warn("cannot set aside the exit record's space; on a full disk the exit may go unrecorded", "err", err)
+		_ = os.Remove(path)
+	}
+}
+
+// recordExit writes the exit record, over the space set aside when a new
+// file cannot be written, trying again for a while when neither can. It
+// returns the shim's exit status.
+func (s *shim) recordExit(exit Exit) int {
+	rec := exitRecord{Version: recordVersion, Exit: exit}
+	for try := 0; ; try++ {
+		err := writeRecordWith(s.write, s.dir, exitFile, rec)
+		if err == nil {
+			_ = os.Remove(filepath.Join(s.dir, exitReserve))
+			return 0
+		}
+		rerr := s.writeReserved(rec)
+		if rerr == nil {
+			s.log.Warn("exit recorded in the space set aside for it", "exit", exit, "err", err)
+			return 0
+		}
+		if try+1 >= exitRetries {
+			s.log.Error("cannot record the exit", "exit", exit, "err", err, "reserve", rerr)
+			return 1
+		}
+		s.log.Error("cannot record the exit; trying again", "exit", exit, "err", err, "reserve", rerr, "in", exitRetryEvery)
+		time.Sleep(exitRetryEvery)
+	}
+}
+
+// writeReserved writes rec over the blanks of the reserved file, syncs
+// it and renames it to the exit record. A record longer than the space
+// has its Error cut.
+func (s *shim) writeReserved(rec exitRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", exitFile, err)
+	}
+	if len(data) >= exitReserveBytes {
+		rec.Error = rec.Error[:min(len(rec.Error), exitReserveBytes/2)] + " (cut)"
+		if data, err = json.Marshal(rec); err != nil || len(data) >= exitReserveBytes {
+			return fmt.Errorf("exit record of %d bytes: larger than its reserved space", len(data))
+		}
+	}
+	path := filepath.Join(s.dir, exitReserve)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("reserved exit record: %w", err)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("reserved exit record: %w", err)
+	}
+	if err := os.Rename(path, filepath.Join(s.dir, exitFile)); err != nil {
+		return fmt.Errorf("reserved exit record: %w", err)
+	}
+	return atomicfile.SyncDir(s.dir)
 }
 
 type shim struct {
-	dir  string
-	log  *slog.Logger
-	sigs chan os.Signal
+	dir   string
+	log   *slog.Logger
+	sigs  chan os.Signal
+	write func(path string, data []byte) error
+	// grace is the launch's StopGrace: a stop's grace when its record
+	// cannot be read.
+	grace time.Duration
 }
 
 // run starts the child and supervises it until it ends. An error means
@@ -101,6 +207,7 @@ func (s *shim) run() (Exit, error) {
 	if err := os.Remove(filepath.Join(s.dir, launchFile)); err != nil {
 		s.log.Warn("cannot remove the launch record", "err", err)
 	}
+	s.grace = l.StopGrace
 	lw, err := openLog(filepath.Join(s.dir, logFile), l.LogMaxBytes)
 	if err != nil {
 		return Exit{}, err
@@ -225,7 +332,7 @@ func (s *shim) recordPID(pid int, cg *jobCgroup) (procIdent, error) {
 	if cg != nil {
 		rec.Cgroup = cg.dir
 	}
-	if err := writeRecord(s.dir, pidFile, rec); err != nil {
+	if err := writeRecordWith(s.write, s.dir, pidFile, rec); err != nil {
 		return procIdent{}, fmt.Errorf("record pid: %w", err)
 	}
 	return child, nil
@@ -334,8 +441,12 @@ func (s *shim) supervise(cmd *exec.Cmd, leader procIdent, cg *jobCgroup) (Exit, 
 func (s *shim) stopGrace() time.Duration {
 	rec, found, err := readRecord(s.dir, stopFile, parseStopRecord)
 	if err != nil || !found {
-		s.log.Warn("stop requested without a readable stop record; using the default grace", "grace", shimDefaultGrace, "err", err)
-		return shimDefaultGrace
+		grace := s.grace
+		if grace <= 0 {
+			grace = shimDefaultGrace
+		}
+		s.log.Warn("stop requested without a readable stop record (a full disk?); using the launch's grace", "grace", grace, "err", err)
+		return grace
 	}
 	return rec.Grace
 }

@@ -14,6 +14,12 @@ import (
 // ErrNotReady is returned while the node recovers or after it stopped.
 var ErrNotReady = errors.New("node is not ready")
 
+// ErrCancelPending is a cancel whose stop could not reach the job's
+// process: the job runs on, holding its place, and the node tries again
+// every 2 s until the process is told to stop (the job is then
+// cancelled).
+var ErrCancelPending = errors.New("cancel pending")
+
 // cancelTimeout bounds how long Cancel waits for the placement loop.
 const cancelTimeout = 10 * time.Second
 
@@ -147,7 +153,11 @@ func (n *Node) Cancel(id, reason string) (jobs.Job, error) {
 	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
-	if lerr := n.onLoop(ctx, func() { j, err = n.cancel(id, reason) }); lerr != nil {
+	if lerr := n.onLoop(ctx, func() {
+		if j, err = n.cancel(id, reason); errors.Is(err, ErrCancelPending) {
+			n.causes = append(n.causes, "pending cancel of job "+id) // its retries
+		}
+	}); lerr != nil {
 		return jobs.Job{}, fmt.Errorf("cancel job %s: %w: %w", id, ErrNotReady, lerr)
 	}
 	return j, err

@@ -30,12 +30,8 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		n.cfg.Log.Error("placement: read GPUs", "err", err)
 		return retryAfter
 	}
-	req, placedOn := n.request(gpus)
-	if len(req.Pending) == 0 && !n.anyRunning() {
-		n.publishView(gpus)
-		return 0
-	}
-	// Jobs whose stop request could not be sent are asked again.
+	// Jobs whose stop request could not be sent, and cancels whose stop
+	// failed, are asked again, every retryAfter until they are done.
 	for id := range n.stopRetry {
 		if j, ok := n.get(id); !ok || (j.State != jobs.Restarting && j.State != jobs.Cancelled) || j.ExitCode != nil {
 			delete(n.stopRetry, id)
@@ -44,6 +40,15 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		if err := n.cfg.Runner.Stop(id, n.cfg.StopGrace); err == nil {
 			delete(n.stopRetry, id)
 		}
+	}
+	retry := time.Duration(0)
+	if n.retryCancels() || len(n.stopRetry) > 0 {
+		retry = retryAfter
+	}
+	req, placedOn := n.request(gpus)
+	if len(req.Pending) == 0 && !n.anyRunning() {
+		n.publishView(gpus)
+		return retry
 	}
 	opt := n.placementOptions(gpus)
 	t0 := time.Now()
@@ -74,7 +79,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 			cause += "; restart gate: " + gate.String()
 		}
 	}
-	again := time.Duration(0)
+	again := retry
 	for _, ch := range plan.Changes {
 		g := placedOn[ch.GPU]
 		if d := n.apply(ctx, gpus[g], plan.GPUs[ch.GPU], ch, cause); d > 0 {
@@ -138,7 +143,18 @@ func (n *Node) migManaged(gpus []gpuInfo) bool {
 }
 
 func (n *Node) anyRunning() bool {
-	return len(n.inState(jobs.Placed, jobs.Running, jobs.Restarting)) > 0
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return slices.ContainsFunc(n.order, func(j *jobs.Job) bool {
+		return j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting || stopping(j)
+	})
+}
+
+// stopping reports a cancelled job whose process has not ended yet (its
+// stop's grace period, or a stop that failed and is tried again): it
+// holds its place until it ends, pinned where it runs.
+func stopping(j *jobs.Job) bool {
+	return j.State == jobs.Cancelled && j.PID != 0 && j.ExitCode == nil
 }
 
 // request builds Algorithm 1's input from the GPUs and the jobs: what
@@ -186,10 +202,11 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 				}
 			}
 			req.Pending = append(req.Pending, pj)
-		case jobs.Placed, jobs.Running, jobs.Restarting:
-			// A restarting job still holds its place until it exits.
+		case jobs.Placed, jobs.Running, jobs.Restarting, jobs.Cancelled:
+			// A restarting job still holds its place until it exits, and
+			// so does a cancelled one.
 			pl := j.Placement
-			if pl == nil {
+			if pl == nil || (j.State == jobs.Cancelled && !stopping(j)) {
 				continue
 			}
 			p, ok := pos[pl.GPU]
@@ -203,7 +220,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 				continue
 			}
 			pj := n.partJob(j, measured, top)
-			if j.IsClaim() {
+			if j.IsClaim() || j.State == jobs.Cancelled {
 				pj.Pin = &partitioner.Pin{GPU: p, Instance: inst}
 			}
 			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: pj, Instance: inst, Percent: pl.MPSPercent, Speed: pl.Speed})
@@ -426,9 +443,10 @@ func (n *Node) busy(g gpuInfo, r *partitioner.Reconfiguration) bool {
 }
 
 // holdsInstance reports whether job j holds the instance of its
-// placement: it is placed, running or restarting, with a placement.
+// placement: it is placed, running, restarting or stopping after a
+// cancel, with a placement.
 func holdsInstance(j *jobs.Job) bool {
-	live := j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting
+	live := j.State == jobs.Placed || j.State == jobs.Running || j.State == jobs.Restarting || stopping(j)
 	return live && j.Placement != nil
 }
 

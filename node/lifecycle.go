@@ -180,6 +180,13 @@ func (n *Node) exited(ctx context.Context, e exitEvent) {
 	}
 	var err error
 	switch {
+	case n.cancels[e.id] != "" && ex.Stopped && !j.State.Terminal():
+		// Told to stop by a cancel whose record did not get written.
+		_, err = n.move(e.id, jobs.Cancelled, n.cancels[e.id], status)
+		if err == nil {
+			delete(n.cancels, e.id)
+		}
+		n.causes = append(n.causes, "cancel of job "+e.id)
 	case j.State == jobs.Running, j.State == jobs.Placed:
 		err = ended()
 	case j.State == jobs.Restarting && !ex.Stopped:
@@ -227,8 +234,13 @@ func exitReason(e jobs.Exit) string {
 }
 
 // cancel cancels a job on the loop: a job not started yet is cancelled at
-// once; a running one is cancelled and stopped (SIGTERM, SIGKILL after
-// the grace period), its exit status recorded when it ends.
+// once; a running one is stopped (SIGTERM, SIGKILL after the grace
+// period) and cancelled, its exit status recorded when it ends; it holds
+// its place until then (holdsInstance). A running job whose stop cannot
+// reach its shim is not cancelled: it runs on, holding its place, with a
+// reason that says the cancel is pending and why, the error wraps
+// ErrCancelPending, and the stop is tried again every retryAfter
+// (cancels) until it reaches the shim; the job is cancelled then.
 func (n *Node) cancel(id, reason string) (jobs.Job, error) {
 	j, ok := n.get(id)
 	if !ok {
@@ -238,30 +250,62 @@ func (n *Node) cancel(id, reason string) (jobs.Job, error) {
 		reason = "cancelled"
 	}
 	live := j.State == jobs.Running || j.State == jobs.Restarting || j.State == jobs.Placed
-	j, err := n.move(id, jobs.Cancelled, reason, func(j *jobs.Job) {
-		if !live {
+	if !live {
+		j, err := n.move(id, jobs.Cancelled, reason, func(j *jobs.Job) { j.FinishedAt = n.cfg.Now() })
+		if err != nil {
+			return jobs.Job{}, err
+		}
+		n.causes = append(n.causes, "cancel of job "+id)
+		return j, nil
+	}
+	if !j.State.CanMove(jobs.Cancelled) {
+		return jobs.Job{}, &jobs.TransitionError{ID: id, From: j.State, To: jobs.Cancelled}
+	}
+	n.resumeIfSuspended(id)
+	// The stop before the move: a job is not called cancelled while
+	// nothing has told it to stop. Its exit cannot come between the two
+	// (exits are taken on this loop), and until the move is recorded it
+	// is in cancels, whose exit is a cancelled one.
+	n.cancels[id] = reason
+	err := n.cfg.Runner.Stop(id, n.cfg.StopGrace)
+	notStarted := errors.Is(err, jobs.ErrNotStarted)
+	if err != nil && !notStarted && !errors.Is(err, jobs.ErrSupervisorLost) {
+		note := fmt.Sprintf("cancel pending: the process could not be told to stop (%v); mmkd tries again every %v", err, retryAfter)
+		if _, uerr := n.update(id, func(j *jobs.Job) { j.Reason = note }); uerr != nil {
+			n.cfg.Log.Error("cancel: record the pending cancel", "job", id, "err", uerr)
+		}
+		n.cfg.Log.Error("cancel: stop job; trying again", "job", id, "in", retryAfter, "err", err)
+		return jobs.Job{}, fmt.Errorf("job %s: %w: its process runs on: %w", id, ErrCancelPending, err)
+	}
+	// Placed, never started: nothing runs, nothing will report. A lost
+	// supervisor's job was killed; its Wait reports the loss.
+	j, err = n.move(id, jobs.Cancelled, reason, func(j *jobs.Job) {
+		if notStarted {
 			j.FinishedAt = n.cfg.Now()
 		}
 	})
 	if err != nil {
-		return jobs.Job{}, err
+		n.cfg.Log.Error("cancel: the job is stopping but its cancel is not recorded; trying again", "job", id, "err", err)
+		return jobs.Job{}, fmt.Errorf("job %s: %w: it is stopping, its cancel not yet recorded: %w", id, ErrCancelPending, err)
 	}
-	if live {
-		n.resumeIfSuspended(id)
-		err := n.cfg.Runner.Stop(id, n.cfg.StopGrace)
-		switch {
-		case errors.Is(err, jobs.ErrNotStarted):
-			// Placed, never started: nothing runs, nothing will report.
-			if j, err = n.update(id, func(j *jobs.Job) { j.FinishedAt = n.cfg.Now() }); err != nil {
-				return jobs.Job{}, err
-			}
-		case err != nil:
-			n.cfg.Log.Error("cancel: stop job; trying again at the next decision", "job", id, "err", err)
-			n.stopRetry[id] = true
-		}
-	}
+	delete(n.cancels, id)
 	n.causes = append(n.causes, "cancel of job "+id)
 	return j, nil
+}
+
+// retryCancels tries again the cancels whose stop failed (cancel); it
+// reports whether some are still pending.
+func (n *Node) retryCancels() bool {
+	for id, reason := range n.cancels {
+		if j, ok := n.get(id); !ok || j.State.Terminal() {
+			delete(n.cancels, id)
+			continue
+		}
+		if _, err := n.cancel(id, reason); err == nil {
+			n.cfg.Log.Info("cancel: the pending cancel is done", "job", id)
+		}
+	}
+	return len(n.cancels) > 0
 }
 
 // serveAdopted gives the instances of the jobs recover adopted their MPS

@@ -134,8 +134,12 @@ type Node struct {
 	// decideTook is how long Algorithm 1 took in the last decision.
 	decideTook time.Duration
 	// stopRetry are jobs whose stop request failed; each decision asks
-	// again.
+	// again, and decisions come every retryAfter while there are any.
 	stopRetry map[string]bool
+	// cancels are the cancels not yet recorded, by job, with their
+	// reasons: the stop failed (tried again every retryAfter), or the
+	// job was told to stop and its move to cancelled is not written yet.
+	cancels map[string]string
 	// strain is the strained instances and the moved jobs (move.go);
 	// its avoid map is read under mu by request.
 	strain strainState
@@ -295,7 +299,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, est: cfg.Estimator, jobs: map[string]*jobs.Job{}, feed: NewFeed(), scheds: map[string]*sched{},
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
-		stopRetry: map[string]bool{}, envFailures: map[string]int{}, restarts: newRestartBook(),
+		stopRetry: map[string]bool{}, cancels: map[string]string{}, envFailures: map[string]int{}, restarts: newRestartBook(),
 		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}},
 		usage:  map[string]*jobUsage{},
 		slo:    sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},

@@ -34,7 +34,8 @@ func tooLarge(limit int64) *apiError {
 // nodeError maps the Node's client errors to their statuses: a bad spec
 // to 400, an owner the node may not run jobs as to 403, an unknown job to
 // 404, a move the job's state forbids to 409, a
-// node still recovering (or stopping) to 503. Anything else is wrapped
+// node still recovering (or stopping) and a cancel still pending (its
+// stop failed; the node tries again) to 503. Anything else is wrapped
 // with op (and answered with 500).
 func nodeError(op string, err error) error {
 	var fe *jobs.FieldError
@@ -52,7 +53,7 @@ func nodeError(op string, err error) error {
 		return &apiError{Status: http.StatusConflict, Field: "Idempotency-Key", Message: err.Error()}
 	case errors.Is(err, node.ErrClaimJob), errors.Is(err, node.ErrClaimConflict):
 		return &apiError{Status: http.StatusConflict, Message: err.Error()}
-	case errors.Is(err, node.ErrNotReady):
+	case errors.Is(err, node.ErrNotReady), errors.Is(err, node.ErrCancelPending):
 		return &apiError{Status: http.StatusServiceUnavailable, Message: err.Error()}
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node"
 )
 
 // TestEnvHiddenFromOtherUsers (issue 38, row 11): a job's environment
@@ -112,4 +114,17 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestCancelPendingIs503 (issue 38, row 6): a cancel whose stop could
+// not reach the job's process is answered 503 with Retry-After, naming
+// the error, not 200 "cancelled". Before the fix it was 200.
+func TestCancelPendingIs503(t *testing.T) {
+	ts := newTestServer(t)
+	j := ts.submit(t, `{"name":"x","command":["true"]}`)
+	ts.node.Fail(fmt.Errorf("job %s: %w: its process runs on: signal shim: input/output error", j.ID, node.ErrCancelPending))
+	r := ts.do(t, http.MethodPost, "/api/v1/jobs/"+j.ID+"/cancel", "")
+	if r.code != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(r.apiErr(t).Message, "input/output error") {
+		t.Fatalf("cancel = %d %s (Retry-After %q), want 503 naming the error with Retry-After", r.code, r.body, r.header.Get("Retry-After"))
+	}
 }

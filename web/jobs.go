@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -230,6 +231,9 @@ func (s *Server) cancelJob(c *gin.Context) (any, error) {
 		req.Reason = "requested through the API"
 	}
 	job, err := s.node.Cancel(id, req.Reason)
+	if errors.Is(err, node.ErrCancelPending) {
+		c.Header("Retry-After", "2") // the node tries again itself
+	}
 	if err != nil {
 		return nil, nodeError("cancel", err)
 	}

@@ -182,6 +182,9 @@ func (f *FakeNode) Events(id string) ([]jobs.Event, error) {
 func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail != nil {
+		return jobs.Job{}, f.fail
+	}
 	j, err := f.get(id)
 	if err != nil {
 		return jobs.Job{}, err
