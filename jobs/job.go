@@ -58,8 +58,10 @@ type Spec struct {
 	Command []string `json:"command"`
 	// Env is added to mmkd's environment for the job.
 	Env map[string]string `json:"env,omitempty"`
-	// WorkDir is the job's working directory (absolute); default: the
-	// job's own directory under mmkd's data directory.
+	// WorkDir is the job's working directory: absolute, an existing
+	// directory the job's user can enter (CheckWorkDir, at submission);
+	// default: the job's own directory under mmkd's data directory.
+	// mmkctl submit sends its current directory.
 	WorkDir string `json:"workdir,omitempty"`
 	// Kind is online or offline (default offline).
 	Kind Kind `json:"type"`

@@ -42,6 +42,9 @@ func (n *Node) Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string
 		if err := n.mayRunAs(*owner); err != nil {
 			return jobs.Job{}, false, err
 		}
+		if err := CheckWorkDir(spec, *owner); err != nil {
+			return jobs.Job{}, false, err
+		}
 	}
 	name, prio, mem, key := spec.Defaults(n.cfg.DefaultMemoryMiB)
 	if n.maxMemoryMiB > 0 && mem > n.maxMemoryMiB {

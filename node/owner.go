@@ -24,6 +24,20 @@ func MayRunAs(owner jobs.Owner, allowRoot bool) error {
 	return nil
 }
 
+// CheckWorkDir checks a spec's working directory for the job's owner:
+// an existing directory the user the job runs as (runAs) can enter
+// (jobs.CheckWorkDir). A refusal is a *jobs.FieldError on "workdir".
+func CheckWorkDir(spec jobs.Spec, owner jobs.Owner) error {
+	if spec.WorkDir == "" {
+		return nil
+	}
+	u, err := runAs(&jobs.Job{Owner: &owner})
+	if err != nil {
+		return fmt.Errorf("check workdir: %w", err)
+	}
+	return jobs.CheckWorkDir(spec.WorkDir, u)
+}
+
 // runAs is the user a job's shim starts it as: nil for mmkd's own user
 // (or a job from before owners were recorded), else its owner with the
 // user's groups and home.

@@ -90,6 +90,13 @@ func (s *Server) submit(c *gin.Context) (int, any, error) {
 		return 0, nil, nodeError("validate", err)
 	}
 	owner := callerOf(c).owner
+	// Whether the job's user can enter its working directory is the
+	// node's to say too; here the fake node's clients learn it as well.
+	if spec.Claim == nil {
+		if err := node.CheckWorkDir(spec, owner); err != nil {
+			return 0, nil, nodeError("validate", err)
+		}
+	}
 	job, created, err := s.node.Submit(c.Request.Context(), spec, key, &owner)
 	if err != nil {
 		return 0, nil, nodeError("submit", err)

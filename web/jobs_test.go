@@ -23,7 +23,7 @@ func TestSubmit(t *testing.T) {
 				t.Errorf("job %+v", j)
 			}
 		}},
-		{"full spec", `{"name":"bert","command":["python3","serve.py"],"env":{"A":"1"},"workdir":"/srv","type":"online",
+		{"full spec", `{"name":"bert","command":["python3","serve.py"],"env":{"A":"1"},"workdir":"/tmp","type":"online",
 			"priority":1,"memoryMiB":8192,"workload":{"model":"bert","batch":8,"mode":"infer"},"taskKey":"bert_infer"}`, nil, 201, "",
 			func(t *testing.T, j jobs.Job) {
 				if j.Spec.Kind != jobs.Online || j.Priority != 1 || j.MemoryMiB != 8192 || j.TaskKey != "bert_infer" || j.Spec.Env["A"] != "1" {
@@ -52,6 +52,13 @@ func TestSubmit(t *testing.T) {
 		{"bad type", `{"command":["x"],"type":"batch"}`, nil, 400, "type", nil},
 		{"reserved env", `{"command":["x"],"env":{"CUDA_VISIBLE_DEVICES":"0"}}`, nil, 400, "env.CUDA_VISIBLE_DEVICES", nil},
 		{"relative workdir", `{"command":["x"],"workdir":"runs"}`, nil, 400, "workdir", nil},
+		{"missing workdir", `{"command":["x"],"workdir":"/nonexistent/mmk-workdir"}`, nil, 400, "workdir", nil},
+		{"workdir a file", `{"command":["x"],"workdir":"/proc/self/status"}`, nil, 400, "workdir", nil},
+		{"workdir kept", `{"command":["x"],"workdir":"/tmp"}`, nil, 201, "", func(t *testing.T, j jobs.Job) {
+			if j.Spec.WorkDir != "/tmp" {
+				t.Errorf("workdir %q, want /tmp", j.Spec.WorkDir)
+			}
+		}},
 		{"bad workload mode", `{"command":["x"],"workload":{"model":"resnet50","mode":"eval"}}`, nil, 400, "workload.mode", nil},
 		{"batch of wrong type", `{"command":["x"],"workload":{"model":"resnet50","mode":"train","batch":1.5}}`, nil, 400, "workload.batch", nil},
 		{"unknown field", `{"command":["x"],"gpus":2}`, nil, 400, "gpus", nil},
@@ -126,6 +133,8 @@ func TestSubmitReasonsNameTheValue(t *testing.T) {
 		`{"command":["x"],"type":"online","slo":"p99=25"}`: `the bound "25" has no unit`,
 		`{"command":["x"],"type":"online","slo":"p99=0s"}`: `the bound 0s must be positive (got "p99=0s")`,
 		`{"command":["x"],"type":"online","slo":"p0=5ms"}`: `unknown percentile "p0"`,
+		`{"command":["x"],"workdir":"/nonexistent/w"}`:     `workdir: no such directory (got "/nonexistent/w")`,
+		`{"command":["x"],"workdir":"/proc/self/status"}`:  `workdir: is not a directory (got "/proc/self/status")`,
 	} {
 		if e := ts.do(t, "POST", "/api/v1/jobs", body).apiErr(t); !strings.Contains(e.Message, want) {
 			t.Errorf("%s: error %q lacks %q", body, e.Message, want)

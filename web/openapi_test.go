@@ -116,3 +116,34 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("openapi.json = %d (%s)", r.code, r.header.Get("Content-Type"))
 	}
 }
+
+// TestOpenAPISpecFields: the document says what the submit fields of
+// issue 37 mean: a job's working directory, its default and its check.
+func TestOpenAPISpecFields(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Description string `json:"description"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	tests := []struct {
+		schema, field string
+		want          []string
+	}{
+		{"Spec", "workdir", []string{"absolute", "existing directory", "job's user", "400", "mmkctl", "current directory", "its own directory"}},
+	}
+	for _, tt := range tests {
+		d := doc.Components.Schemas[tt.schema].Properties[tt.field].Description
+		for _, w := range tt.want {
+			if !strings.Contains(d, w) {
+				t.Errorf("%s.%s: description %q lacks %q", tt.schema, tt.field, d, w)
+			}
+		}
+	}
+}
