@@ -46,15 +46,16 @@ func submitJob(t *testing.T, addr string, args ...string) string {
 
 func TestSubmitCommand(t *testing.T) {
 	n, addr := startMMKD(t, "")
+	work := t.TempDir()
 	id := submitJob(t, addr, "--online", "--slo", "p99=25ms", "--priority", "2", "--memory", "8GiB", "--name", "bert", "--env", "A=1", "--env", "B=x=y",
-		"--workdir", "/srv", "--workload", "bert:8:infer", "--task-key", "bert_bs8", "--", "python3", "serve.py", "--port", "80")
+		"--workdir", work, "--workload", "bert:8:infer", "--task-key", "bert_bs8", "--", "python3", "serve.py", "--port", "80")
 	j, err := n.Job(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := j.Spec
 	if s.Kind != jobs.Online || *s.Priority != 2 || s.MemoryMiB != 8192 || s.Name != "bert" || s.Env["A"] != "1" || s.Env["B"] != "x=y" ||
-		s.WorkDir != "/srv" || *s.Workload != (jobs.Workload{Model: "bert", Batch: 8, Mode: "infer"}) || s.TaskKey != "bert_bs8" ||
+		s.WorkDir != work || *s.Workload != (jobs.Workload{Model: "bert", Batch: 8, Mode: "infer"}) || s.TaskKey != "bert_bs8" ||
 		strings.Join(s.Command, " ") != "python3 serve.py --port 80" || s.SLO != "p99=25ms" {
 		t.Errorf("spec %+v", s)
 	}
@@ -327,5 +328,60 @@ func TestSocketByDefault(t *testing.T) {
 func TestListPageIsMMKDsLargest(t *testing.T) {
 	if listPage != web.MaxListLimit {
 		t.Errorf("listPage %d, web.MaxListLimit %d: want them equal", listPage, web.MaxListLimit)
+	}
+}
+
+// TestSubmitWorkdir: a job starts where it was submitted (issue 37, item
+// 2: `mmkctl submit -- cat README.md` ran in mmkd's job directory);
+// --workdir overrides, a relative one taken from the current directory,
+// and a directory the job cannot use is refused by name.
+func TestSubmitWorkdir(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	cwd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	t.Chdir(cwd)
+	tests := []struct {
+		name string
+		args []string
+		want string
+		err  string
+	}{
+		{"the current directory by default", nil, cwd, ""},
+		{"--workdir", []string{"--workdir", other}, other, ""},
+		{"a relative --workdir", []string{"--workdir", "sub"}, filepath.Join(cwd, "sub"), ""},
+		{"a missing --workdir", []string{"--workdir", "nowhere"}, "", `workdir: no such directory (got "` + filepath.Join(cwd, "nowhere") + `")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append(append([]string{"submit", "--addr", addr, "-o", "json"}, tt.args...), "--", "cat", "README.md")
+			out, err := mmkctl(t, args...)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v map[string]string
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatal(err)
+			}
+			j, err := n.Job(v["id"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Spec.WorkDir != tt.want {
+				t.Errorf("workdir %q, want %q", j.Spec.WorkDir, tt.want)
+			}
+			show, err := mmkctl(t, "job", "--addr", addr, j.ID)
+			if err != nil || !strings.Contains(show, "Workdir:") || !strings.Contains(show, tt.want) {
+				t.Errorf("job shows %q %v, want the workdir %s", show, err, tt.want)
+			}
+		})
 	}
 }

@@ -9,10 +9,17 @@ import (
 	"github.com/mmkgpu/mmk/configs"
 	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/internal/clitest"
+	"github.com/mmkgpu/mmk/jobs"
 )
 
-// TestMain runs the tests off the machine's state (clitest).
+// TestMain runs the tests off the machine's state (clitest), and lets
+// the test binary be the job supervisor of an mmkd the tests start
+// (mmkdtest).
 func TestMain(m *testing.M) {
+	if os.Getenv("MMK_MMKDTEST_SHIM") == "1" {
+		clitest.Child()
+		os.Exit(jobs.ShimMain(os.Args[1:]))
+	}
 	clitest.Main(m)
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,6 +55,10 @@ func newSubmitCommand(a *app) *cobra.Command {
 			}
 			var j jobs.Job
 			status, err := c.post(cmd.Context(), "/api/v1/jobs", spec, header, &j)
+			var se *serverError
+			if errors.As(err, &se) && se.Field == "workdir" && f.workdir == "" {
+				return fmt.Errorf("%w (the current directory, where the job runs by default: give --workdir a directory on mmkd's machine)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -80,7 +86,7 @@ func newSubmitCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.memory, "memory", "", "GPU memory the job needs, e.g. 8GiB or 512MiB (default: mmkd's)")
 	fl.StringVar(&f.name, "name", "", "name shown in lists (default: the command's base name)")
 	fl.StringArrayVar(&f.env, "env", nil, "K=V added to the job's environment (repeatable)")
-	fl.StringVar(&f.workdir, "workdir", "", "working directory (a relative one is taken from the current directory)")
+	fl.StringVar(&f.workdir, "workdir", "", "the job's working directory (default: the current directory; a relative one is taken from it)")
 	fl.StringVar(&f.workload, "workload", "", "predictor hint MODEL:BATCH:MODE or MODEL:MODE, e.g. resnet50:32:train")
 	fl.StringVar(&f.slo, "slo", "", "an online job's latency target: p99=25ms, or a multiple of its latency alone, p99=1.5x (default: mmkd's slo.default)")
 	fl.StringVar(&f.taskKey, "task-key", "", "kernel profile key (default: from the workload, else the name)")
@@ -128,10 +134,18 @@ func (f *submitFlags) spec(cmd *cobra.Command, args []string) (jobs.Spec, error)
 		}
 		s.Env[k] = v
 	}
+	// The job starts where it was submitted unless --workdir says
+	// otherwise (issue 37, item 2).
 	if f.workdir != "" {
 		dir, err := filepath.Abs(f.workdir)
 		if err != nil {
 			return s, fmt.Errorf("flag --workdir: %w", err)
+		}
+		s.WorkDir = dir
+	} else {
+		dir, err := os.Getwd()
+		if err != nil {
+			return s, fmt.Errorf("the current directory, the job's by default (give --workdir): %w", err)
 		}
 		s.WorkDir = dir
 	}

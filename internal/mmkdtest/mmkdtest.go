@@ -73,7 +73,9 @@ func Start(t testing.TB, gpus []fakegpu.GPUSpec) *Daemon {
 		t.Fatalf("mmkdtest: MPS: %v", err)
 	}
 	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner, Estimator: Estimator{},
-		MPS: m, PriorityShares: true, Spread: true, Log: log})
+		MPS: m, PriorityShares: true, Spread: true, Log: log,
+		// Jobs run as the test's user, root in a container.
+		AllowRoot: true})
 	if err != nil {
 		t.Fatalf("mmkdtest: node: %v", err)
 	}
