@@ -126,7 +126,12 @@ type Job struct {
 	State     State  `json:"state"`
 	// Reason says why the job is in its state (a failure, a cancel, a
 	// move), when there is something to say.
-	Reason    string     `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Wait says why a pending job waits, as the placement loop's last
+	// decision found; nil for a job that does not wait (or before the
+	// loop looked at it). mmkd fills it in the job it answers with; the
+	// store never holds it.
+	Wait      *Wait      `json:"wait,omitempty"`
 	Placement *Placement `json:"placement,omitempty"`
 	// PID is the job's process (group) id while it runs; ShimPID its
 	// supervisor's.
@@ -149,6 +154,23 @@ type Job struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	FinishedAt     time.Time `json:"finishedAt,omitzero"`
+}
+
+// Wait is what holds a pending job: the constraint in words with
+// numbers, its class (node.Wait* constants), since when it waits and its
+// place in the queue.
+type Wait struct {
+	// Reason is the constraint, e.g. "needs 100 GiB; the most free is
+	// 20 GiB on GPU 2 (3g.40gb)".
+	Reason string `json:"reason"`
+	// Class groups reasons for counting (/metrics): memory, memory-limit,
+	// share, mig, slo, no-instance, start, other.
+	Class string `json:"class"`
+	// Since is when the job became pending.
+	Since time.Time `json:"since"`
+	// Position is the job's place among the waiting jobs, 1 first (the
+	// order the loop places them in: arrival).
+	Position int `json:"position"`
 }
 
 // FieldError is a bad field of a submitted spec.

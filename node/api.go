@@ -116,7 +116,7 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 		if f.Name != "" && !strings.Contains(j.Spec.Name, f.Name) {
 			continue
 		}
-		out = append(out, *j)
+		out = append(out, n.withWait(*j))
 		if f.Limit > 0 && len(out) >= f.Limit {
 			break
 		}
@@ -133,13 +133,15 @@ func (n *Node) JobsSince(since uint64, limit int) JobFeed {
 	return n.feed.Since(since, limit)
 }
 
-// Job returns one job.
+// Job returns one job, with what holds it if it waits.
 func (n *Node) Job(id string) (jobs.Job, error) {
-	j, ok := n.get(id)
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	j, ok := n.jobs[id]
 	if !ok {
 		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
 	}
-	return j, nil
+	return n.withWait(*j), nil
 }
 
 // Events returns a job's transitions.
@@ -208,7 +210,7 @@ func (n *Node) publishView(gpus []gpuInfo) {
 
 // buildView is the plan view of the GPUs with the jobs placed on them.
 func (n *Node) buildView(gpus []gpuInfo) PlanView {
-	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, Decisions: n.decisions}
+	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, WaitingJobs: []WaitingView{}, WaitingByClass: map[string]int{}, Decisions: n.decisions}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	// The placed jobs by instance, in one pass.
@@ -217,8 +219,15 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 	for _, j := range n.order {
 		switch {
 		case j.State == jobs.Pending:
+			w, held := n.waits[j.ID]
 			if v.WaitingTotal < MaxWaitingShown {
 				v.Waiting = append(v.Waiting, j.ID)
+				if held {
+					v.WaitingJobs = append(v.WaitingJobs, WaitingView{ID: j.ID, Name: j.Spec.Name, Wait: w})
+				}
+			}
+			if held {
+				v.WaitingByClass[w.Class]++
 			}
 			v.WaitingTotal++
 		case j.Placement != nil && !j.State.Terminal():

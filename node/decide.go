@@ -47,6 +47,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 	}
 	req, placedOn := n.request(gpus)
 	if len(req.Pending) == 0 && !n.anyRunning() {
+		n.noteWaits(nil, nil, false, nil)
 		n.publishView(gpus)
 		return retry
 	}
@@ -79,13 +80,21 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 			cause += "; restart gate: " + gate.String()
 		}
 	}
+	// The request's GPUs in the plan's order, as the plan saw them, for
+	// the reasons of the jobs it leaves waiting.
+	planned := make([]gpuInfo, len(placedOn))
+	for p, i := range placedOn {
+		planned[p] = gpus[i]
+	}
 	again := retry
+	deferred := map[string]string{}
 	for _, ch := range plan.Changes {
 		g := placedOn[ch.GPU]
-		if d := n.apply(ctx, gpus[g], plan.GPUs[ch.GPU], ch, cause); d > 0 {
+		if d := n.apply(ctx, gpus[g], plan.GPUs[ch.GPU], ch, cause, deferred); d > 0 {
 			again = d
 		}
 	}
+	n.noteWaits(plan, planned, !opt.FixedMIG, deferred)
 	if again > 0 || len(plan.Changes) > 0 {
 		// A MIG change re-reads the layout; starts changed states.
 		if fresh, err := n.readGPUs(); err == nil {
@@ -309,8 +318,9 @@ func (n *Node) largestInstance(gpus []gpuInfo) sizedInstance {
 }
 
 // apply carries out one GPU's change. It returns when to decide again
-// if part of it must wait (0: done).
-func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan, ch partitioner.GPUChange, cause string) time.Duration {
+// if part of it must wait (0: done); the jobs it was to start behind a
+// MIG change that must wait go into deferred with the reason.
+func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan, ch partitioner.GPUChange, cause string, deferred map[string]string) time.Duration {
 	start := n.cfg.Now()
 	rec := jobs.Reconfig{Time: start, GPU: g.state.Index, Cause: cause, From: layoutText(g), To: layoutText(gpuInfo{layout: target.Layout, mig: g.mig})}
 	// Restarts first: a moved job is stopped; it is placed again (by a
@@ -322,10 +332,17 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 		}
 	}
 	if ch.MIG != nil {
-		if len(ch.Restart) > 0 || n.busy(g, ch.MIG) {
+		if holders := n.holders(g, ch.MIG); len(ch.Restart) > 0 || len(holders) > 0 {
 			// The instances must be idle; the restarted jobs' exits wake
 			// the loop, which decides (and likely plans this) again.
 			n.cfg.Log.Info("placement: MIG change waits for its instances to empty", "gpu", g.state.Index, "to", rec.To)
+			why := fmt.Sprintf("MIG change deferred: GPU %d's instances to change still hold %s", g.state.Index, strings.Join(holders, ", "))
+			if len(holders) == 0 {
+				why = fmt.Sprintf("MIG change deferred: GPU %d waits for %d restarted jobs to exit", g.state.Index, len(ch.Restart))
+			}
+			for _, id := range ch.Start {
+				deferred[id] = why
+			}
 			if len(rec.Restarted) > 0 {
 				n.record(rec, start)
 			}
@@ -425,21 +442,26 @@ func (n *Node) migFailed(err error) error {
 	return err
 }
 
-// busy reports whether an instance the MIG change must destroy still
-// holds a job of mmk's.
-func (n *Node) busy(g gpuInfo, r *partitioner.Reconfiguration) bool {
+// holders are the jobs of mmk's, as "name (id)", that an instance the MIG
+// change must destroy still holds.
+func (n *Node) holders(g gpuInfo, r *partitioner.Reconfiguration) []string {
 	keys := map[string]bool{}
 	for _, gi := range r.MustBeIdle {
 		keys[instanceKey(g.state.Index, gi.Profile, gi.Start)] = true
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	for _, j := range n.jobs {
+	var out []string
+	for _, j := range n.order {
 		if holdsInstance(j) && keys[j.Placement.InstanceKey] {
-			return true
+			kind := "offline"
+			if j.Online() {
+				kind = "online"
+			}
+			out = append(out, kind+" job "+j.Spec.Name+" ("+j.ID+")")
 		}
 	}
-	return false
+	return out
 }
 
 // holdsInstance reports whether job j holds the instance of its

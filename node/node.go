@@ -154,6 +154,9 @@ type Node struct {
 	phases      map[string]*trace.ProfilePhase // profiling phases by job id
 	watching    map[string]context.CancelFunc
 	decisions   int
+	// waits is what holds each waiting job, by id, as the last decision
+	// found (wait.go); under mu.
+	waits map[string]jobs.Wait
 	// restarts is what the restart gate weighs: measured stops and
 	// start-ups.
 	restarts *restartBook

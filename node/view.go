@@ -17,6 +17,11 @@ type PlanView struct {
 	// the first MaxWaitingShown of them; WaitingTotal counts them all.
 	Waiting      []string `json:"waiting"`
 	WaitingTotal int      `json:"waitingTotal"`
+	// WaitingJobs are the waiting jobs of Waiting whose wait the last
+	// decision explained, with what holds each; WaitingByClass counts
+	// all waiting jobs by the class of what holds them (jobs.Wait.Class).
+	WaitingJobs    []WaitingView  `json:"waitingJobs"`
+	WaitingByClass map[string]int `json:"waitingByClass"`
 	// Total is the predicted system throughput (sum of job speeds).
 	Total float64 `json:"total"`
 	// Decisions counts the placement loop's runs since mmkd started.
