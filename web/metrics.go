@@ -22,6 +22,7 @@ type nodeCollector struct {
 	node Node
 
 	jobs, waiting, decisions, throughput, instances, instJobs  *prometheus.Desc
+	waitingBy                                                  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
 	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
 }
@@ -37,6 +38,7 @@ func newNodeCollector(n Node) *nodeCollector {
 		node:       n,
 		jobs:       d("mmk_jobs", "Jobs the node holds, by state and type.", "state", "type"),
 		waiting:    d("mmk_jobs_waiting", "Pending jobs that found no place in the plan."),
+		waitingBy:  d("mmk_jobs_waiting_by_reason", "Waiting jobs by the class of what holds them (memory, memory-limit, share, mig, slo, no-instance, start, other).", "reason"),
 		decisions:  d("mmk_placement_decisions_total", "Runs of the placement loop since mmkd started."),
 		throughput: d("mmk_predicted_throughput", "Predicted system throughput: the sum of the placed jobs' speeds."),
 		instances:  d("mmk_instances", "GPU instances of the plan, by GPU and whether an MPS daemon serves them.", "gpu", "mps"),
@@ -60,7 +62,7 @@ func newNodeCollector(n Node) *nodeCollector {
 
 // Describe sends every metric's description.
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.decisions, nc.throughput, nc.instances, nc.instJobs,
+	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.waitingBy, nc.decisions, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
 		nc.observed, nc.unobserved, nc.quiet, nc.late} {
 		ch <- d
@@ -102,6 +104,9 @@ func (nc *nodeCollector) collectJobs(ch chan<- prometheus.Metric) {
 func (nc *nodeCollector) collectPlan(ch chan<- prometheus.Metric, p node.PlanView) {
 	// Waiting lists the first node.MaxWaitingShown; WaitingTotal counts all.
 	ch <- prometheus.MustNewConstMetric(nc.waiting, prometheus.GaugeValue, float64(p.WaitingTotal))
+	for _, class := range node.WaitClasses {
+		ch <- prometheus.MustNewConstMetric(nc.waitingBy, prometheus.GaugeValue, float64(p.WaitingByClass[class]), class)
+	}
 	ch <- prometheus.MustNewConstMetric(nc.decisions, prometheus.CounterValue, float64(p.Decisions))
 	ch <- prometheus.MustNewConstMetric(nc.throughput, prometheus.GaugeValue, p.Total)
 	for _, g := range p.GPUs {

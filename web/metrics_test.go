@@ -98,3 +98,22 @@ func TestMetricsNodeFailure(t *testing.T) {
 		t.Errorf("failure not logged: %s", ts.log.String())
 	}
 }
+
+// TestMetricsWaitingByReason: /metrics counts the waiting jobs by what
+// holds them (issue 37, item 3), every class from the first scrape.
+func TestMetricsWaitingByReason(t *testing.T) {
+	ts := newTestServer(t)
+	p := samplePlan()
+	p.WaitingByClass = map[string]int{node.WaitMemory: 2, node.WaitMIG: 1}
+	ts.node.SetPlan(p)
+	body := ts.do(t, "GET", "/metrics", "").body
+	for _, want := range []string{
+		`mmk_jobs_waiting_by_reason{reason="memory"} 2`,
+		`mmk_jobs_waiting_by_reason{reason="mig"} 1`,
+		`mmk_jobs_waiting_by_reason{reason="share"} 0`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

@@ -44,6 +44,12 @@ func (s *Server) plan(c *gin.Context) (any, error) {
 	if p.Waiting == nil {
 		p.Waiting = []string{}
 	}
+	if p.WaitingJobs == nil {
+		p.WaitingJobs = []node.WaitingView{}
+	}
+	if p.WaitingByClass == nil {
+		p.WaitingByClass = map[string]int{}
+	}
 	return p, nil
 }
 

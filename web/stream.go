@@ -462,6 +462,12 @@ func normalizePlan(p *node.PlanView) {
 	if p.Waiting == nil {
 		p.Waiting = []string{}
 	}
+	if p.WaitingJobs == nil {
+		p.WaitingJobs = []node.WaitingView{}
+	}
+	if p.WaitingByClass == nil {
+		p.WaitingByClass = map[string]int{}
+	}
 	for i := range p.GPUs {
 		if p.GPUs[i].Instances == nil {
 			p.GPUs[i].Instances = []node.InstanceView{}

@@ -127,11 +127,20 @@ func printJobs(p printer, list []jobs.Job, w *wideInfo, now time.Time) error {
 		}
 		row = append(row, placement(j.Placement), age(now, j.CreatedAt))
 		if wide {
-			row = append(row, j.Reason)
+			row = append(row, stateReason(j))
 		}
 		rows[i] = row
 	}
 	return p.Table("", head, rows)
+}
+
+// stateReason is why a job is in its state: what holds a waiting job,
+// else the reason of its last transition.
+func stateReason(j jobs.Job) string {
+	if j.Wait != nil && j.State == jobs.Pending {
+		return j.Wait.Reason
+	}
+	return j.Reason
 }
 
 // placement is where a job runs, e.g. "GPU 0 3g.40gb@gi1 MPS 60%".
@@ -236,6 +245,12 @@ func printJob(p printer, j jobWithEvents) error {
 			label = "Env:"
 		}
 		rows = append(rows, []string{label, k + "=" + j.Spec.Env[k]})
+	}
+	if w := j.Wait; w != nil {
+		rows = append(rows,
+			[]string{"Waiting:", w.Reason},
+			[]string{"Waiting since:", w.Since.Local().Format(time.RFC3339) + " (" + age(time.Now(), w.Since) + ")"},
+			[]string{"Queue position:", strconv.Itoa(w.Position) + " of the waiting jobs"})
 	}
 	if pl := j.Placement; pl != nil {
 		rows = append(rows,

@@ -189,7 +189,7 @@ func TestNodePlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"3g.40gb@0+3g.40gb@4", "GPU 0 instances:", "bert", "60%", "resnet", "40%", "Waiting: 0000000000000003",
+	for _, w := range []string{"3g.40gb@0+3g.40gb@4", "GPU 0 instances:", "bert", "60%", "resnet", "40%", "Waiting (1):", "1  0000000000000003",
 		"Predicted throughput 0.63, 4 placement decisions", "Last reconfigurations:", "7g.80gb@0", "+0.20", "arrival of job 0000000000000002"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("plan lacks %q:\n%s", w, out)
@@ -383,5 +383,41 @@ func TestSubmitWorkdir(t *testing.T) {
 				t.Errorf("job shows %q %v, want the workdir %s", show, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestWaitingSaysWhy: a waiting job says what holds it, since when and
+// where it stands, in `jobs -o wide`, `job` and `plan` (by name), and
+// those commands' JSON (issue 37, item 3: an empty REASON, nothing in
+// `job`, bare ids in `plan`).
+func TestWaitingSaysWhy(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	id := submitJob(t, addr, "--name", "big-train", "--memory", "100GiB", "--", "python3", "train.py")
+	w := jobs.Wait{Class: node.WaitMemory, Reason: "needs 100 GiB; the most free is 20 GiB on GPU 2 (whole GPU)",
+		Since: time.Now().Add(-5 * time.Minute), Position: 1}
+	if err := n.SetWait(id, w); err != nil {
+		t.Fatal(err)
+	}
+	n.SetPlan(node.PlanView{Waiting: []string{id}, WaitingTotal: 1, WaitingJobs: []node.WaitingView{{ID: id, Name: "big-train", Wait: w}},
+		WaitingByClass: map[string]int{node.WaitMemory: 1}})
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"jobs", "-o", "wide"}, []string{"REASON", w.Reason}},
+		{[]string{"job", id}, []string{"Waiting:", w.Reason, "Waiting since:", "(5m)", "Queue position:", "1 of the waiting jobs"}},
+		{[]string{"job", id, "-o", "json"}, []string{`"wait": {`, `"class": "memory"`, `"position": 1`}},
+		{[]string{"plan"}, []string{"Waiting (1):", "big-train (" + id + ")", w.Reason}},
+	}
+	for _, tt := range tests {
+		out, err := mmkctl(t, append(tt.args, "--addr", addr)...)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %q:\n%s", tt.args, want, out)
+			}
+		}
 	}
 }

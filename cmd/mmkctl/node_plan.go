@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,14 +96,9 @@ func printNodePlan(p printer, np nodePlan) error {
 			return err
 		}
 	}
-	waiting := "none"
-	if len(pl.Waiting) > 0 {
-		waiting = strings.Join(pl.Waiting, ", ")
+	if err := printWaiting(p, pl, time.Now()); err != nil {
+		return err
 	}
-	if more := pl.WaitingTotal - len(pl.Waiting); more > 0 {
-		waiting += fmt.Sprintf(" and %d more", more)
-	}
-	p.Line("\nWaiting: %s", waiting)
 	p.Line("Predicted throughput %.2f, %d placement decisions", pl.Total, pl.Decisions)
 	if len(np.Reconfigs) == 0 {
 		p.Line("\nNo reconfigurations yet.")
@@ -121,4 +115,38 @@ func printNodePlan(p printer, np nodePlan) error {
 			strconv.Itoa(len(r.Restarted)), r.Duration.Round(time.Millisecond).String(), result, r.Cause}
 	}
 	return p.Table("  ", []string{"SEQ", "TIME", "GPU", "FROM", "TO", "RESTARTED", "TOOK", "GAIN", "CAUSE"}, rows)
+}
+
+// printWaiting lists the waiting jobs by name, each with what holds it
+// and for how long, in the order they will be placed.
+func printWaiting(p printer, pl node.PlanView, now time.Time) error {
+	if pl.WaitingTotal == 0 && len(pl.Waiting) == 0 {
+		p.Line("\nWaiting: none")
+		return nil
+	}
+	p.Line("\nWaiting (%d):", max(pl.WaitingTotal, len(pl.Waiting)))
+	why := make(map[string]node.WaitingView, len(pl.WaitingJobs))
+	for _, w := range pl.WaitingJobs {
+		why[w.ID] = w
+	}
+	rows := make([][]string, 0, len(pl.Waiting))
+	for i, id := range pl.Waiting {
+		w, ok := why[id]
+		if !ok {
+			rows = append(rows, []string{strconv.Itoa(i + 1), id, "-", "not looked at yet"})
+			continue
+		}
+		name := id
+		if w.Name != "" {
+			name = w.Name + " (" + id + ")"
+		}
+		rows = append(rows, []string{strconv.Itoa(i + 1), name, age(now, w.Wait.Since), w.Wait.Reason})
+	}
+	if err := p.Table("  ", []string{"#", "JOB", "WAITING", "REASON"}, rows); err != nil {
+		return err
+	}
+	if more := pl.WaitingTotal - len(pl.Waiting); more > 0 {
+		p.Line("  and %d more", more)
+	}
+	return nil
 }

@@ -510,3 +510,38 @@ func jsString(s string) string {
 	}
 	return string(b)
 }
+
+// TestDashboardWaitingReasons: the overview's Waiting list and a waiting
+// job's page say what holds the job, since when and its place in the
+// queue (issue 37, item 3: they showed no reason).
+func TestDashboardWaitingReasons(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	j, _, err := n.Submit(context.Background(), jobs.Spec{Name: "big-train", Command: []string{"true"}, Kind: jobs.Offline, MemoryMiB: 100 << 10}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := jobs.Wait{Class: node.WaitMemory, Reason: "needs 100 GiB; the most free is 20 GiB on GPU 2 (whole GPU)", Since: time.Now().Add(-5 * time.Minute), Position: 1}
+	if err := n.SetWait(j.ID, w); err != nil {
+		t.Fatal(err)
+	}
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{}, Waiting: []string{j.ID}, WaitingTotal: 1,
+		WaitingJobs: []node.WaitingView{{ID: j.ID, Name: j.Spec.Name, Wait: w}}, WaitingByClass: map[string]int{node.WaitMemory: 1}})
+	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		srv.Close()
+	})
+	page(t, b, "the overview's Waiting list",
+		chromedp.Navigate(srv.URL+"/#/"),
+		waitFor(`document.querySelector('#waiting').textContent.includes(`+jsString(w.Reason)+`)`),
+		waitFor(`document.querySelector('#waiting').textContent.includes('waiting 5 m')`),
+	)
+	page(t, b, "the job's page",
+		chromedp.Navigate(srv.URL+"/#/jobs/"+j.ID),
+		waitFor(`document.querySelector('#job-details').textContent.includes(`+jsString(w.Reason)+`)`),
+		waitFor(`document.querySelector('#job-details').textContent.includes('Waiting since')`),
+		waitFor(`document.querySelector('#job-details').textContent.includes('1 of the waiting jobs')`),
+	)
+}

@@ -2,7 +2,7 @@
 // its target (jobslo.js), its GPU use (jobusage.js), its events, its live
 // log, and a cancel button.
 
-import {h, $, setText, fmtMiB, fmtTime, stateClass, terminal, instanceLabel} from './dom.js';
+import {h, $, setText, fmtMiB, fmtTime, fmtDuration, parseTime, stateClass, terminal, instanceLabel} from './dom.js';
 import {request, readText} from './api.js';
 import {state, on, putJobs} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
@@ -126,6 +126,14 @@ function draw(j) {
     ['Finished', fmtTime(j.finishedAt) || '—'],
     ['Runtime', h('span', {id: 'job-runtime', text: runtime(j) || '—'})],
   ];
+  if (j.wait && j.state === 'pending') {
+    // What holds the job, as the placement loop's last decision found.
+    const since = parseTime(j.wait.since);
+    rows.splice(1, 0,
+      ['Waiting', j.wait.reason],
+      ['Waiting since', since ? fmtTime(since) + ' (' + fmtDuration(Date.now() - since.getTime()) + ')' : '—'],
+      ['Queue position', j.wait.position + ' of the waiting jobs']);
+  }
   if (j.idempotencyKey) rows.push(['Idempotency key', j.idempotencyKey]);
   $('job-details').replaceChildren(...rows.flatMap(([k, v]) => [h('dt', {text: k}), h('dd', null, v)]));
 }

@@ -3,7 +3,7 @@
 // shares as bars, the jobs waiting for a place, and the kernel schedulers
 // in brief.
 
-import {h, $, setText, fmtMiB, jobLink, badge} from './dom.js';
+import {h, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge} from './dom.js';
 import {state, on} from './store.js';
 
 const COMPUTE_SLICES = 7;
@@ -177,10 +177,21 @@ function renderWaiting() {
   // The plan lists the first waiting jobs and counts them all.
   const total = Math.max(p.waitingTotal || 0, ids.length);
   setText($('waiting-count'), total ? total + ' pending without a place' : '');
+  // What holds each job, as the placement loop's last decision found.
+  const why = new Map((p.waitingJobs || []).map((w) => [w.id, w]));
+  const now = Date.now();
   const items = ids.slice(0, WAITING_SHOWN).map((id) => {
     const j = state.jobs.get(id);
-    return h('li', null, jobLink(id, j ? j.spec.name : id),
-      j ? h('span', {class: 'muted', text: ' · ' + j.spec.type + ' · ' + fmtMiB(j.memoryMiB) + (j.reason ? ' · ' + j.reason : '')}) : null);
+    const w = why.get(id);
+    const since = w ? parseTime(w.wait.since) : null;
+    const facts = [];
+    if (w) facts.push('#' + w.wait.position);
+    if (j) facts.push(j.spec.type, fmtMiB(j.memoryMiB));
+    if (since) facts.push('waiting ' + fmtDuration(now - since.getTime()));
+    const reason = w ? w.wait.reason : (j && j.reason) || '';
+    return h('li', null, jobLink(id, w ? w.name : j ? j.spec.name : id),
+      facts.length ? h('span', {class: 'muted', text: ' · ' + facts.join(' · ')}) : null,
+      reason ? h('div', {class: 'small wait-reason', text: reason}) : null);
   });
   if (total > WAITING_SHOWN) items.push(h('li', null, h('a', {href: '#/jobs?state=pending', text: 'and ' + (total - WAITING_SHOWN) + ' more'})));
   if (!ids.length) items.push(h('li', {class: 'muted', text: 'Nothing waits: every pending job found a place.'}));

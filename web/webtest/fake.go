@@ -210,8 +210,28 @@ func (f *FakeNode) SetState(id string, to jobs.State, reason string) error {
 	return nil
 }
 
+// SetWait says what holds a pending job, as the placement loop would
+// (the job object's Wait, until the job leaves pending).
+func (f *FakeNode) SetWait(id string, w jobs.Wait) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	if j.State != jobs.Pending {
+		return fmt.Errorf("job %s is %s: only a pending job waits", id, j.State)
+	}
+	j.Wait = &w
+	f.notifyLocked()
+	return nil
+}
+
 func (f *FakeNode) move(j *jobs.Job, to jobs.State, reason string) {
 	defer f.notifyLocked()
+	if to != jobs.Pending {
+		j.Wait = nil
+	}
 	now := f.tick()
 	f.events[j.ID] = append(f.events[j.ID], jobs.Event{Seq: len(f.events[j.ID]) + 1, Time: now, From: j.State, To: to, Reason: reason})
 	j.State, j.Reason, j.UpdatedAt = to, reason, now
