@@ -1,41 +1,129 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mmkgpu/mmk/jobs"
 )
 
+// cancelFlags are the flags of `mmkctl cancel`.
+type cancelFlags struct {
+	reason, state string
+	all           bool
+}
+
 func newCancelCommand(a *app) *cobra.Command {
-	var reason string
+	f := &cancelFlags{}
 	var server *serverFlags
 	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a job (SIGTERM, then SIGKILL after the grace period, if it runs)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "cancel [ID...] [--state STATES | --all]",
+		Short: "Cancel jobs (SIGTERM, then SIGKILL after the grace period, if they run)",
+		Long: "Cancels the jobs named, those in the states --state names, or with --all every job\n" +
+			"that has not ended. A job that already ended is noted on stderr and left as it\n" +
+			"is: cancelling is idempotent.",
+		Example: "  mmkctl cancel 06dqsacch77g64h3 06dqsacch6872r5x\n" +
+			"  mmkctl cancel --state pending --reason 'queue cleared'\n" +
+			"  mmkctl cancel --all",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (f.all || f.state != "") {
+				return errors.New("give job ids, or --state or --all, not both")
+			}
+			if len(args) == 0 && !f.all && f.state == "" {
+				return errors.New("give job ids, --state or --all")
+			}
+			if f.all && f.state != "" {
+				return errors.New("give --state or --all, not both")
+			}
 			c, err := server.client()
 			if err != nil {
 				return err
 			}
-			var body any
-			if reason != "" {
-				body = map[string]string{"reason": reason}
+			ids := args
+			if len(ids) == 0 {
+				q := url.Values{}
+				q.Set("state", "pending,placed,running,restarting")
+				if f.state != "" {
+					q.Set("state", f.state)
+				}
+				list, err := c.listJobs(cmd.Context(), q, 0)
+				if err != nil {
+					return fmt.Errorf("list the jobs to cancel: %w", err)
+				}
+				for _, j := range list {
+					ids = append(ids, j.ID)
+				}
 			}
-			var j jobs.Job
-			if _, err := c.post(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(args[0])+"/cancel", body, nil, &j); err != nil {
-				return err
+			var body any
+			if f.reason != "" {
+				body = map[string]string{"reason": f.reason}
 			}
 			p := a.printer(cmd)
-			if p.json {
-				return p.JSON(j)
+			stderr := cmd.ErrOrStderr()
+			var done []jobs.Job
+			var failed []string
+			var lastErr error
+			for _, id := range ids {
+				var j jobs.Job
+				_, err := c.post(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(id)+"/cancel", body, nil, &j)
+				var se *serverError
+				if errors.As(err, &se) && se.Status == http.StatusConflict {
+					// Ended already: nothing to cancel.
+					if err := c.get(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(id), nil, &j); err == nil && j.State.Terminal() {
+						fmt.Fprintf(stderr, "job %s already ended (%s)\n", id, j.State)
+						continue
+					}
+				}
+				if err != nil {
+					if len(ids) > 1 {
+						fmt.Fprintf(stderr, "cancel %s: %v\n", id, err)
+					}
+					failed, lastErr = append(failed, id), err
+					continue
+				}
+				done = append(done, j)
 			}
-			return p.Table("", []string{"ID", "STATE", "NAME"}, [][]string{{j.ID, withReason(string(j.State), j.Reason), j.Spec.Name}})
+			if p.json && len(args) == 1 && len(done) == 1 {
+				// One job named: its object, as before several could be.
+				if err := p.JSON(done[0]); err != nil {
+					return err
+				}
+			} else if p.json {
+				if done == nil {
+					done = []jobs.Job{}
+				}
+				if err := p.JSON(done); err != nil {
+					return err
+				}
+			} else if len(done) > 0 {
+				rows := make([][]string, len(done))
+				for i, j := range done {
+					rows[i] = []string{j.ID, withReason(string(j.State), j.Reason), j.Spec.Name}
+				}
+				if err := p.Table("", []string{"ID", "STATE", "NAME"}, rows); err != nil {
+					return err
+				}
+			} else if len(failed) == 0 && len(args) == 0 {
+				p.Line("no jobs to cancel")
+			}
+			if len(ids) == 1 && lastErr != nil {
+				return lastErr
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("could not cancel %d of %d jobs: %s", len(failed), len(ids), strings.Join(failed, ", "))
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the job's event")
+	fl := cmd.Flags()
+	fl.StringVar(&f.reason, "reason", "", "why, recorded with each job's event")
+	fl.StringVar(&f.state, "state", "", "cancel the jobs in these states, comma-separated (pending, placed, running, restarting)")
+	fl.BoolVar(&f.all, "all", false, "cancel every job that has not ended")
 	server = addServerFlags(cmd, a.flags)
 	return cmd
 }

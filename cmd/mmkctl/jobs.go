@@ -19,6 +19,7 @@ import (
 type jobsFlags struct {
 	state, kind, name string
 	limit             int
+	watch             watchFlags
 }
 
 func newJobsCommand(a *app) *cobra.Command {
@@ -38,33 +39,36 @@ func newJobsCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			q := url.Values{}
-			set := func(k, v string) {
-				if v != "" {
-					q.Set(k, v)
+			show := func(ctx context.Context, p printer) error {
+				q := url.Values{}
+				set := func(k, v string) {
+					if v != "" {
+						q.Set(k, v)
+					}
 				}
-			}
-			set("state", f.state)
-			set("type", f.kind)
-			set("name", f.name)
-			list, err := c.listJobs(cmd.Context(), q, f.limit)
-			if err != nil {
-				return err
-			}
-			p := a.printer(cmd)
-			if p.json {
-				return p.JSON(list)
-			}
-			var w *wideInfo // the wide table's
-			if p.wide {
-				if w, err = readWide(cmd.Context(), c); err != nil {
+				set("state", f.state)
+				set("type", f.kind)
+				set("name", f.name)
+				list, err := c.listJobs(ctx, q, f.limit)
+				if err != nil {
 					return err
 				}
+				if p.json {
+					return p.JSON(list)
+				}
+				var w *wideInfo // the wide table's
+				if p.wide {
+					if w, err = readWide(ctx, c); err != nil {
+						return err
+					}
+				}
+				return printJobs(p, list, w, time.Now())
 			}
-			return printJobs(p, list, w, time.Now())
+			return f.watch.run(cmd.Context(), a.printer(cmd), show)
 		},
 	}
 	fl := cmd.Flags()
+	f.watch.add(cmd)
 	fl.StringVar(&f.state, "state", "", "only jobs in these states, comma-separated (pending, placed, running, restarting, succeeded, failed, cancelled)")
 	fl.StringVar(&f.kind, "type", "", "only online or offline jobs")
 	fl.StringVar(&f.name, "name", "", "only jobs whose name contains this")
@@ -182,6 +186,7 @@ type jobWithEvents struct {
 
 func newJobCommand(a *app) *cobra.Command {
 	var server *serverFlags
+	var watch watchFlags
 	cmd := &cobra.Command{
 		Use:   "job ID",
 		Short: "Show one job of mmkd and its events",
@@ -192,29 +197,32 @@ func newJobCommand(a *app) *cobra.Command {
 				return err
 			}
 			path := "/api/v1/jobs/" + url.PathEscape(args[0])
-			var out jobWithEvents
-			if err := c.get(cmd.Context(), path, nil, &out.Job); err != nil {
-				return err
-			}
-			if err := c.get(cmd.Context(), path+"/events", nil, &out.Events); err != nil {
-				return err
-			}
-			if out.Online() {
-				var v node.JobSLOView
-				if err := getOptional(cmd.Context(), c, path+"/slo", &v); err != nil {
+			show := func(ctx context.Context, p printer) error {
+				var out jobWithEvents
+				if err := c.get(ctx, path, nil, &out.Job); err != nil {
 					return err
 				}
-				if v.SLO != nil {
-					out.SLO = &v
+				if err := c.get(ctx, path+"/events", nil, &out.Events); err != nil {
+					return err
 				}
+				if out.Online() {
+					var v node.JobSLOView
+					if err := getOptional(ctx, c, path+"/slo", &v); err != nil {
+						return err
+					}
+					if v.SLO != nil {
+						out.SLO = &v
+					}
+				}
+				if p.json {
+					return p.JSON(out)
+				}
+				return printJob(p, out)
 			}
-			p := a.printer(cmd)
-			if p.json {
-				return p.JSON(out)
-			}
-			return printJob(p, out)
+			return watch.run(cmd.Context(), a.printer(cmd), show)
 		},
 	}
+	watch.add(cmd)
 	server = addServerFlags(cmd, a.flags)
 	return cmd
 }

@@ -229,7 +229,7 @@ func TestJobCommandErrors(t *testing.T) {
 		{"bad priority", []string{"submit", "--addr", addr, "--priority", "12", "--", "x"}, "mmkd: priority: must be 0 (highest) to 9"},
 		{"reserved env", []string{"submit", "--addr", addr, "--env", "CUDA_VISIBLE_DEVICES=1", "--", "x"}, "env.CUDA_VISIBLE_DEVICES: is set by mmk"},
 		{"bad workload mode", []string{"submit", "--addr", addr, "--workload", "resnet50:32:eval", "--", "x"}, "workload.mode: must be train or infer"},
-		{"cancel a finished job", []string{"cancel", "--addr", addr, done}, "cannot go from succeeded to cancelled"},
+		{"cancel an unknown job among others", []string{"cancel", "--addr", addr, done, "0000000000000000"}, "could not cancel 1 of 2 jobs: 0000000000000000"},
 		{"bad list filter", []string{"jobs", "--addr", addr, "--state", "done"}, `state "done" is not one of`},
 		{"no command", []string{"submit", "--addr", addr}, "requires at least 1 arg"},
 		{"online and offline", []string{"submit", "--addr", addr, "--online", "--offline", "--", "x"}, "none of the others can be"},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mmkgpu/mmk/jobs"
 )
 
 // logsFlags are the flags of `mmkctl logs`.
@@ -40,6 +42,25 @@ func newLogsCommand(a *app) *cobra.Command {
 					return fmt.Errorf("flag --tail: %d is negative", f.tail)
 				}
 				q.Set("tail", strconv.FormatInt(f.tail, 10))
+			}
+			// A job that has not started has no output yet: say so, on
+			// stderr, rather than print nothing.
+			var j jobs.Job
+			if err := c.get(cmd.Context(), "/api/v1/jobs/"+url.PathEscape(args[0]), nil, &j); err != nil {
+				return err
+			}
+			if j.State == jobs.Pending || j.State == jobs.Placed {
+				note := fmt.Sprintf("job %s is %s: it has not started, so it has no output yet", j.ID, j.State)
+				if why := stateReason(j); why != "" && why != "submitted" {
+					note += " (" + why + ")"
+				}
+				if f.follow {
+					note += "; following it until it starts and ends"
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), note)
+				if !f.follow {
+					return nil
+				}
 			}
 			resp, err := c.request(cmd.Context(), http.MethodGet, "/api/v1/jobs/"+url.PathEscape(args[0])+"/logs", q, nil, nil)
 			if err != nil {

@@ -40,8 +40,10 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       buildinfo.Version(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if a.output != "table" && a.output != "json" && a.output != "wide" {
-				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json", a.output)
+			switch a.output {
+			case "table", "wide", "json", "yaml":
+			default:
+				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json, yaml", a.output)
 			}
 			return nil
 		},
@@ -49,7 +51,7 @@ func newRootCommand() *cobra.Command {
 	// --data-dir says where mmkd's socket and token are (as mmkd's does).
 	root.PersistentFlags().String("data-dir", "", "mmkd's data directory, for its Unix socket and token (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk, then /var/lib/mmk)")
 	a.flags = cli.AddConfigFlags(root.PersistentFlags(), map[string]string{"data_dir": "data-dir"})
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs) or json")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs), json or yaml (the JSON's keys)")
 	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
 	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(a), newCancelCommand(a), newNodePlanCommand(a))
 	return root
@@ -71,5 +73,5 @@ func (a *app) openBackend() (partitioner.Backend, error) {
 
 // printer writes the command's result in the chosen format.
 func (a *app) printer(cmd *cobra.Command) printer {
-	return printer{w: cmd.OutOrStdout(), json: a.output == "json", wide: a.output == "wide"}
+	return printer{w: cmd.OutOrStdout(), json: a.output == "json" || a.output == "yaml", yaml: a.output == "yaml", wide: a.output == "wide"}
 }

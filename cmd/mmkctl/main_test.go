@@ -36,7 +36,7 @@ func TestCommands(t *testing.T) {
 			[]string{"7g.80gb@0 -> 3g.40gb@0+3g.40gb@4: 6 steps", "1     destroy the compute instance of GPU instance 7g.80gb@0", "must be idle first: 7g.80gb@0"}, ""},
 		{"plan from an empty GPU", []string{"mig", "plan", "--gpu", "H100-80GB", "--from", "", "--to", "7g.80gb"},
 			[]string{"(no instances) -> 7g.80gb@0: 2 steps", "kept untouched: none"}, ""},
-		{"bad output", []string{"gpus", "-o", "yaml"}, nil, `flag -o/--output: "yaml" is not one of table, wide, json`},
+		{"bad output", []string{"gpus", "-o", "xml"}, nil, `flag -o/--output: "xml" is not one of table, wide, json, yaml`},
 		{"bad model", []string{"mig", "layouts", "--gpu", "V100"}, nil, `flag --gpu: unknown GPU model "V100"`},
 		{"missing model", []string{"mig", "layouts"}, nil, "flag --gpu is required"},
 		{"bad profile", []string{"mig", "layouts", "--gpu", "H100-80GB", "--profiles", "3g.40gb,5g.50gb"}, nil, `flag --profiles: no profile "5g.50gb"`},

@@ -6,18 +6,26 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// printer writes results as aligned tables or indented JSON.
+// printer writes results as aligned tables, indented JSON or YAML.
 type printer struct {
-	w    io.Writer
+	w io.Writer
+	// json asks for the structured form: JSON, or YAML with yaml.
 	json bool
+	yaml bool
 	// wide asks for the table's extra columns, where a command has them.
 	wide bool
 }
 
-// JSON writes v as indented JSON.
+// JSON writes v as indented JSON, or as YAML with the same keys (the
+// JSON's) where the printer is for -o yaml.
 func (p printer) JSON(v any) error {
+	if p.yaml {
+		return writeYAML(p.w, v)
+	}
 	enc := json.NewEncoder(p.w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
@@ -51,4 +59,37 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeYAML writes v as YAML with JSON's field names and order: v is
+// encoded as JSON (its tags decide), read back as a YAML node (JSON is
+// YAML) and written in block style.
+func writeYAML(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	blockStyle(&doc)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(4)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("write YAML: %w", err)
+	}
+	return nil
+}
+
+// blockStyle clears the flow style JSON's braces gave the nodes, and the
+// quotes of strings that need none.
+func blockStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
 }
