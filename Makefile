@@ -8,7 +8,7 @@ STATICCHECK_VERSION ?= v0.8.2
 export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build hook hook-fakes tools test test-kube bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition results-simcheck restart-costs kernel-effects run clean
+.PHONY: all help build hook hook-fakes tools test test-kube bench lint fuzz deb screenshots results results-kernelsched results-predictor results-partition results-simcheck restart-costs kernel-effects run clean
 
 all: build
 
@@ -16,6 +16,10 @@ all: build
 # version (packaging/version.sh: the tag, else 0.0~gitDATE.HASH).
 VERSION ?= $(shell packaging/version.sh)
 LDFLAGS = -X github.com/mmkgpu/mmk/internal/buildinfo.version=$(VERSION)
+
+## help: this list: every target with a `## name: text` comment above it
+help:
+	@awk '/^## [A-Za-z0-9_-]+: / { sub(/^## /, ""); i = index($$0, ": "); printf "  %-20s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2) }' $(firstword $(MAKEFILE_LIST))
 
 ## build: bin/mmkd, bin/mmkctl, bin/mmk-dra and the hook
 build: hook

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,54 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReadmeOrder: the README opens with what mmk is and its quick start;
+// the status, with its numbers, comes after (issue 37, item 10).
+func TestReadmeOrder(t *testing.T) {
+	readme := mustRead(t, "../../README.md")
+	quick := strings.Index(readme, "\n## Quick start\n")
+	status := strings.Index(readme, "\n## Status\n")
+	if quick < 0 || status < 0 {
+		t.Fatalf("README: quick start at %d, status at %d: want both", quick, status)
+	}
+	if status < quick {
+		t.Errorf("README: the status (byte %d) comes before the quick start (byte %d)", status, quick)
+	}
+	if intro := strings.Count(readme[:quick], "\n"); intro > 12 {
+		t.Errorf("README: %d lines before the quick start, want at most 12", intro)
+	}
+}
+
+// TestMakeHelp: `make help` lists every target the Makefile documents
+// with a `## name: text` comment, with its text (issue 37, item 10).
+func TestMakeHelp(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	cmd := exec.Command("make", "-s", "--no-print-directory", "help")
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	n := 0
+	for _, line := range strings.Split(mustRead(t, "../../Makefile"), "\n") {
+		rest, ok := strings.CutPrefix(line, "## ")
+		if !ok {
+			continue
+		}
+		name, text, ok := strings.Cut(rest, ": ")
+		if !ok {
+			continue
+		}
+		n++
+		words := strings.Fields(text)
+		if !strings.Contains(string(out), name) || !strings.Contains(string(out), strings.Join(words[:min(4, len(words))], " ")) {
+			t.Errorf("make help lacks %s: %s\n%s", name, text, out)
+		}
+	}
+	if n < 10 {
+		t.Errorf("the Makefile documents %d targets, want the ## comments found", n)
+	}
 }
