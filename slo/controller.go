@@ -428,9 +428,13 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	var swing, riseFrom float64
 	worstOver := 0.0
 	allWell, allMet, fell := true, true, false
+	// heldInFact: every service had enough requests since the change to
+	// place its percentile, and no more late than its budget.
+	heldInFact := true
 	rate := 0.0
 	for _, sv := range c.services {
 		v, over, st := c.judge(sv, now)
+		heldInFact = heldInFact && c.heldBy(sv, now)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
 		allWell = allWell && v == wellWithin
 		allMet = allMet && v != missed
@@ -460,6 +464,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 		c.enterRate = rate
 		c.fails[c.level] = failMark{at: now, rate: rate, set: true}
+		if c.held[c.level].rate >= rate {
+			c.held[c.level] = failMark{} // it held at this load: no guide now
+		}
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
 	if r, why, ok := c.lapsed(now); ok && allMet {
@@ -470,7 +477,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 	}
 	settled := now-c.changedAt >= c.settle && now-c.swungAt >= c.cfg.Window
-	if allMet && now-c.changedAt >= c.settle+c.cfg.Window {
+	if allMet && heldInFact && now-c.changedAt >= c.settle+c.cfg.Window {
 		// The rung in force holds every target at this load.
 		if h := &c.held[c.level]; !h.set || now-h.at >= c.cfg.Remember {
 			*h = failMark{at: now, rate: rate, set: true}
@@ -848,6 +855,22 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 	}
 	c.settle = min(max(c.cfg.Settle, 2*longest), c.cfg.Window)
 	return d
+}
+
+// heldBy reports whether a service's requests since the last change
+// (up to Evidence back) are enough to place its percentile and hold its
+// target: no more late than its budget. One without a target, or idle
+// since, holds.
+func (c *Controller) heldBy(sv *service, now time.Duration) bool {
+	t := sv.tr.Target()
+	if t.IsZero() || sv.tr.Bound() == 0 {
+		return true
+	}
+	st := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
+	if st.N == 0 {
+		return true
+	}
+	return st.N >= max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget()))) && float64(st.Late) <= t.Budget()*float64(st.N)
 }
 
 // close reports whether a service is near its bound in st: some of its

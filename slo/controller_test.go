@@ -779,3 +779,42 @@ func TestControllerQueueDrains(t *testing.T) {
 		t.Errorf("highest rung %d, want 1 to %d: %+v", top, len(c.Config().Ladder)-2, ds)
 	}
 }
+
+// TestControllerHeldNeedsItsRequests: a rung is remembered as holding a
+// load (for a fall of load to return to) only when the requests since it
+// came in force place the percentile and keep the budget. Priority with
+// 2.5 % late at 10/s is within its target for a while (three late of 120
+// is no evidence yet at Alpha), but it did not hold: on the H100
+// (round 6) such a record sent the controller back to priority after a
+// fall, into misses.
+func TestControllerHeldNeedsItsRequests(t *testing.T) {
+	n := 0
+	lat := func(int) []time.Duration { // every 40th late: 2.5 %
+		n++
+		if n%40 == 0 {
+			return []time.Duration{200 * ms}
+		}
+		return []time.Duration{10 * ms}
+	}
+	cases := []struct {
+		name string
+		lat  func(int) []time.Duration
+		held bool
+	}{
+		{"2.5 % late", lat, false},
+		{"none late", constant(10 * ms), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := New(Config{Start: -1})
+			c.AddService("svc", MustParse("p99=100ms"))
+			tr := run(t, c, 100*ms, []phase{{12 * time.Second, 10, tc.lat}}, 5)
+			if len(tr.decisions) > 0 {
+				t.Skipf("the rung moved (%+v): no judgement of what priority held", tr.decisions)
+			}
+			if c.held[0].set != tc.held {
+				t.Errorf("priority remembered as holding: %v, want %v (%d of %d late)", c.held[0].set, tc.held, tr.late[0], tr.n[0])
+			}
+		})
+	}
+}
