@@ -27,13 +27,16 @@ type MoveConfig struct {
 }
 
 // strainState is what the node keeps of strained instances and moved
-// jobs: since when each instance key has been strained, and the GPU
-// (NVML index) each moved job must not be placed back on, with when it
-// was moved.
+// jobs: since when each instance key has been strained, the GPU (NVML
+// index) each moved job must not be placed back on while it waits, and
+// when each job was last moved (moved: it is not moved again for
+// avoidFor times move_after, so that two strained GPUs do not hand a job
+// back and forth).
 type strainState struct {
 	since map[string]time.Time
 	avoid map[string]int
 	at    map[string]time.Time
+	moved map[string]time.Time
 }
 
 // avoidFor is how long a moved job that still waits avoids its old GPU:
@@ -108,13 +111,20 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 		return next
 	}
 	req, placedOn := n.request(gpus)
-	moves, err := partitioner.Relieve(req, n.est, n.placementOptions(gpus), missing)
+	dear := map[string]string{}
+	moves, err := partitioner.Relieve(req, n.est, n.placementOptions(gpus), missing, n.movable(now, dear))
 	if err != nil {
 		n.cfg.Log.Error("placement: relieve", "err", err)
 		return retryAfter
 	}
 	for _, mv := range moves {
 		n.moveJob(gpus, placedOn, mv, now)
+	}
+	if len(moves) == 0 {
+		for id, why := range dear {
+			n.cfg.Log.Info("placement: move", "job", id, "verdict", why)
+			n.note(id, why)
+		}
 	}
 	// The strained instances wait another After before the next move.
 	for _, id := range missing {
@@ -123,6 +133,34 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 		}
 	}
 	return n.cfg.Move.After
+}
+
+// movable is the jobs a move may take: running, not moved within
+// avoidFor times move_after, and with a measured restart cost of at most
+// MaxLost (those dearer are said in dear, with their cost).
+func (n *Node) movable(now time.Time, dear map[string]string) func(string) bool {
+	return func(id string) bool {
+		j, ok := n.get(id)
+		if !ok || j.State != jobs.Running {
+			return false
+		}
+		n.mu.Lock()
+		at, moved := n.strain.moved[id]
+		n.mu.Unlock()
+		if moved && now.Sub(at) < avoidFor*n.cfg.Move.After {
+			return false
+		}
+		if cost, desc := n.restartCost(&j, now); cost.Lost > n.cfg.Move.MaxLost.Seconds() {
+			from := -1
+			if j.Placement != nil {
+				from = j.Placement.GPU
+			}
+			dear[id] = fmt.Sprintf("not moved off GPU %d to relieve its services: its restart would cost %.0fs, more than placement.move_max_lost %v (%s)",
+				from, cost.Lost, n.cfg.Move.MaxLost, desc)
+			return false
+		}
+		return true
+	}
 }
 
 // moveJob carries out one move: the job is restarted (SIGTERM, its
@@ -145,7 +183,7 @@ func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now 
 		return
 	}
 	n.mu.Lock()
-	n.strain.avoid[mv.Job], n.strain.at[mv.Job] = from, now
+	n.strain.avoid[mv.Job], n.strain.at[mv.Job], n.strain.moved[mv.Job] = from, now, now
 	n.mu.Unlock()
 	why := fmt.Sprintf("moved off GPU %d to GPU %d: %s; restart cost %s", from, to, mv.Why, desc)
 	n.cfg.Log.Info("placement: move", "job", mv.Job, "service", mv.Service, "from", from, "to", to, "why", why)
@@ -156,11 +194,17 @@ func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now 
 }
 
 // pruneAvoid forgets the GPUs moved jobs avoid once they run again or
-// ended, or after avoidFor times move_after of waiting.
+// ended, or after avoidFor times move_after of waiting, and the moves
+// older than that.
 func (n *Node) pruneAvoid() {
 	now := n.cfg.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	for id, at := range n.strain.moved {
+		if now.Sub(at) >= avoidFor*n.cfg.Move.After {
+			delete(n.strain.moved, id)
+		}
+	}
 	for id := range n.strain.avoid {
 		if j, ok := n.jobs[id]; !ok || (j.State != jobs.Pending && j.State != jobs.Restarting) || now.Sub(n.strain.at[id]) > avoidFor*n.cfg.Move.After {
 			delete(n.strain.avoid, id)

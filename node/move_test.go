@@ -140,3 +140,45 @@ func hasEvent(t *testing.T, h *harness, id, s string) bool {
 	t.Logf("events of %s: %+v", id, evs)
 	return false
 }
+
+// TestMovableJobs: a move takes only running jobs, not one moved within
+// avoidFor times move_after (two strained GPUs would hand it back and
+// forth), and not one whose restart costs more than move_max_lost, which
+// is said with its cost.
+func TestMovableJobs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxLost time.Duration
+		movedAt time.Duration // before now; 0: never moved
+		want    bool
+		dear    bool
+	}{
+		{"running", time.Hour, 0, true, false},
+		{"moved lately", time.Hour, time.Second, false, false},
+		{"moved long ago", time.Hour, 5 * time.Second, true, false},
+		{"restart too dear", time.Millisecond, 0, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) {
+				c.Move = MoveConfig{After: time.Second, MaxLost: tc.maxLost}
+			})
+			j := h.state(h.submit(sh("train", "trap 'exit 0' TERM; sleep 60 & wait", "")).ID, jobs.Running)
+			now := h.n.cfg.Now()
+			if tc.movedAt > 0 {
+				h.n.mu.Lock()
+				h.n.strain.moved[j.ID] = now.Add(-tc.movedAt)
+				h.n.mu.Unlock()
+			}
+			dear := map[string]string{}
+			if got := h.n.movable(now, dear)(j.ID); got != tc.want {
+				t.Errorf("movable %v, want %v", got, tc.want)
+			}
+			if why, ok := dear[j.ID]; ok != tc.dear || ok && !strings.Contains(why, "more than placement.move_max_lost") {
+				t.Errorf("dear %q (%v), want %v", why, ok, tc.dear)
+			}
+			if h.n.movable(now, dear)("no-such-job") {
+				t.Error("an unknown job is movable")
+			}
+		})
+	}
+}

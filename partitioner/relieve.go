@@ -1,6 +1,7 @@
 package partitioner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -27,8 +28,8 @@ type Move struct {
 
 // Relieve plans at most one move off each GPU where an online job named
 // in missing runs: the offline job of its instance that contends with it
-// most, to the GPU, not its own, that takes it as Algorithm 1 would place
-// it (room in memory and share, every online job's need kept under
+// most among those movable allows (nil: all) and some GPU takes, to the
+// GPU, not its own, that takes it as Algorithm 1 would place it (room in memory and share, every online job's need kept under
 // Options.SLOGuard, the least busy instance under Options.Spread),
 // preferring an instance with no online job (a trainer next to other
 // services would restrain them as it did these). A GPU with no such
@@ -36,7 +37,7 @@ type Move struct {
 // client priority keeps an offline job off a service's SMs but not off
 // its memory, and a target missed under it is the evidence that the
 // offline job's share still matters. Pinned jobs never move.
-func Relieve(req Request, est Estimator, opt Options, missing []string) ([]Move, error) {
+func Relieve(req Request, est Estimator, opt Options, missing []string, movable func(job string) bool) ([]Move, error) {
 	d := &decider{est: NewCache(est), opt: opt}
 	gpus, err := workingCopy(req)
 	if err != nil {
@@ -44,7 +45,7 @@ func Relieve(req Request, est Estimator, opt Options, missing []string) ([]Move,
 	}
 	var moves []Move
 	for g := range gpus {
-		m, ok, err := d.relieveOne(gpus, g, missing)
+		m, ok, err := d.relieveOne(gpus, g, missing, movable)
 		if err != nil {
 			return nil, fmt.Errorf("gpu %d: %w", g, err)
 		}
@@ -58,10 +59,9 @@ func Relieve(req Request, est Estimator, opt Options, missing []string) ([]Move,
 // relieveOne is the move off GPU g, if one of its online jobs misses and
 // a destination takes the offline job that contends with it most; gpus
 // are updated with the move, so that the next GPU's move sees it.
-func (d *decider) relieveOne(gpus []GPUPlan, g int, missing []string) (Move, bool, error) {
+func (d *decider) relieveOne(gpus []GPUPlan, g int, missing []string, movable func(string) bool) (Move, bool, error) {
 	gp := &gpus[g]
-	var best Move
-	found := false
+	var cands []moveCandidate
 	for _, s := range gp.Jobs {
 		if !s.Job.Online || !slices.Contains(missing, s.Job.ID) {
 			continue
@@ -72,7 +72,7 @@ func (d *decider) relieveOne(gpus []GPUPlan, g int, missing []string) (Move, boo
 			return Move{}, false, err
 		}
 		for _, c := range gp.Jobs {
-			if c.Job.Online || c.Job.Pin != nil || c.Instance != s.Instance {
+			if c.Job.Online || c.Job.Pin != nil || c.Instance != s.Instance || movable != nil && !movable(c.Job.ID) {
 				continue
 			}
 			beside, err := d.est.Speed(s.Job, in.Profile.SMs, gp.Layout.Model.SMs, s.Percent, []Share{{Job: c.Job, Percent: c.Percent}})
@@ -83,28 +83,48 @@ func (d *decider) relieveOne(gpus []GPUPlan, g int, missing []string) (Move, boo
 			if alone > 0 {
 				con = 1 - beside/alone
 			}
-			if !found || con > best.Contention {
-				best, found = Move{Job: c.Job.ID, From: g, Service: s.Job.ID, Contention: con}, true
-			}
+			cands = append(cands, moveCandidate{job: c.Job.ID, service: s.Job.ID, contention: con})
 		}
 	}
-	if !found {
-		return Move{}, false, nil
+	// The most contending first; one that no GPU takes gives way to the
+	// next.
+	slices.SortStableFunc(cands, func(a, b moveCandidate) int { return cmp.Compare(b.contention, a.contention) })
+	for _, c := range cands {
+		best := Move{Job: c.job, From: g, Service: c.service, Contention: c.contention}
+		ok, err := d.moveTo(gpus, g, &best)
+		if err != nil || ok {
+			return best, ok, err
+		}
 	}
+	return Move{}, false, nil
+}
+
+// moveTo places best's job on the GPU destination picks, updating gpus;
+// false if none takes it.
+func (d *decider) moveTo(gpus []GPUPlan, g int, best *Move) (bool, error) {
+	gp := &gpus[g]
 	i := slices.IndexFunc(gp.Jobs, func(p Placed) bool { return p.Job.ID == best.Job })
 	job, from := gp.Jobs[i].Job, gp.Jobs[i].Instance
 	to, inst, next, err := d.destination(gpus, g, job)
 	if err != nil || to < 0 {
-		return Move{}, false, err
+		return false, err
 	}
 	replaceInstance(&gpus[to], inst, next)
 	rest := slices.DeleteFunc(inInstance(gp, from), func(p Placed) bool { return p.Job.ID == best.Job })
 	replaceInstance(gp, from, rest)
 	p := gpus[to].Jobs[slices.IndexFunc(gpus[to].Jobs, func(p Placed) bool { return p.Job.ID == best.Job })]
 	best.To, best.Instance, best.Percent, best.Speed = to, inst, p.Percent, p.Speed
-	best.Why = fmt.Sprintf("%s misses its target on GPU %d; %s, which slows it most there (%.0f %% at equal priority), fits on GPU %d (predicted speed %.2f)",
+	best.Why = fmt.Sprintf("%s misses its target on GPU %d; %s, which slows it most there of the jobs that can move (%.0f %% at equal priority), fits on GPU %d (predicted speed %.2f)",
 		best.Service, g, best.Job, 100*best.Contention, to, best.Speed)
-	return best, true, nil
+	return true, nil
+}
+
+// moveCandidate is an offline job beside a missing service, with how much it
+// slows the service.
+type moveCandidate struct {
+	job        string
+	service    string
+	contention float64
 }
 
 // destination is where offline job j goes off GPU from: an instance of

@@ -3,6 +3,7 @@ package partitioner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,7 +30,8 @@ func (e *hitEstimator) Speed(j Job, sms, gpuSMs, percent int, co []Share) (float
 // TestRelieve: a service that misses its target has the offline job
 // that contends with it most moved to another GPU that takes it, one with
 // no service first; none moves where no GPU has room, a pinned job never
-// moves, and nothing moves for a service that holds its target.
+// moves, and nothing moves for a service that holds its target. A job the
+// caller cannot move, or that no GPU takes, gives way to the next.
 func TestRelieve(t *testing.T) {
 	m := a100(t).MIGDisabled()
 	est := &hitEstimator{saturate: map[string]float64{"svc": 108, "heavy": 108, "light": 108, "big": 108},
@@ -47,18 +49,24 @@ func TestRelieve(t *testing.T) {
 		name    string
 		gpus    []GPUPlan
 		missing []string
-		want    string // "JOB FROM->TO", or "" for no move
+		// stuck are jobs the caller cannot move (dear to restart, moved
+		// lately).
+		stuck []string
+		want  string // "JOB FROM->TO", or "" for no move
 	}{
-		{"the heavier trainer moves", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000), off("light", "light", 8000)), whole()}, []string{"s"}, "heavy 0->1"},
-		{"no room elsewhere", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(off("big", "big", 78000))}, []string{"s"}, ""},
-		{"a pinned job stays", []GPUPlan{whole(svc("s"), pinned, off("light", "light", 8000)), whole()}, []string{"s"}, "light 0->1"},
-		{"a service that holds moves nothing", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole()}, nil, ""},
-		{"a GPU without services first", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t")), whole()}, []string{"s"}, "heavy 0->2"},
-		{"next to a service if that is all", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t"))}, []string{"s"}, "heavy 0->1"},
-		{"no offline job beside it", []GPUPlan{whole(svc("s")), whole()}, []string{"s"}, ""},
+		{"the heavier trainer moves", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000), off("light", "light", 8000)), whole()}, []string{"s"}, nil, "heavy 0->1"},
+		{"no room elsewhere", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(off("big", "big", 78000))}, []string{"s"}, nil, ""},
+		{"a pinned job stays", []GPUPlan{whole(svc("s"), pinned, off("light", "light", 8000)), whole()}, []string{"s"}, nil, "light 0->1"},
+		{"a service that holds moves nothing", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole()}, nil, nil, ""},
+		{"a GPU without services first", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t")), whole()}, []string{"s"}, nil, "heavy 0->2"},
+		{"next to a service if that is all", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000)), whole(svc("t"))}, []string{"s"}, nil, "heavy 0->1"},
+		{"no offline job beside it", []GPUPlan{whole(svc("s")), whole()}, []string{"s"}, nil, ""},
+		{"the heavier cannot move: the next does", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 8000), off("light", "light", 8000)), whole()}, []string{"s"}, []string{"heavy"}, "light 0->1"},
+		{"the heavier fits nowhere: the next does", []GPUPlan{whole(svc("s"), off("heavy", "heavy", 60000), off("light", "light", 8000)), whole(off("big", "big", 60000))}, []string{"s"}, nil, "light 0->1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			moves, err := Relieve(Request{GPUs: tc.gpus}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true, Spread: true}, tc.missing)
+			movable := func(id string) bool { return !slices.Contains(tc.stuck, id) }
+			moves, err := Relieve(Request{GPUs: tc.gpus}, est, Options{FixedMIG: true, FixOnlinePercent: true, PriorityShares: true, SLOGuard: true, Spread: true}, tc.missing, movable)
 			if err != nil {
 				t.Fatal(err)
 			}
