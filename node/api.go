@@ -210,7 +210,8 @@ func (n *Node) publishView(gpus []gpuInfo) {
 
 // buildView is the plan view of the GPUs with the jobs placed on them.
 func (n *Node) buildView(gpus []gpuInfo) PlanView {
-	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, WaitingJobs: []WaitingView{}, WaitingByClass: map[string]int{}, Decisions: n.decisions}
+	v := PlanView{GPUs: []GPUView{}, Waiting: []string{}, WaitingJobs: []WaitingView{}, WaitingByClass: map[string]int{}, Decisions: n.decisions,
+		DecideSeconds: n.decideTotal.Seconds(), LastDecideSeconds: n.decideTook.Seconds()}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	// The placed jobs by instance, in one pass.

@@ -56,6 +56,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 	costs := map[string]string{}
 	plan, gate, err := partitioner.DecideGated(req, n.est, opt, n.gateCosts(n.cfg.Now(), costs))
 	n.decideTook = time.Since(t0)
+	n.decideTotal += n.decideTook
 	n.decisions++
 	if err != nil {
 		n.cfg.Log.Error("placement: decide", "err", err, "cause", cause)

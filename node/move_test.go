@@ -182,3 +182,15 @@ func TestMovableJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideTimeShown: the plan says how long Algorithm 1 took, over all
+// decisions and in the last one (issue 39 reports it beside the
+// simulator's figure).
+func TestDecideTimeShown(t *testing.T) {
+	h := newHarnessWith(t, h200, false, curveEstimator{}, nil)
+	h.state(h.submit(sh("train", "sleep 60", "")).ID, jobs.Running)
+	p := h.n.Plan()
+	if p.Decisions == 0 || p.DecideSeconds <= 0 || p.LastDecideSeconds <= 0 || p.LastDecideSeconds > p.DecideSeconds {
+		t.Errorf("plan: %d decisions, %v s in all, %v s the last", p.Decisions, p.DecideSeconds, p.LastDecideSeconds)
+	}
+}

@@ -133,6 +133,8 @@ type Node struct {
 	firstArrival, lastArrival time.Time
 	// decideTook is how long Algorithm 1 took in the last decision.
 	decideTook time.Duration
+	// decideTotal is the time Algorithm 1 took over every decision.
+	decideTotal time.Duration
 	// stopRetry are jobs whose stop request failed; each decision asks
 	// again, and decisions come every retryAfter while there are any.
 	stopRetry map[string]bool

@@ -24,8 +24,12 @@ type PlanView struct {
 	WaitingByClass map[string]int `json:"waitingByClass"`
 	// Total is the predicted system throughput (sum of job speeds).
 	Total float64 `json:"total"`
-	// Decisions counts the placement loop's runs since mmkd started.
-	Decisions int `json:"decisions"`
+	// Decisions counts the placement loop's runs since mmkd started;
+	// DecideSeconds is the time Algorithm 1 took over all of them, and
+	// LastDecideSeconds in the last one.
+	Decisions         int     `json:"decisions"`
+	DecideSeconds     float64 `json:"decideSeconds"`
+	LastDecideSeconds float64 `json:"lastDecideSeconds"`
 }
 
 // GPUView is one GPU of the plan.

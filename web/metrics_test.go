@@ -48,6 +48,7 @@ func TestMetrics(t *testing.T) {
 		`mmk_jobs{state="failed",type="online"} 0`,
 		`mmk_jobs_waiting 1`,
 		`mmk_placement_decisions_total 7`,
+		`mmk_placement_decide_seconds_total 0.042`,
 		`mmk_predicted_throughput 0.63`,
 		`mmk_instances{gpu="0",mps="true"} 1`,
 		`mmk_instances{gpu="0",mps="false"} 1`,

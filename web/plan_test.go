@@ -30,7 +30,7 @@ func samplePlan() node.PlanView {
 		Waiting:      []string{"0000000000000003"},
 		WaitingTotal: 1,
 		Total:        0.63,
-		Decisions:    7,
+		Decisions:    7, DecideSeconds: 0.042,
 	}
 }
 
@@ -88,7 +88,7 @@ func TestPlanRoutes(t *testing.T) {
 func TestEmptyPlan(t *testing.T) {
 	ts := newTestServer(t)
 	for path, want := range map[string]string{
-		"/api/v1/plan":        `{"version":0,"gpus":[],"waiting":[],"waitingTotal":0,"waitingJobs":[],"waitingByClass":{},"total":0,"decisions":0}`,
+		"/api/v1/plan":        `{"version":0,"gpus":[],"waiting":[],"waitingTotal":0,"waitingJobs":[],"waitingByClass":{},"total":0,"decisions":0,"decideSeconds":0,"lastDecideSeconds":0}`,
 		"/api/v1/instances":   `[]`,
 		"/api/v1/reconfigs":   `[]`,
 		"/api/v1/kernelsched": `[]`,

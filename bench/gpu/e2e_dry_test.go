@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -54,11 +55,13 @@ func TestE2EDryRun(t *testing.T) {
 	}
 }
 
-// TestE2EDryRunTwoGPUs: GPUS=2 runs the twelve jobs (four online, eight
-// offline); by hand, job i runs on GPU i mod 2 (its CUDA_VISIBLE_DEVICES),
-// alone on the first; mmkd places all twelve.
-func TestE2EDryRunTwoGPUs(t *testing.T) {
-	out := dryRun(t, "half a minute", "mmkd-e2e.sh", []string{"fake"}, "GPUS=2", "ROUNDS=1", "SERVE_S=2", "ALONE_S=1",
+// TestE2EDryRunFourGPUs: GPUS=4 runs the twelve jobs (four online, eight
+// offline); by hand, job i runs on GPU i mod 4 (its CUDA_VISIBLE_DEVICES),
+// alone on the first; mmkd places all twelve on four fake GPUs (issue 39's
+// run, as the CPU allows it), and the report says how long Algorithm 1
+// took per decision.
+func TestE2EDryRunFourGPUs(t *testing.T) {
+	out := dryRun(t, "half a minute", "mmkd-e2e.sh", []string{"fake"}, "GPUS=4", "ROUNDS=1", "SERVE_S=2", "ALONE_S=1",
 		"R50_ITERS=40", "VGG_ITERS=20", "BERT_ITERS=20", "DENSE_ITERS=20", "R152_ITERS=20", "TRANS_ITERS=20", "D121_ITERS=20", "PHASE_MAX=60",
 		"PHASES=alone mps-prio mmk")
 	seen := map[string]int{}
@@ -86,8 +89,15 @@ func TestE2EDryRunTwoGPUs(t *testing.T) {
 			t.Errorf("phase %s: %d job lines, want 12", p, seen[p])
 		}
 	}
-	if g := gpus["mps-prio"]; g["GPU-dry-0"] != 6 || g["GPU-dry-1"] != 6 {
-		t.Errorf("by hand: jobs per GPU %v, want 6 and 6", g)
+	if g := gpus["mps-prio"]; g["GPU-dry-0"] != 3 || g["GPU-dry-1"] != 3 || g["GPU-dry-2"] != 3 || g["GPU-dry-3"] != 3 {
+		t.Errorf("by hand: jobs per GPU %v, want 3 on each of four", g)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`round 0: \d+ decisions on 4 GPUs, [0-9.]+ ms each on average`).Match(report) {
+		t.Errorf("the report does not give Algorithm 1's decision time on 4 GPUs:\n%s", report)
 	}
 	if g := gpus["alone"]; g["GPU-dry-0"] != 12 {
 		t.Errorf("alone: jobs per GPU %v, want all 12 on the first", g)

@@ -245,7 +245,18 @@ with_mmk() {
 	[ "$phase" = mmk-nohook ] && ks=false
 	# The jobs run as the user who runs this script (as root where it runs
 	# as root, which mmkd then must allow: jobs.allow_root).
-	MMK_GPU_DEVICES=$managed MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
+	local conf=()
+	if [ "$backend" = fake ]; then
+		# As many fake GPUs as the run uses, whole H100s as on the GPU
+		# machine (the embedded default has three, two with MIG).
+		mkdir -p "$data"
+		{
+			printf 'gpu:\n  fake:\n    gpus:\n'
+			for ((g = 0; g < GPUS; g++)); do printf '      - {model: H100-80GB, mig: false}\n'; done
+		} >"$data.yaml"
+		conf=(--config "$data.yaml")
+	fi
+	MMK_GPU_DEVICES=$managed MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" "${conf[@]}" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
 	mmkd_ready "$data" "$addr" || echo "mmkd not ready after 30 s; see $out/r$r-$phase-mmkd.log" >&2
 	local auth=("${mmkd_auth[@]}")
