@@ -101,6 +101,24 @@ func constant(d time.Duration) func(int) []time.Duration {
 	return func(int) []time.Duration { return []time.Duration{d} }
 }
 
+// lateBelow: below rung need, 6 % of the requests take 200 ms (past a
+// 100 ms bound), the rest 10 ms; from it on, all take 10 ms.
+func lateBelow(need int) func(int) []time.Duration {
+	return func(r int) []time.Duration {
+		if r >= need {
+			return []time.Duration{10 * ms}
+		}
+		d := make([]time.Duration, 100)
+		for i := range d {
+			d[i] = 10 * ms
+			if i < 6 {
+				d[i] = 200 * ms
+			}
+		}
+		return d
+	}
+}
+
 // TestControllerTightensUntilHeld: a service over its target climbs the
 // ladder one rung per tick once the last change settled, each decision
 // naming the service and its numbers. At the top, a service the climb
@@ -642,24 +660,9 @@ func TestControllerStartsProtected(t *testing.T) {
 // late requests), but does once the load falls well below the one
 // priority missed at, and again at the same load once Remember passed.
 func TestControllerRemembersAMiss(t *testing.T) {
-	lat := func(rate float64) func(int) []time.Duration {
-		return func(r int) []time.Duration {
-			if r > 0 || rate < 5 {
-				return []time.Duration{10 * ms}
-			}
-			d := make([]time.Duration, 100)
-			for i := range d {
-				d[i] = 10 * ms
-				if i < 6 {
-					d[i] = 200 * ms
-				}
-			}
-			return d
-		}
-	}
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=100ms"))
-	tr := run(t, c, 100*ms, []phase{{4 * time.Minute, 10, lat(10)}, {time.Minute, 3, lat(3)}, {7 * time.Minute, 10, lat(10)}}, 2)
+	tr := run(t, c, 100*ms, []phase{{4 * time.Minute, 10, lateBelow(1)}, {time.Minute, 3, lateBelow(0)}, {7 * time.Minute, 10, lateBelow(1)}}, 2)
 	var climbs, downs []Decision
 	for _, d := range tr.decisions {
 		if d.To > d.From {
@@ -697,21 +700,7 @@ func TestControllerRemembersAMiss(t *testing.T) {
 // load a minute before, rather than a rung per calm spell (one rung per
 // 5 s before).
 func TestControllerFallReturnsToAHeldRung(t *testing.T) {
-	lat := func(need int) func(int) []time.Duration {
-		return func(r int) []time.Duration {
-			if r >= need {
-				return []time.Duration{10 * ms}
-			}
-			d := make([]time.Duration, 100)
-			for i := range d {
-				d[i] = 10 * ms
-				if i < 6 {
-					d[i] = 200 * ms
-				}
-			}
-			return d
-		}
-	}
+	lat := lateBelow
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=100ms"))
 	// The load rises while the service is well within its target (no
