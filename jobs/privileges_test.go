@@ -19,17 +19,7 @@ func TestJobRunsAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a job as another user")
 	}
-	// A temporary directory other users can pass through (t.TempDir's
-	// are 0700).
-	root, err := os.MkdirTemp("", "mmk-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	r := newTestRunner(t, RunnerOptions{Root: filepath.Join(root, "jobs")})
+	r := passableRunner(t)
 	u := &User{UID: nobody, GID: nobody, Groups: []uint32{nobody}, Name: "nobody", Home: "/"}
 	l := shLaunch("", `grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo "cwd $PWD"; `+
 		`touch ckpt-ok && echo wrote-checkpoint; touch ../pid.json 2>/dev/null && echo wrote-records; exit 0`)
@@ -65,15 +55,7 @@ func TestJobRecordsAreMmkdsOnly(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a job as another user")
 	}
-	root, err := os.MkdirTemp("", "mmk-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	r := newTestRunner(t, RunnerOptions{Root: filepath.Join(root, "jobs")})
+	r := passableRunner(t)
 	l := shLaunch("", `cat ../pid.json >/dev/null 2>&1 && echo read-pid-record; `+
 		`while [ ! -e ../stop.json ] && [ ! -e stop ]; do sleep 0.02; done; exit 0`)
 	l.User = &User{UID: nobody, GID: nobody, Groups: []uint32{nobody}, Name: "nobody", Home: "/"}
@@ -108,4 +90,19 @@ func TestJobRecordsAreMmkdsOnly(t *testing.T) {
 			t.Errorf("%s has mode %04o, want %04o", tc.name, got, tc.want)
 		}
 	}
+}
+
+// passableRunner is a runner whose jobs directory lies in a temporary
+// directory other users can pass through (t.TempDir's are 0700).
+func passableRunner(t *testing.T) *Runner {
+	t.Helper()
+	root, err := os.MkdirTemp("", "mmk-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return newTestRunner(t, RunnerOptions{Root: filepath.Join(root, "jobs")})
 }
