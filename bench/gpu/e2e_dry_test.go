@@ -107,10 +107,11 @@ func TestE2EDryRunFourGPUs(t *testing.T) {
 // TestE2EDryRunSimCase: JOBSET=sim runs three open-loop services (Poisson
 // requests at their rates, every latency reported, the GPU time each
 // request took and the busy share) and three trainers, in every phase:
-// the case a simulator replay needs.
+// the case a simulator replay needs. With SLO set, mmkd gets the target
+// with each service and the report judges every phase's requests by it.
 func TestE2EDryRunSimCase(t *testing.T) {
 	out := dryRun(t, "half a minute", "mmkd-e2e.sh", []string{"fake"}, "JOBSET=sim", "ROUNDS=1", "SERVE_S=2", "ALONE_S=1",
-		"R50_ITERS=40", "VGG_ITERS=20", "BERT_ITERS=20", "PHASE_MAX=60", "PHASES=alone mps-prio mmk")
+		"R50_ITERS=40", "VGG_ITERS=20", "BERT_ITERS=20", "PHASE_MAX=60", "PHASES=alone mps-prio mmk", "SLO=p99=1.5x")
 	seen := map[string]int{}
 	for _, r := range jsonLines[struct {
 		Phase  string `json:"phase"`
@@ -140,5 +141,32 @@ func TestE2EDryRunSimCase(t *testing.T) {
 		if seen[p] != 6 {
 			t.Errorf("phase %s: %d job lines, want 6", p, seen[p])
 		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`within p99=1\.5x \|`).Match(report) || !regexp.MustCompile(`- \S+: [0-9.]+ % under mmk, [0-9.]+ % by hand`).Match(report) {
+		t.Errorf("the report does not judge the requests by the target:\n%s", report)
+	}
+	var slo bool
+	for _, r := range jsonLines[struct {
+		Phase string `json:"phase"`
+		Kind  string `json:"kind"`
+		Job   struct {
+			Spec struct {
+				SLO string `json:"slo"`
+			} `json:"spec"`
+		} `json:"job"`
+	}](t, filepath.Join(out, "e2e.jsonl")) {
+		if r.Phase == "mmk" && r.Kind == "online" {
+			slo = true
+			if r.Job.Spec.SLO != "p99=1.5x" {
+				t.Errorf("an online job under mmk has target %q, want p99=1.5x", r.Job.Spec.SLO)
+			}
+		}
+	}
+	if !slo {
+		t.Error("no online job under mmk")
 	}
 }

@@ -38,6 +38,10 @@
 # batch 32 with open-loop Poisson requests (e2e_job.py serve --rate:
 # resnet50 R50_RATE, default 20/s; mobilenet_v2 MOBILE_RATE, 40/s; vgg16
 # VGG16_RATE, 10/s) and three trainers (resnet50, vgg19, bert).
+# SLO (e.g. p99=1.5x), where set, is every online job's latency target:
+# mmkd gets it on submission (--slo), and the report gives each phase's
+# share of requests within it (the ratio against the service's p99 alone in
+# the same round; JOBSET=sim, whose services report every latency).
 # ROUNDS rounds (default 2), numbered from ROUND0 (default 0; to split the
 # rounds over several calls into one OUTDIR). A phase ends when every job
 # has, or after PHASE_MAX seconds (what is left is stopped and reported
@@ -150,6 +154,9 @@ cleanup() {
 trap cleanup EXIT
 
 nvidia-smi --query-gpu=name,driver_version,mig.mode.current --format=csv,noheader >"$out/gpu.txt" 2>/dev/null || echo "no nvidia-smi" >"$out/gpu.txt"
+# The services' declared target (SLO=p99=1.5x: of each one's p99 alone),
+# for mmkd and for the report, which judges every phase's requests by it.
+[ -n "${SLO:-}" ] && echo "$SLO" >"$out/slo.txt"
 
 # record ROUND PHASE NAME KIND T0 OUTFILE [JOBJSON]: one line of e2e.jsonl.
 record() {
@@ -267,7 +274,9 @@ with_mmk() {
 	for spec in "${JOBS[@]}"; do
 		read -r name kind hint args <<<"$spec"
 		# shellcheck disable=SC2086 # args: the job's arguments, split
-		"${mk[@]}" submit -o json --name "$name" "--$kind" --workload "$hint" --memory 8GiB -- "${job[@]}" ${args//SECONDS_/$SERVE_S} "${dry[@]}" >"$tmp/submit-$name.json" &
+		local slo=()
+		[ "$kind" = online ] && [ -n "${SLO:-}" ] && slo=(--slo "$SLO")
+		"${mk[@]}" submit -o json --name "$name" "--$kind" --workload "$hint" --memory 8GiB "${slo[@]}" -- "${job[@]}" ${args//SECONDS_/$SERVE_S} "${dry[@]}" >"$tmp/submit-$name.json" &
 		subs+=($!)
 	done
 	for p in "${subs[@]}"; do wait "$p"; done
