@@ -10,6 +10,10 @@ import (
 // mayRunAs says whether the node may run jobs as owner (MayRunAs).
 func (n *Node) mayRunAs(owner jobs.Owner) error { return MayRunAs(owner, n.cfg.AllowRoot) }
 
+// MayRunAs is nil when the node runs jobs as owner, else the refusal
+// (wrapping jobs.ErrForbidden) that a submission of owner's gets.
+func (n *Node) MayRunAs(owner jobs.Owner) error { return n.mayRunAs(owner) }
+
 // MayRunAs says whether an mmkd may run jobs as owner: root only with
 // allowRoot (jobs.allow_root), and a user other than mmkd's own only when
 // mmkd runs as root (it cannot switch users otherwise). A refusal wraps

@@ -15,6 +15,9 @@ type Node interface {
 	// job created then and false. A bad spec is a *jobs.FieldError, an
 	// owner the node may not run jobs as wraps jobs.ErrForbidden.
 	Submit(ctx context.Context, spec jobs.Spec, idempotencyKey string, owner *jobs.Owner) (jobs.Job, bool, error)
+	// MayRunAs is nil when the node runs jobs as owner, else the
+	// refusal (wrapping jobs.ErrForbidden) Submit would answer.
+	MayRunAs(owner jobs.Owner) error
 	// Jobs lists jobs, newest first.
 	Jobs(f node.JobFilter) ([]jobs.Job, error)
 	// JobsSince returns at most limit jobs changed after version since,

@@ -147,6 +147,7 @@ func (s *Server) routes() {
 	v1.GET("/gpus", s.handle(s.gpus))
 
 	jobs := v1.Group("", s.needNode)
+	jobs.GET("/whoami", s.handle(s.whoAmI))
 	jobs.POST("/jobs", s.handleStatus(s.submit))
 	jobs.GET("/jobs", s.handle(s.listJobs))
 	jobs.GET("/jobs/:id", s.handle(s.getJob))

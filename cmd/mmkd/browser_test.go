@@ -107,13 +107,15 @@ func checkPage(t *testing.T, b *uitest.Browser, origin, secret string) {
 }
 
 // startTokenDaemon starts mmkd (this test binary) on the fake GPUs of the
-// embedded defaults with a bearer token.
-func startTokenDaemon(t *testing.T, token string) *daemon {
+// embedded defaults with a bearer token, jobs.allow_root on; env adds
+// (or overrides) environment variables.
+func startTokenDaemon(t *testing.T, token string, env ...string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(os.Args[0], "--backend", "fake", "--data-dir", t.TempDir(), "--listen", addr, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "MMK_TEST_AS_MMKD=1", "MMK_KERNELSCHED_ENABLED=false", "MMK_SERVER_TOKEN="+token,
 		"MMK_JOBS_ALLOW_ROOT=true")
+	cmd.Env = append(cmd.Env, env...)
 	d := &daemon{cmd: cmd, addr: addr, log: &syncBuffer{}}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
@@ -317,6 +319,43 @@ func TestDashboard(t *testing.T) {
 
 	if !eval[bool](t, b, `window.__mmkNoReload === true`) {
 		t.Error("the page reloaded")
+	}
+	checkPage(t, b, origin, token)
+}
+
+// TestDashboardSaysWhyNoNewJob: signed in with the token of an mmkd run
+// as root without jobs.allow_root (a packaged node), the dashboard is
+// root, whose jobs mmkd refuses: it shows no "New job" button, which
+// could only answer "forbidden", but says why and how to submit. An mmkd
+// not run as root runs the token holder's jobs: the button is there.
+func TestDashboardSaysWhyNoNewJob(t *testing.T) {
+	b := startBrowser(t)
+	const token = "e2e-Secret-no-root-jobs"
+	d := startTokenDaemon(t, token, "MMK_JOBS_ALLOW_ROOT=false")
+	origin := "http://" + d.addr
+	page(t, b, "load, sign in and open the jobs",
+		chromedp.Navigate(origin+"/#/jobs"),
+		chromedp.WaitVisible(chromedp.ID("token-input")),
+		chromedp.SendKeys(chromedp.ID("token-input"), token),
+		chromedp.Click(chromedp.ID("token-go")),
+		waitFor(`document.querySelector('#conn').dataset.state === 'live'`),
+		waitFor(`!document.querySelector('#new-job').hidden || !document.querySelector('#new-job-off').hidden`),
+	)
+	button := eval[bool](t, b, `!document.querySelector('#new-job').hidden`)
+	note := eval[string](t, b, `document.querySelector('#new-job-off').hidden ? '' : document.querySelector('#new-job-off').textContent`)
+	if os.Geteuid() != 0 {
+		if !button || note != "" {
+			t.Errorf("mmkd runs as uid %d and runs its token holder's jobs: button shown %v, note %q", os.Geteuid(), button, note)
+		}
+		return
+	}
+	if button {
+		t.Error(`the "New job" button is shown to root, whose jobs this mmkd refuses`)
+	}
+	for _, want := range []string{"root", "jobs.allow_root", "mmkctl submit", "usermod -aG mmk"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the note %q does not say %q", note, want)
+		}
 	}
 	checkPage(t, b, origin, token)
 }

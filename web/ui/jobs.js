@@ -60,6 +60,7 @@ export function initJobs() {
     cap += CAP_STEP;
     render();
   });
+  mayWeSubmit();
   $('new-job').addEventListener('click', () => {
     $('submit').hidden = false;
     $('s-command').focus();
@@ -69,6 +70,30 @@ export function initJobs() {
   });
   $('submit').addEventListener('submit', submit);
   setInterval(tick, 1000);
+}
+
+// mayWeSubmit shows "New job" only where mmkd would run the jobs it
+// sends: over TCP the dashboard holds mmkd's token, which makes it mmkd's
+// user, root on a packaged node, whose jobs are refused unless
+// jobs.allow_root is on. Elsewhere it says why and how to submit.
+async function mayWeSubmit() {
+  let w;
+  try {
+    w = await request('api/v1/whoami');
+  } catch (e) {
+    // An mmkd without this route: the form as before.
+    $('new-job').hidden = false;
+    return;
+  }
+  if (w.maySubmit) {
+    $('new-job').hidden = false;
+    return;
+  }
+  const who = w.user && w.user.name ? w.user.name : 'uid ' + (w.user ? w.user.uid : '?');
+  setText($('new-job-off'), 'No submitting here: this dashboard acts as ' + who +
+    (w.over === 'tcp' ? ' (mmkd\u2019s user, through its token)' : '') + ', and mmkd answers: ' + w.submitRefused +
+    '. Submit as yourself on the node: mmkctl submit -- COMMAND (users of mmkd\u2019s socket group, mmk where the package is installed: usermod -aG mmk USER).');
+  $('new-job-off').hidden = false;
 }
 
 on('snapshot', () => {

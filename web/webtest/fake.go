@@ -333,6 +333,13 @@ func (f *FakeNode) Ready(context.Context) error {
 	return f.readyErr
 }
 
+// MayRunAs is the refusal Submit gives owner, nil if none.
+func (f *FakeNode) MayRunAs(owner jobs.Owner) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return node.MayRunAs(owner, f.allowRoot)
+}
+
 // SetAllowRoot says whether the fake runs jobs as root (jobs.allow_root;
 // true at first).
 func (f *FakeNode) SetAllowRoot(allow bool) {
