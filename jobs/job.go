@@ -101,18 +101,36 @@ type Placement struct {
 	// ("" on a GPU without MIG, which is one instance).
 	Instance int    `json:"instance"`
 	Profile  string `json:"profile,omitempty"`
-	// InstanceKey names the instance's MPS daemon and kernel scheduler.
-	InstanceKey string `json:"instanceKey"`
+	// InstanceKey names the instance's MPS daemon and kernel scheduler
+	// inside mmkd (its profile and placement, stable across MIG changes);
+	// InstanceName is how mmk shows the instance everywhere:
+	// "gpu0/gi1" (partitioner.InstanceName), "gpu2" for a whole GPU.
+	InstanceKey  string `json:"instanceKey"`
+	InstanceName string `json:"instanceName,omitempty"`
 	// Device is the job's CUDA_VISIBLE_DEVICES: a GPU or MIG UUID.
 	Device string `json:"device"`
-	// MPSPercent is its CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
-	MPSPercent int `json:"mpsPercent"`
+	// MPSPercent is its CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0 (and absent)
+	// where MPS is off, which enforces no share.
+	MPSPercent int `json:"mpsPercent,omitempty"`
+	// Share is the share of the instance (percent) the placement loop
+	// planned the job with, MPS or not; 0 in records from before it was
+	// kept, whose MPSPercent held it (PlannedShare).
+	Share int `json:"share,omitempty"`
 	// Speed is the predictor's estimate of its speed there (1: alone on
 	// the whole GPU).
 	Speed float64 `json:"speed"`
 	// MemLimitMiB is the GPU memory limit its MPS client was started
 	// with (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT); 0: none.
 	MemLimitMiB int64 `json:"memLimitMiB,omitempty"`
+}
+
+// PlannedShare is the share of its instance the placement loop planned
+// the job with: Share, or MPSPercent in a record from before Share.
+func (p Placement) PlannedShare() int {
+	if p.Share > 0 {
+		return p.Share
+	}
+	return p.MPSPercent
 }
 
 // Job is a submitted job and where it is in its life.

@@ -246,14 +246,17 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 		gv := GPUView{Index: g.state.Index, UUID: g.state.UUID, Name: g.state.Name, Model: g.state.Model,
 			MIG: g.mig, Layout: g.state.Layout, SMs: g.state.SMs, MemoryMiB: g.state.MemoryMiB, Instances: []InstanceView{}}
 		for i, in := range g.layout.Instances {
-			iv := InstanceView{Index: i, Key: g.keys[i], Profile: in.Profile.Name, Start: in.Start, Size: in.Profile.MemorySlices,
+			iv := InstanceView{Name: g.names[i], Index: i, Key: g.keys[i], Profile: in.Profile.Name, Start: in.Start, Size: in.Profile.MemorySlices,
 				ComputeSlices: in.Profile.ComputeSlices, SMs: in.Profile.SMs, MemoryMiB: in.Profile.MemoryMiB,
 				Device: g.device[i], MPS: slices.Contains(mpsKeys, g.keys[i]), Jobs: byInstance[g.keys[i]]}
 			if iv.Jobs == nil {
 				iv.Jobs = []PlacedView{}
 			}
-			if !g.mig {
-				iv.SMs, iv.MemoryMiB = g.state.SMs, g.state.MemoryMiB
+			if g.mig {
+				gi := g.state.Instances[i].ID
+				iv.GI = &gi
+			} else {
+				iv.SMs, iv.MemoryMiB, iv.Profile = g.state.SMs, g.state.MemoryMiB, ""
 			}
 			v.Total += speed[iv.Key]
 			gv.Instances = append(gv.Instances, iv)

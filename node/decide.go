@@ -233,7 +233,7 @@ func (n *Node) request(gpus []gpuInfo) (partitioner.Request, []int) {
 			if j.IsClaim() || j.State == jobs.Cancelled {
 				pj.Pin = &partitioner.Pin{GPU: p, Instance: inst}
 			}
-			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: pj, Instance: inst, Percent: pl.MPSPercent, Speed: pl.Speed})
+			req.GPUs[p].Jobs = append(req.GPUs[p].Jobs, partitioner.Placed{Job: pj, Instance: inst, Percent: pl.PlannedShare(), Speed: pl.Speed})
 		}
 	}
 	return req, placedOn
@@ -378,7 +378,11 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 		p := target.Jobs[i]
 		pl := jobs.Placement{
 			GPU: g.state.Index, GPUUUID: g.state.UUID, Instance: p.Instance, InstanceKey: g.keys[p.Instance],
-			Device: g.device[p.Instance], MPSPercent: p.Percent, Speed: p.Speed,
+			InstanceName: g.names[p.Instance], Device: g.device[p.Instance], Share: p.Percent, Speed: p.Speed,
+		}
+		if n.cfg.MPS != nil {
+			// Without MPS nothing enforces a share: none is set or shown.
+			pl.MPSPercent = p.Percent
 		}
 		if g.mig {
 			pl.Profile = g.layout.Instances[p.Instance].Profile.Name

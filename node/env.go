@@ -38,8 +38,10 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 	for _, k := range keys {
 		env = append(env, k+"="+j.Spec.Env[k])
 	}
-	env = append(env, "CUDA_VISIBLE_DEVICES="+pl.Device, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(pl.MPSPercent))
+	env = append(env, "CUDA_VISIBLE_DEVICES="+pl.Device)
+	// The MPS share only under MPS: without it nothing enforces one.
 	if n.cfg.MPS != nil {
+		env = append(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(pl.MPSPercent))
 		if _, err := n.cfg.MPS.Ensure(ctx, mps.Instance{Key: pl.InstanceKey, Device: pl.Device}); err != nil {
 			return nil, fmt.Errorf("MPS daemon of %s: %w", pl.InstanceKey, err)
 		}

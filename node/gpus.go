@@ -17,6 +17,8 @@ type gpuInfo struct {
 	layout partitioner.Layout
 	mig    bool
 	keys   []string
+	// names are the instances as mmk shows them ("gpu0/gi1", "gpu2").
+	names  []string
 	device []string
 	// skip says why the GPU takes no jobs ("" when it does).
 	skip string
@@ -45,6 +47,7 @@ func (n *Node) readGPUs() ([]gpuInfo, error) {
 			}
 			for _, in := range g.Instances {
 				gi.keys = append(gi.keys, instanceKey(g.Index, in.Profile, in.Start))
+				gi.names = append(gi.names, partitioner.InstanceName(g.Index, in.ID))
 				gi.device = append(gi.device, in.UUID())
 			}
 		} else {
@@ -58,6 +61,7 @@ func (n *Node) readGPUs() ([]gpuInfo, error) {
 				return nil, fmt.Errorf("GPU %d: whole-GPU layout: %w", g.Index, err)
 			}
 			gi.keys = []string{"gpu" + strconv.Itoa(g.Index)}
+			gi.names = []string{partitioner.WholeGPUName(g.Index)}
 			gi.device = []string{g.UUID}
 		}
 		out[i] = gi

@@ -177,7 +177,10 @@ func open(t *testing.T, gate string) {
 var h200 = []fakegpu.GPUSpec{{Model: "H200-141GB"}}
 
 // TestPlaceAndEnvironment: a job is placed on a MIG instance, started
-// with the instance's device and MPS share, and its exit status recorded.
+// with the instance's device, and its exit status recorded. The node runs
+// no MPS: the job gets no CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and its
+// placement no MPS share, only the share it was planned with (issue 37,
+// item 5: it got 100, shown and exported though nothing enforced it).
 func TestPlaceAndEnvironment(t *testing.T) {
 	h := newHarness(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, false, curveEstimator{})
 	out := filepath.Join(t.TempDir(), "env")
@@ -187,18 +190,21 @@ func TestPlaceAndEnvironment(t *testing.T) {
 		t.Errorf("exit %v reason %q", j.ExitCode, j.Reason)
 	}
 	pl := j.Placement
-	if pl == nil || pl.Profile != "4g.40gb" || pl.MPSPercent != 100 || !strings.HasPrefix(pl.Device, "MIG-") {
-		t.Fatalf("placement %+v: want the 4g.40gb (most SMs) at 100 %% on its MIG device", pl)
+	if pl == nil || pl.Profile != "4g.40gb" || pl.Share != 100 || pl.MPSPercent != 0 || !strings.HasPrefix(pl.Device, "MIG-") || pl.InstanceName != "gpu0/gi1" {
+		t.Fatalf("placement %+v: want the 4g.40gb (most SMs), gpu0/gi1, planned at 100 %% without an MPS share, on its MIG device", pl)
 	}
 	env, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CUDA_VISIBLE_DEVICES=" + pl.Device, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100",
+	for _, want := range []string{"CUDA_VISIBLE_DEVICES=" + pl.Device,
 		"MMK_JOB_ID=" + j.ID, "MMK_RESTART_COUNT=0", "MMK_CHECKPOINT_DIR="} {
 		if !strings.Contains(string(env), want) {
 			t.Errorf("job environment lacks %s", want)
 		}
+	}
+	if strings.Contains(string(env), "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") {
+		t.Errorf("a job of a node without MPS has an MPS share in its environment:\n%s", grepEnv(string(env), "CUDA_MPS"))
 	}
 	evs, err := h.n.Events(j.ID)
 	if err != nil {
@@ -223,8 +229,8 @@ func TestShareAndQueue(t *testing.T) {
 	b := h.submit(sh("b", script, "half"))
 	c := h.submit(sh("c", "exit 0", "half"))
 	for _, id := range []string{a.ID, b.ID} {
-		if j := h.state(id, jobs.Running); j.Placement.MPSPercent != 50 {
-			t.Errorf("job %s at %d %%, want 50", id, j.Placement.MPSPercent)
+		if j := h.state(id, jobs.Running); j.Placement.PlannedShare() != 50 {
+			t.Errorf("job %s planned at %d %%, want 50", id, j.Placement.PlannedShare())
 		}
 	}
 	if j, _ := h.n.Job(c.ID); j.State != jobs.Pending {
@@ -285,8 +291,11 @@ func TestCancel(t *testing.T) {
 func TestRestartOnReshare(t *testing.T) {
 	// The clock is an hour ahead of the jobs' starts: each has run an
 	// hour, so that the restart gate finds a restart worth its cost.
+	// Under MPS, which enforces the shares (without it no share is set).
+	m := fakeMPS(t)
 	h := newHarnessWith(t, h200, false, curveEstimator{"half_train": 50}, nil, func(c *Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Hour) }
+		c.MPS = m
 	})
 	out := filepath.Join(t.TempDir(), "restarts")
 	// The full job records each start's restart count and share, and
@@ -660,4 +669,15 @@ func recovered(t *testing.T, store *jobs.Store, runner *jobs.Runner) *Node {
 	}
 	n.recover(context.Background())
 	return n
+}
+
+// grepEnv are the lines of env that contain sub.
+func grepEnv(env, sub string) string {
+	var out []string
+	for _, l := range strings.Split(env, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

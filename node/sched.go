@@ -208,9 +208,22 @@ func (n *Node) Schedulers() []SchedView {
 	defer n.mu.RUnlock()
 	out := make([]SchedView, 0, len(n.scheds))
 	for k, s := range n.scheds {
-		out = append(out, SchedView{Instance: k, Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters(),
+		out = append(out, SchedView{Instance: k, Name: n.instanceName(k), Policy: n.cfg.Sched.Policy, Socket: s.socket, Counters: s.srv.Counters(),
 			Queues: s.srv.Queues(), Tasks: s.srv.Tasks(), Timeline: s.srv.Timeline()})
 	}
 	slices.SortFunc(out, func(a, b SchedView) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
+}
+
+// instanceName is the name (InstanceView.Name) of the instance of key in
+// the published plan, else the key. The caller holds n.mu.
+func (n *Node) instanceName(key string) string {
+	for _, g := range n.view.GPUs {
+		for _, in := range g.Instances {
+			if in.Key == key {
+				return in.Name
+			}
+		}
+	}
+	return key
 }

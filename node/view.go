@@ -52,11 +52,18 @@ type GPUView struct {
 
 // InstanceView is one GPU instance (or a whole GPU without MIG).
 type InstanceView struct {
+	// Name is how mmk shows the instance everywhere: "gpu0/gi1", the GPU
+	// and NVML's GPU-instance id (GI, absent for a whole GPU), or "gpu2"
+	// for a GPU without MIG (partitioner.InstanceName).
+	Name string `json:"name"`
+	GI   *int   `json:"gi,omitempty"`
 	// Index is the instance's position in the layout; Key names its MPS
-	// daemon and kernel scheduler.
-	Index   int    `json:"index"`
-	Key     string `json:"key"`
-	Profile string `json:"profile"`
+	// daemon and kernel scheduler inside mmkd.
+	Index int    `json:"index"`
+	Key   string `json:"key"`
+	// Profile is its MIG profile; "" for a GPU without MIG, which is
+	// the whole GPU, no profile.
+	Profile string `json:"profile,omitempty"`
 	// Start and Size are its memory slices (of 8); ComputeSlices of 7.
 	Start         int   `json:"start"`
 	Size          int   `json:"size"`
@@ -72,17 +79,21 @@ type InstanceView struct {
 
 // PlacedView is a job in an instance.
 type PlacedView struct {
-	ID      string     `json:"id"`
-	Name    string     `json:"name"`
-	Kind    jobs.Kind  `json:"type"`
-	State   jobs.State `json:"state"`
-	Percent int        `json:"mpsPercent"`
-	Speed   float64    `json:"speed"`
+	ID    string     `json:"id"`
+	Name  string     `json:"name"`
+	Kind  jobs.Kind  `json:"type"`
+	State jobs.State `json:"state"`
+	// Percent is its MPS share; 0 (absent) where MPS is off.
+	Percent int     `json:"mpsPercent,omitempty"`
+	Speed   float64 `json:"speed"`
 }
 
 // SchedView is one instance's kernel scheduler.
 type SchedView struct {
+	// Instance is the instance's key inside mmkd; Name is how mmk shows
+	// it ("gpu0/gi1", InstanceView.Name).
 	Instance string          `json:"instance"`
+	Name     string          `json:"name"`
 	Policy   string          `json:"policy"`
 	Socket   string          `json:"socket"`
 	Counters server.Counters `json:"counters"`

@@ -3,6 +3,7 @@ package partitioner
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -100,7 +101,11 @@ func onOff(b bool) string {
 
 // GPUInstance is a MIG GPU instance that exists on a GPU.
 type GPUInstance struct {
+	// ID is NVML's GPU-instance id, unique on its GPU while the instance
+	// lives; Name is how mmk shows the instance everywhere
+	// (InstanceName: "gpu0/gi1"), set by ReadInventory.
 	ID               int               `json:"id"`
+	Name             string            `json:"name,omitempty"`
 	Profile          string            `json:"profile"`
 	Start            int               `json:"start"`
 	Size             int               `json:"size"`
@@ -124,6 +129,15 @@ type Process struct {
 	PID           int   `json:"pid"`
 	UsedMemoryMiB int64 `json:"usedMemoryMiB"`
 }
+
+// InstanceName is how mmk names a GPU's MIG instance wherever it shows
+// one (mmkctl, the API, /metrics, the dashboard): "gpu0/gi1", the GPU's
+// index and NVML's GPU-instance id (DCGM's GPU_I_ID). Its profile and
+// placement ("4g.40gb@0") are attributes beside it, not its name.
+func InstanceName(gpu, gi int) string { return "gpu" + strconv.Itoa(gpu) + "/gi" + strconv.Itoa(gi) }
+
+// WholeGPUName names a GPU without MIG, one instance of it all: "gpu2".
+func WholeGPUName(gpu int) string { return "gpu" + strconv.Itoa(gpu) }
 
 // String returns the instance's placement text, e.g. "3g.40gb@4".
 func (g GPUInstance) String() string { return fmt.Sprintf("%s@%d", g.Profile, g.Start) }

@@ -36,6 +36,9 @@ func ReadInventory(b Backend) ([]GPUState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("GPU %d: %w", g.Index, err)
 		}
+		for k := range insts {
+			insts[k].Name = InstanceName(g.Index, insts[k].ID)
+		}
 		out[i].Instances, out[i].Layout = insts, l.String()
 	}
 	return out, nil

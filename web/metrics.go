@@ -44,7 +44,7 @@ func newNodeCollector(n Node) *nodeCollector {
 		decideSeconds: d("mmk_placement_decide_seconds_total", "Time Algorithm 1 took over every run of the placement loop (divided by mmk_placement_decisions_total: the mean per decision)."),
 		throughput:    d("mmk_predicted_throughput", "Predicted system throughput: the sum of the placed jobs' speeds."),
 		instances:     d("mmk_instances", "GPU instances of the plan, by GPU and whether an MPS daemon serves them.", "gpu", "mps"),
-		instJobs:      d("mmk_instance_jobs", "Jobs placed in a GPU instance.", "gpu", "instance"),
+		instJobs:      d("mmk_instance_jobs", "Jobs placed in a GPU instance (instance: gpu0/gi1, NVML's GPU-instance id, or gpu2 for a GPU without MIG; profile: its MIG profile, empty without MIG).", "gpu", "instance", "profile"),
 		kernels:       d("mmk_kernelsched_kernels_total", "Kernel launches the instance's kernel scheduler saw.", sched...),
 		atOnce:        d("mmk_kernelsched_at_once_total", "Kernel launches let go at once, without waiting.", sched...),
 		held:          d("mmk_kernelsched_held_total", "Kernel launches held for a higher-priority task.", sched...),
@@ -121,16 +121,21 @@ func (nc *nodeCollector) collectPlan(ch chan<- prometheus.Metric, p node.PlanVie
 			} else {
 				without++
 			}
-			ch <- prometheus.MustNewConstMetric(nc.instJobs, prometheus.GaugeValue, float64(len(in.Jobs)), gpu, instanceLabel(in))
+			ch <- prometheus.MustNewConstMetric(nc.instJobs, prometheus.GaugeValue, float64(len(in.Jobs)), gpu, instanceLabel(in), in.Profile)
 		}
 		ch <- prometheus.MustNewConstMetric(nc.instances, prometheus.GaugeValue, float64(withMPS), gpu, "true")
 		ch <- prometheus.MustNewConstMetric(nc.instances, prometheus.GaugeValue, float64(without), gpu, "false")
 	}
 }
 
-// instanceLabel names an instance in a label: its key, else its index.
+// instanceLabel names an instance in a label as everywhere else
+// ("gpu0/gi1"); a view without names (a test's) by its key, else its
+// index.
 func instanceLabel(in node.InstanceView) string {
-	if in.Key != "" {
+	switch {
+	case in.Name != "":
+		return in.Name
+	case in.Key != "":
 		return in.Key
 	}
 	return strconv.Itoa(in.Index)
@@ -138,8 +143,12 @@ func instanceLabel(in node.InstanceView) string {
 
 func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.SchedView) {
 	c := sv.Counters
+	inst := sv.Name
+	if inst == "" {
+		inst = sv.Instance
+	}
 	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), sv.Instance, sv.Policy)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), inst, sv.Policy)
 	}
 	counter(nc.kernels, c.Kernels)
 	counter(nc.atOnce, c.AtOnce)
@@ -153,8 +162,8 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.observed, c.Observed)
 	counter(nc.unobserved, c.Unobserved)
 	counter(nc.late, c.LoudLate)
-	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), sv.Instance, sv.Policy)
-	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), sv.Instance, sv.Policy)
+	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), inst, sv.Policy)
+	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), inst, sv.Policy)
 }
 
 // newMetricsHandler returns the handler of /metrics: the node's metrics

@@ -64,10 +64,10 @@ func printGPUs(p printer, backend string, gpus []partitioner.GPUState) error {
 			for _, pr := range gi.Processes() {
 				pids = append(pids, strconv.Itoa(pr.PID))
 			}
-			rows = append(rows, []string{strconv.Itoa(gi.ID), gi.Profile, fmt.Sprintf("%d:%d", gi.Start, gi.Size),
+			rows = append(rows, []string{gi.Name, gi.Profile, fmt.Sprintf("%d:%d", gi.Start, gi.Size),
 				strconv.Itoa(gi.SMs), mib(gi.MemoryMiB), orDash(gi.UUID()), orDash(strings.Join(pids, ","))})
 		}
-		if err := p.Table("  ", []string{"GI", "PROFILE", "PLACEMENT", "SMS", "MEMORY", "MIG DEVICE", "PROCESSES"}, rows); err != nil {
+		if err := p.Table("  ", []string{"INSTANCE", "PROFILE", "PLACEMENT", "SMS", "MEMORY", "MIG DEVICE", "PROCESSES"}, rows); err != nil {
 			return err
 		}
 	}

@@ -147,16 +147,26 @@ func stateReason(j jobs.Job) string {
 	return j.Reason
 }
 
-// placement is where a job runs, e.g. "GPU 0 3g.40gb@gi1 MPS 60%".
+// placement is where a job runs, by the instance's name with its
+// profile, and its MPS share where MPS runs: "gpu0/gi1 (4g.40gb) MPS
+// 60%", "gpu2 (whole GPU)".
 func placement(pl *jobs.Placement) string {
 	if pl == nil {
 		return "-"
+	}
+	name := pl.InstanceName
+	if name == "" { // a record from before names
+		name = pl.InstanceKey
 	}
 	profile := pl.Profile
 	if profile == "" {
 		profile = "whole GPU"
 	}
-	return fmt.Sprintf("GPU %d %s (instance %d) MPS %d%%", pl.GPU, profile, pl.Instance, pl.MPSPercent)
+	s := name + " (" + profile + ")"
+	if pl.MPSPercent > 0 {
+		s += fmt.Sprintf(" MPS %d%%", pl.MPSPercent)
+	}
+	return s
 }
 
 // age is how long ago t was, coarsely.

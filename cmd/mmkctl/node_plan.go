@@ -81,7 +81,11 @@ func printNodePlan(p printer, np nodePlan) error {
 			if in.MPS {
 				mps = "yes"
 			}
-			head := []string{strconv.Itoa(in.Index), orDash(in.Profile), fmt.Sprintf("%d:%d", in.Start, in.Size), strconv.Itoa(in.SMs), mib(in.MemoryMiB), mps}
+			slices := fmt.Sprintf("%d:%d", in.Start, in.Size)
+			if !g.MIG {
+				slices = "-"
+			}
+			head := []string{in.Name, orDash(in.Profile), slices, strconv.Itoa(in.SMs), mib(in.MemoryMiB), mps}
 			if len(in.Jobs) == 0 {
 				rows = append(rows, append(head, "-"))
 			}
@@ -89,10 +93,10 @@ func printNodePlan(p printer, np nodePlan) error {
 				if i > 0 {
 					head = []string{"", "", "", "", "", ""}
 				}
-				rows = append(rows, append(head, j.ID, j.Name, string(j.Kind), string(j.State), strconv.Itoa(j.Percent)+"%", fmt.Sprintf("%.2f", j.Speed)))
+				rows = append(rows, append(head, j.ID, j.Name, string(j.Kind), string(j.State), share(j.Percent), fmt.Sprintf("%.2f", j.Speed)))
 			}
 		}
-		if err := p.Table("  ", []string{"GI", "PROFILE", "SLICES", "SMS", "MEMORY", "MPS", "JOB", "NAME", "TYPE", "STATE", "MPS %", "SPEED"}, rows); err != nil {
+		if err := p.Table("  ", []string{"INSTANCE", "PROFILE", "SLICES", "SMS", "MEMORY", "MPS", "JOB", "NAME", "TYPE", "STATE", "MPS %", "SPEED"}, rows); err != nil {
 			return err
 		}
 	}
@@ -149,4 +153,12 @@ func printWaiting(p printer, pl node.PlanView, now time.Time) error {
 		p.Line("  and %d more", more)
 	}
 	return nil
+}
+
+// share is an MPS share as a column shows it: "-" where MPS is off.
+func share(percent int) string {
+	if percent == 0 {
+		return "-"
+	}
+	return strconv.Itoa(percent) + "%"
 }

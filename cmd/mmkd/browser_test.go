@@ -210,14 +210,16 @@ func TestDashboard(t *testing.T) {
 		}
 		cards := eval[[]gpuCard](t, b, `[...document.querySelectorAll('article.gpu')].map(g => ({
 			layout: g.dataset.layout,
-			instances: [...g.querySelectorAll('.inst:not(.free) .inst-head b')].map(e => e.textContent),
+			instances: [...g.querySelectorAll('.inst:not(.free) .inst-head')].map(e => e.querySelector('b').textContent + ' ' + e.querySelector('.inst-what').textContent),
 			compute: g.querySelectorAll('.strip.s7 .slice').length,
 			memory: g.querySelectorAll('.strip.s8 .slice').length,
 			free: g.querySelectorAll('.strip.s8 .slice.free').length}))`)
+		// Each instance by its name, as everywhere (issue 37, item 5:
+		// before, by its profile and placement), those beside it.
 		want := []gpuCard{
-			{"4g.40gb@0+2g.20gb@4+1g.10gb@6", []string{"4g.40gb@0", "2g.20gb@4", "1g.10gb@6"}, 7, 8, 1},
-			{"3g.40gb@0+3g.40gb@4", []string{"3g.40gb@0", "3g.40gb@4"}, 7, 8, 0},
-			{"whole", []string{"whole GPU"}, 7, 8, 0},
+			{"4g.40gb@0+2g.20gb@4+1g.10gb@6", []string{"gpu0/gi1 4g.40gb@0", "gpu0/gi2 2g.20gb@4", "gpu0/gi3 1g.10gb@6"}, 7, 8, 1},
+			{"3g.40gb@0+3g.40gb@4", []string{"gpu1/gi1 3g.40gb@0", "gpu1/gi2 3g.40gb@4"}, 7, 8, 0},
+			{"whole", []string{"gpu2 whole GPU"}, 7, 8, 0},
 		}
 		if fmt.Sprint(cards) != fmt.Sprint(want) {
 			t.Errorf("GPU cards\n got %v\nwant %v", cards, want)

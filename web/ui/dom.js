@@ -105,8 +105,10 @@ export const jobLink = (id, text) => h('a', {href: '#/jobs/' + encodeURIComponen
 // terminal reports a state a job never leaves.
 export const terminal = (state) => state === 'succeeded' || state === 'failed' || state === 'cancelled';
 
-// instanceLabel names where a job runs: "GPU 0 · 3g.40gb@4", or "".
+// instanceLabel names where a job runs as mmk does everywhere, the
+// instance's name with its profile: "gpu0/gi1 · 4g.40gb", "gpu2 · whole
+// GPU", or "". A record from before names shows its key.
 export function instanceLabel(p) {
   if (!p) return '';
-  return 'GPU ' + p.gpu + ' · ' + (p.profile ? p.profile + '@' + p.instanceKey.replace(/^.*-at/, '') : 'whole');
+  return (p.instanceName || p.instanceKey) + ' · ' + (p.profile || 'whole GPU');
 }

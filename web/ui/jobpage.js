@@ -115,7 +115,7 @@ function draw(j) {
     ['Workload hint', j.spec.workload ? j.spec.workload.model + ' ' + j.spec.workload.mode + (j.spec.workload.batch ? ' bs' + j.spec.workload.batch : '') : '—'],
     ['Task key', j.taskKey],
     ['Instance', p ? instanceLabel(p) + (terminal(j.state) ? ' (last)' : '') : '—'],
-    ['MPS share', p ? p.mpsPercent + ' %' : '—'],
+    ['MPS share', p && p.mpsPercent ? p.mpsPercent + ' %' : p ? 'none (MPS is off on this node)' : '—'],
     ['Predicted speed', p ? p.speed.toFixed(2) : '—'],
     ['Device', p ? p.device : '—'],
     ['PID', j.pid || '—'],

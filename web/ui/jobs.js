@@ -253,7 +253,7 @@ function fill(r, j) {
   setText(c.type, j.spec.type);
   setText(c.prio, j.priority);
   setText(c.inst, terminal(j.state) ? '' : instanceLabel(j.placement));
-  setText(c.mps, j.placement && !terminal(j.state) ? j.placement.mpsPercent : '');
+  setText(c.mps, j.placement && !terminal(j.state) && j.placement.mpsPercent ? j.placement.mpsPercent : '');
   setText(c.mem, fmtMiB(j.memoryMiB));
   setText(c.start, fmtTime(j.startedAt));
   setText(c.runtime, runtime(j));

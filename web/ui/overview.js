@@ -143,28 +143,34 @@ function gpuCard(g, scheds) {
 }
 
 function instanceBlock(g, inst, k, sched) {
-  const label = g.mig ? inst.profile + '@' + inst.start : 'whole GPU';
-  const used = inst.jobs.reduce((a, j) => a + j.mpsPercent, 0);
+  // The instance's name, as everywhere; its profile and placement beside.
+  const what = g.mig ? inst.profile + '@' + inst.start : 'whole GPU';
+  const used = inst.jobs.reduce((a, j) => a + (j.mpsPercent || 0), 0);
   const head = h('div', {class: 'inst-head'},
-    h('b', {text: label}),
+    h('b', {text: inst.name}), ' ', h('span', {class: 'inst-what', text: what}),
     inst.mps ? h('span', {class: 'tag', title: 'an MPS daemon serves this instance', text: 'MPS'}) : null,
     sched ? h('span', {class: 'tag policy', title: 'kernel scheduler: ' + sched.policy, text: sched.policy}) : null,
     h('span', {class: 'inst-meta', text: inst.sms + ' SMs · ' + fmtMiB(inst.memoryMiB)}));
   const jobs = h('div', {class: 'inst-jobs'});
   for (const j of inst.jobs) {
     const kind = j.type === 'online' ? 'online' : 'offline';
-    const fill = h('span', {class: 'fill'});
-    fill.style.width = Math.max(0, Math.min(100, j.mpsPercent)) + '%';
+    // The share bar only under MPS: without it no share is set.
+    let bar = null;
+    if (j.mpsPercent) {
+      const fill = h('span', {class: 'fill'});
+      fill.style.width = Math.max(0, Math.min(100, j.mpsPercent)) + '%';
+      bar = h('span', {class: 'bar ' + kind, title: j.name + ': ' + j.mpsPercent + ' % of the instance\u2019s SMs (MPS)'},
+        fill, h('span', {class: 'pct', text: j.mpsPercent + ' %'}));
+    }
     jobs.append(h('div', {class: 'job', dataset: {job: j.id, state: j.state}},
       h('span', {class: 'job-name'}, h('span', {class: 'dot ' + kind, title: kind}), jobLink(j.id, j.name),
         j.state !== 'running' ? badge(j.state) : null),
-      h('span', {class: 'bar ' + kind, title: j.name + ': ' + j.mpsPercent + ' % of the instance\u2019s SMs (MPS)'},
-        fill, h('span', {class: 'pct', text: j.mpsPercent + ' %'}))));
+      bar));
   }
   if (!inst.jobs.length) jobs.append(h('div', {class: 'muted small', text: 'idle'}));
   const el = h('div', {class: 'inst c' + (k % 8), dataset: {key: inst.key},
     title: (g.mig ? inst.profile + ': ' + inst.computeSlices + ' of 7 compute slices, ' + inst.size + ' of 8 memory slices from slice ' + inst.start :
-      'the whole GPU (' + inst.profile + ')') + '; MPS shares assigned: ' + used + ' %'}, head, jobs);
+      'the whole GPU, without MIG') + (inst.mps ? '; MPS shares assigned: ' + used + ' %' : '')}, head, jobs);
   el.style.gridColumn = (g.mig ? inst.start + 1 : 1) + ' / span ' + (g.mig ? inst.size : MEMORY_SLICES);
   return el;
 }
@@ -210,7 +216,7 @@ function renderSchedBrief() {
     const online = tasks.filter((t) => t.online);
     const held = (sc.queues || []).reduce((a, b) => a + b, 0);
     return h('tr', null,
-      h('td', null, h('a', {href: '#/sched', text: sc.instance})),
+      h('td', null, h('a', {href: '#/sched', text: sc.name || sc.instance})),
       h('td', {text: sc.policy}),
       h('td', {class: 'num', text: tasks.length}),
       h('td', {text: online.length ? online.map((t) => t.name).join(', ') : '—'}),

@@ -49,13 +49,13 @@ function renderLayout() {
   const rows = [];
   for (const g of p.gpus) {
     g.instances.forEach((inst, i) => {
-      const jobs = inst.jobs.length ? inst.jobs.flatMap((j, k) => [k ? ', ' : '', jobLink(j.id, j.name), ' ' + j.mpsPercent + ' %']) : [h('span', {class: 'muted', text: 'idle'})];
+      const jobs = inst.jobs.length ? inst.jobs.flatMap((j, k) => [k ? ', ' : '', jobLink(j.id, j.name), j.mpsPercent ? ' ' + j.mpsPercent + ' %' : '']) : [h('span', {class: 'muted', text: 'idle'})];
       rows.push(h('tr', {class: i === 0 ? 'first' : ''},
         h('td', {text: i === 0 ? g.index : ''}),
         h('td', {text: i === 0 ? g.model : ''}),
         h('td', {text: i === 0 ? (g.mig ? 'yes' : 'no') : ''}),
         h('td', {text: i === 0 ? g.layout || 'whole GPU' : ''}),
-        h('td', {text: g.mig ? inst.profile + '@' + inst.start : inst.profile}),
+        h('td', {text: inst.name + ' · ' + (g.mig ? inst.profile + '@' + inst.start : 'whole GPU')}),
         h('td', {class: 'num', text: inst.sms}),
         h('td', {class: 'num', text: fmtMiB(inst.memoryMiB)}),
         h('td', {text: inst.mps ? 'yes' : 'no'}),

@@ -65,7 +65,7 @@ function render() {
     seen.add(sc.instance);
     let c = cards.get(sc.instance);
     if (!c) {
-      c = card(sc.instance);
+      c = card(sc.instance, sc.name || sc.instance);
       cards.set(sc.instance, c);
     }
     if (box.children[i] !== c.el) box.insertBefore(c.el, box.children[i] || null);
@@ -79,7 +79,7 @@ function render() {
   }
 }
 
-function card(key) {
+function card(key, name) {
   const parts = {
     policy: h('span', {class: 'tag policy'}),
     summary: h('span', {class: 'muted small'}),
@@ -89,7 +89,7 @@ function card(key) {
     canvas: h('canvas', {class: 'timeline', height: ROW * 2 + 22}),
   };
   const el = h('article', {class: 'sched', dataset: {instance: key}},
-    h('div', {class: 'sched-head'}, h('b', {text: key}), ' ', parts.policy, ' ', parts.summary),
+    h('div', {class: 'sched-head'}, h('b', {text: name}), ' ', parts.policy, ' ', parts.summary),
     h('div', {class: 'sched-body'},
       h('div', null, h('h4', {text: 'Counters'}), parts.counters),
       h('div', null, h('h4', {text: 'Held now, per priority'}), parts.queues),
