@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,12 +102,56 @@ func checkLength(db *bolt.DB, path string) error {
 	})
 }
 
-// checkStore compares the file's length with the pages it claims and runs
-// bbolt's consistency check; early stops at maxCheckErrors errors (a
+// checkOverflow finds a page in use whose header claims overflow pages
+// past the store's high-water mark, before bbolt's check meets it:
+// that check walks a page's overflow a page at a time, remembering
+// each, so that a flip in the count's high bytes sent it round billions
+// of pages (minutes, gigabytes), and round the freelist page's count of
+// 0xffffffff for ever (its counter is a uint32). With it the check's
+// work is bounded by the store's pages. It reads the headers from the
+// file, not the mapping (no fault), and skips the pages the freelist
+// holds (their headers are stale) and those whose header names another
+// page (the inside of an overflow run).
+func checkOverflow(db *bolt.DB, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("job store %s: %w", path, err)
+	}
+	defer f.Close()
+	size := db.Info().PageSize
+	return db.View(func(tx *bolt.Tx) error {
+		hwm := tx.Size() / int64(size)
+		var h [16]byte // id 8, flags 2, count 2, overflow 4
+		for id := int64(2); id < hwm; id++ {
+			if _, err := f.ReadAt(h[:], id*int64(size)); err != nil {
+				return fmt.Errorf("job store %s: page %d: %w", path, id, err)
+			}
+			if int64(binary.LittleEndian.Uint64(h[0:8])) != id {
+				continue
+			}
+			overflow := int64(binary.LittleEndian.Uint32(h[12:16]))
+			if id+overflow < hwm {
+				continue
+			}
+			if p, err := tx.Page(int(id)); err != nil || p == nil || p.Type == "free" {
+				continue
+			}
+			return fmt.Errorf("job store %s: %w: page %d claims %d overflow pages, past the store's %d pages", path, ErrStoreDamaged, id, overflow, hwm)
+		}
+		return nil
+	})
+}
+
+// checkStore compares the file's length with the pages it claims, bounds
+// the pages' overflow (checkOverflow) and runs bbolt's consistency
+// check; early stops at maxCheckErrors errors (a
 // damaged page can make billions), leaving the check's goroutine
 // blocked: for a process that ends then.
 func checkStore(db *bolt.DB, path string, early bool) error {
 	if err := checkLength(db, path); err != nil {
+		return err
+	}
+	if err := checkOverflow(db, path); err != nil {
 		return err
 	}
 	return db.View(func(tx *bolt.Tx) error {
