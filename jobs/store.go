@@ -78,21 +78,30 @@ type Reconfig struct {
 type Store struct {
 	db   *bolt.DB
 	path string
-	// setAside are the job records OpenStore could not read and moved
-	// out of the jobs (SetAside).
-	setAside []SetAsideRecord
+	// setAside are the records OpenStore could not read and moved out of
+	// their buckets (SetAside); putBack what it put back from the backup
+	// (PutBack), or why it could not (putBackErr); keysMended the
+	// idempotency keys it put again (KeysMended).
+	setAside   []SetAsideRecord
+	putBack    []string
+	putBackErr error
+	keysMended []string
 }
 
 // OpenStore opens (creating it if needed) the store at path. A store of
 // a newer schema than this mmk writes is refused, and so is a damaged one
-// (ErrStoreDamaged: see openChecked). A job record that cannot be read
-// is set aside, not served (SetAside lists them). It checks the store in
-// this process: mmkd uses OpenStoreWith and a child process.
+// (ErrStoreDamaged: see openChecked). A record that cannot be read is
+// set aside, not served (SetAside lists them), and the idempotency keys
+// that do not find their job are put again (KeysMended). It checks the
+// store in this process: mmkd uses OpenStoreWith and a child process.
 func OpenStore(path string) (*Store, error) { return OpenStoreWith(path, OpenOptions{}) }
 
-// OpenStoreWith is OpenStore with the store's check run as o says. A
-// panic or fault of bbolt's in the first writes (the buckets, the schema,
-// setting records aside) is ErrStoreDamaged too, not a crash.
+// OpenStoreWith is OpenStore with the store's check run as o says, and,
+// once records were set aside, what damage took put back from the
+// backup o.Backup (putBackFrom; a backup that cannot be read is
+// PutBackError, and the store opens without). A panic or fault of
+// bbolt's in the first writes (the buckets, the schema, setting records
+// aside) is ErrStoreDamaged too, not a crash.
 func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
@@ -140,6 +149,13 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err := s.setAsideBad(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
+	}
+	if len(s.setAside) > 0 && o.Backup != "" {
+		s.putBackErr = s.putBackFrom(o.Backup, &o)
+	}
+	if err := s.mendKeys(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job store %s: idempotency keys: %w", path, err)
 	}
 	return s, nil
 }

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,16 +20,6 @@ import (
 // consistency check. mmkd then restores the last backup (RestoreStore)
 // or refuses to start.
 var ErrStoreDamaged = errors.New("job store is damaged")
-
-// SetAsideRecord is a job record OpenStore could not read: it was moved
-// to the store's "set-aside" bucket, where it stays for an operator.
-type SetAsideRecord struct {
-	Key    string
-	Reason string
-}
-
-// bucketSetAside holds the records moved out of the jobs bucket.
-var bucketSetAside = []byte("set-aside")
 
 // maxCheckErrors bounds the consistency errors an error message lists.
 const maxCheckErrors = 5
@@ -171,58 +160,3 @@ func checkStore(db *bolt.DB, path string, early bool) error {
 		return nil
 	})
 }
-
-// setAsideBad moves the job records that cannot be read (not JSON, or
-// not a job: a bad id or state) out of the jobs into the set-aside
-// bucket, under "jobs/<key>", so that one bad record neither stops mmkd
-// nor is lost.
-func (s *Store) setAsideBad() error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		jobs := tx.Bucket(bucketJobs)
-		var bad []SetAsideRecord
-		err := jobs.ForEach(func(k, v []byte) error {
-			if reason := badRecord(k, v); reason != "" {
-				bad = append(bad, SetAsideRecord{Key: string(k), Reason: reason})
-			}
-			return nil
-		})
-		if err != nil || len(bad) == 0 {
-			return err
-		}
-		aside, err := tx.CreateBucketIfNotExists(bucketSetAside)
-		if err != nil {
-			return err
-		}
-		for _, b := range bad {
-			if err := aside.Put([]byte("jobs/"+b.Key), jobs.Get([]byte(b.Key))); err != nil {
-				return err
-			}
-			if err := jobs.Delete([]byte(b.Key)); err != nil {
-				return err
-			}
-		}
-		s.setAside = bad
-		return nil
-	})
-}
-
-// badRecord says why a job record cannot be served ("" if it can).
-func badRecord(k, v []byte) string {
-	var j Job
-	if err := json.Unmarshal(v, &j); err != nil {
-		return "not a job record: " + err.Error()
-	}
-	switch {
-	case !ValidID(string(k)):
-		return fmt.Sprintf("key %q is not a job id", k)
-	case j.ID != string(k):
-		return fmt.Sprintf("the record is of job %q", j.ID)
-	case !j.State.Valid():
-		return fmt.Sprintf("state %q is not a state", j.State)
-	}
-	return ""
-}
-
-// SetAside lists the job records OpenStore moved out of the jobs because
-// they could not be read.
-func (s *Store) SetAside() []SetAsideRecord { return s.setAside }

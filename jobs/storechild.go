@@ -42,6 +42,9 @@ type OpenOptions struct {
 	// CheckTimeout bounds the child (DefaultCheckTimeout when 0); one that
 	// runs longer is killed and the store is damaged.
 	CheckTimeout time.Duration
+	// Backup is the store's backup (path + BackupSuffix), from which
+	// OpenStoreWith puts back the records it had to set aside; "": none.
+	Backup string
 }
 
 // CheckStoreMain is the main of "mmkd check-store FILE", which mmkd runs

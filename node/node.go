@@ -310,7 +310,16 @@ func New(cfg Config) (*Node, error) {
 		slo:    sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}
 	for _, r := range cfg.Store.SetAside() {
-		cfg.Log.Error("job store: a job record that cannot be read was set aside (kept in the store's set-aside bucket)", "key", r.Key, "reason", r.Reason)
+		cfg.Log.Error("job store: a record that cannot be read was set aside (kept in the store's set-aside bucket)", "bucket", r.Bucket, "key", r.Key, "reason", r.Reason)
+	}
+	if pb := cfg.Store.PutBack(); len(pb) > 0 {
+		cfg.Log.Error("job store: the records damage took were put back from the backup; what the store held newer stays", "records", len(pb), "list", strings.Join(pb, ", "))
+	}
+	if err := cfg.Store.PutBackError(); err != nil {
+		cfg.Log.Error("job store: the records set aside could not be put back from the backup: the jobs among them are missing", "err", err)
+	}
+	if k := cfg.Store.KeysMended(); len(k) > 0 {
+		cfg.Log.Warn("job store: idempotency keys that did not find their job were put again from the job records", "keys", len(k))
 	}
 	all, err := cfg.Store.All()
 	if err != nil {

@@ -243,7 +243,10 @@ func usageEvery(d time.Duration) time.Duration {
 // crashed or ran too long) is replaced by its backup, the damaged file
 // kept beside it; so is a missing store that has a backup (a deleted
 // mmk.db must not start afresh: queued jobs, which have no record in a
-// job directory, and idempotency keys would be lost). Without a usable
+// job directory, and idempotency keys would be lost). A store whose
+// structure is whole but some of whose records are damaged keeps what
+// it holds and gets the damaged records back from the backup
+// (jobs.OpenOptions.Backup), losing nothing newer than the backup. Without a usable
 // backup mmkd does not start on a damaged store: it must not run on a
 // store that has forgotten jobs that still run.
 func openStore(path string, log *slog.Logger) (*jobs.Store, error) {
@@ -251,8 +254,8 @@ func openStore(path string, log *slog.Logger) (*jobs.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job store: the check needs mmkd's executable: %w", err)
 	}
-	o := jobs.OpenOptions{CheckCommand: []string{exe, "check-store"}, CheckTimeout: storeCheckTimeout}
 	backup := path + jobs.BackupSuffix
+	o := jobs.OpenOptions{CheckCommand: []string{exe, "check-store"}, CheckTimeout: storeCheckTimeout, Backup: backup}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(backup); err == nil {
 			if _, err := jobs.RestoreStoreWith(path, o); err != nil {

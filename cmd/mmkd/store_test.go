@@ -187,13 +187,16 @@ func TestMissingStoreRestored(t *testing.T) {
 // store with 64 random byte flips of fixed seeds: on the code before,
 // seed 15 killed the test with "fatal error: fault" in tx.Check (others
 // do, depending on where the kernel maps the file), and seed 45 ran
-// bbolt's check for minutes (a page's overflow count of billions); the
-// child stops at the first errors. Seeds 26 and 45 are not cases: what
-// they do depends on where the kernel maps the file and on the machine's
-// load. Seed 26 was restored in one run and, in another, passed the
-// check and had 6 of its 300 jobs set aside as bad records. Seed 45 was
-// restored in about a second in one run and, in another, ran the check
-// past its 5 minutes, which says nothing of the store: mmkd then stops.
+// bbolt's check for minutes (a page's overflow count of billions). The
+// store is built afresh each run and bbolt lays out the same writes
+// differently from run to run, so a seed damages different records:
+// seed 26 was restored in one run and, in another, passed the check and
+// lost 6 of its 300 jobs, set aside as bad records; seed 45 was restored
+// in a second in one run and, in another, ran the check past its 5
+// minutes. Both end well now in every run: a page's overflow is bounded
+// before bbolt's check (seed 45 names it), and records set aside are put
+// back from the backup. A store whose records were put back is not
+// restored; either way its 300 jobs and keys are there.
 func TestStoreCheckCrashRestores(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -205,6 +208,8 @@ func TestStoreCheckCrashRestores(t *testing.T) {
 		{name: "64 byte flips, seed 8", seed: 8},
 		{name: "64 byte flips, seed 15", seed: 15},
 		{name: "64 byte flips, seed 25", seed: 25},
+		{name: "64 byte flips, seed 26", seed: 26},
+		{name: "64 byte flips, seed 45", seed: 45},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,8 +235,9 @@ func TestStoreCheckCrashRestores(t *testing.T) {
 			defer s.Close()
 			checkRestored(t, s)
 			l := buf.String()
-			if !strings.Contains(l, "restored from its backup") || !strings.Contains(l, "damagedKeptAs") {
-				t.Errorf("the restore was not logged:\n%s", l)
+			restored := strings.Contains(l, "restored from its backup") && strings.Contains(l, "damagedKeptAs")
+			if !restored && len(s.PutBack()) == 0 {
+				t.Errorf("neither restored (logged) nor records put back from the backup:\n%s", l)
 			}
 			t.Log(l)
 		})

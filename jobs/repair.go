@@ -1,0 +1,313 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A byte flip can leave bbolt's structure whole and damage a record: its
+// value, or its key. bbolt's check does not read values, so OpenStore
+// reads every job, event and reconfiguration: one that cannot be read is
+// set aside (setAsideBad), the records the store lost are put back from
+// the backup (putBackFrom), and the idempotency keys are mended from the
+// job records (mendKeys). What the store holds newer than the backup
+// stays; a record damaged and newer than the backup is lost (a job that
+// started comes back from its directory, node/orphans.go).
+
+// SetAsideRecord is a record OpenStore could not read: it was moved to
+// the store's "set-aside" bucket, where it stays for an operator.
+type SetAsideRecord struct {
+	// Bucket is the bucket it was in: jobs, events or reconfigs.
+	Bucket string
+	// Key is its key, printable: a job id, "id/seq" of an event, the
+	// number of a reconfiguration (other keys quoted).
+	Key    string
+	Reason string
+	// raw is its key in Bucket.
+	raw []byte
+}
+
+// bucketSetAside holds the records moved out of the others, under
+// "bucket/key".
+var bucketSetAside = []byte("set-aside")
+
+// checked are the buckets whose records OpenStore reads, and how it
+// says why a record cannot be served ("" if it can).
+var checked = []struct {
+	name []byte
+	bad  func(k, v []byte) string
+}{
+	{bucketJobs, badRecord},
+	{bucketEvents, badEvent},
+	{bucketReconfig, badReconfig},
+}
+
+// setAsideBad moves the records that cannot be read (not JSON, or not
+// what their key names: a job of another id, an event of another
+// number) out of the jobs, events and reconfigurations into the
+// set-aside bucket, so that a bad record neither stops mmkd nor is
+// lost. It writes only when there is one.
+func (s *Store) setAsideBad() error {
+	var bad []SetAsideRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, c := range checked {
+			err := tx.Bucket(c.name).ForEach(func(k, v []byte) error {
+				if reason := c.bad(k, v); reason != "" {
+					bad = append(bad, SetAsideRecord{Bucket: string(c.name), Key: printKey(c.name, k), Reason: reason, raw: bytes.Clone(k)})
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || len(bad) == 0 {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		aside, err := tx.CreateBucketIfNotExists(bucketSetAside)
+		if err != nil {
+			return err
+		}
+		for _, r := range bad {
+			b := tx.Bucket([]byte(r.Bucket))
+			if err := aside.Put(append([]byte(r.Bucket+"/"), r.raw...), b.Get(r.raw)); err != nil {
+				return err
+			}
+			if err := b.Delete(r.raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.setAside = bad
+	return nil
+}
+
+// printKey is a record's key in words.
+func printKey(bucket, k []byte) string {
+	switch {
+	case bytes.Equal(bucket, bucketEvents) && len(k) == 16+1+8 && k[16] == '/':
+		return string(k[:17]) + strconv.FormatUint(binary.BigEndian.Uint64(k[17:]), 10)
+	case bytes.Equal(bucket, bucketReconfig) && len(k) == 8:
+		return strconv.FormatUint(binary.BigEndian.Uint64(k), 10)
+	case bytes.Equal(bucket, bucketJobs) && ValidID(string(k)):
+		return string(k)
+	}
+	return strconv.Quote(string(k))
+}
+
+// badRecord says why a job record cannot be served ("" if it can).
+func badRecord(k, v []byte) string {
+	var j Job
+	if err := json.Unmarshal(v, &j); err != nil {
+		return "not a job record: " + err.Error()
+	}
+	switch {
+	case !ValidID(string(k)):
+		return fmt.Sprintf("key %q is not a job id", k)
+	case j.ID != string(k):
+		return fmt.Sprintf("the record is of job %q", j.ID)
+	case !j.State.Valid():
+		return fmt.Sprintf("state %q is not a state", j.State)
+	}
+	return ""
+}
+
+// badEvent says why an event cannot be served ("" if it can): its key is
+// a job id, "/" and its number (putEvent), its value an event of that
+// number.
+func badEvent(k, v []byte) string {
+	if len(k) != 16+1+8 || k[16] != '/' || !ValidID(string(k[:16])) {
+		return fmt.Sprintf("key %q is not a job id and an event number", k)
+	}
+	var e Event
+	if err := json.Unmarshal(v, &e); err != nil {
+		return "not an event: " + err.Error()
+	}
+	if n := binary.BigEndian.Uint64(k[17:]); uint64(e.Seq) != n || !e.To.Valid() {
+		return fmt.Sprintf("the event is number %d to %q, its key says number %d", e.Seq, e.To, n)
+	}
+	return ""
+}
+
+// badReconfig says why a reconfiguration cannot be served ("" if it
+// can).
+func badReconfig(k, v []byte) string {
+	if len(k) != 8 {
+		return fmt.Sprintf("key %q is not a number", k)
+	}
+	var r Reconfig
+	if err := json.Unmarshal(v, &r); err != nil {
+		return "not a reconfiguration: " + err.Error()
+	}
+	if n := binary.BigEndian.Uint64(k); uint64(r.Seq) != n {
+		return fmt.Sprintf("the reconfiguration is number %d, its key says %d", r.Seq, n)
+	}
+	return ""
+}
+
+// record is a key and value of a bucket.
+type record struct {
+	bucket []byte
+	k, v   []byte
+}
+
+// putBackFrom puts back from the backup at path (checked as a store is,
+// as o says) what damage took from the store, once records were set
+// aside: every job the backup holds and the store does not, the events
+// of the store's jobs that the backup holds and the store does not
+// (events are never changed, only added), and the reconfigurations set
+// aside, each as the backup holds it where it can be read. The store's
+// own records, newer than the backup, stay. A job deleted since the
+// backup (a finished job past its retention) comes back and is deleted
+// again by the next pruning.
+func (s *Store) putBackFrom(path string, o *OpenOptions) error {
+	bdb, err := openChecked(path, o, false)
+	if err != nil {
+		return fmt.Errorf("put back damaged records from the backup: %w", err)
+	}
+	defer bdb.Close()
+	var puts []record
+	var names []string
+	err = s.db.View(func(stx *bolt.Tx) error {
+		return bdb.View(func(btx *bolt.Tx) error {
+			has := func(bucket, k []byte) bool { return stx.Bucket(bucket).Get(k) != nil }
+			bjobs, bevents := btx.Bucket(bucketJobs), btx.Bucket(bucketEvents)
+			if bjobs == nil || bevents == nil {
+				return fmt.Errorf("the backup holds no jobs or events")
+			}
+			back := map[string]bool{}
+			err := bjobs.ForEach(func(k, v []byte) error {
+				if !has(bucketJobs, k) && badRecord(k, v) == "" {
+					back[string(k)] = true
+					puts = append(puts, record{bucketJobs, bytes.Clone(k), bytes.Clone(v)})
+					names = append(names, "job "+string(k))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			err = bevents.ForEach(func(k, v []byte) error {
+				if len(k) > 16 && (has(bucketJobs, k[:16]) || back[string(k[:16])]) && !has(bucketEvents, k) && badEvent(k, v) == "" {
+					puts = append(puts, record{bucketEvents, bytes.Clone(k), bytes.Clone(v)})
+					names = append(names, "event "+printKey(bucketEvents, k))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, r := range s.setAside {
+				if r.Bucket != string(bucketReconfig) {
+					continue
+				}
+				if b := btx.Bucket(bucketReconfig); b != nil {
+					if v := b.Get(r.raw); v != nil && !has(bucketReconfig, r.raw) && badReconfig(r.raw, v) == "" {
+						puts = append(puts, record{bucketReconfig, bytes.Clone(r.raw), bytes.Clone(v)})
+						names = append(names, "reconfiguration "+r.Key)
+					}
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("put back damaged records from the backup %s: %w", path, err)
+	}
+	if len(puts) == 0 {
+		return nil
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range puts {
+			if err := tx.Bucket(r.bucket).Put(r.k, r.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put back damaged records from the backup %s: %w", path, err)
+	}
+	s.putBack = names
+	return nil
+}
+
+// mendKeys makes every job's idempotency key find it again: a key the
+// idempotency bucket lacks, or that names no job, or a job submitted
+// with another key, is put again from the job's record. It writes only
+// when a key needs it.
+func (s *Store) mendKeys() error {
+	var mend [][2]string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		jobs, idem := tx.Bucket(bucketJobs), tx.Bucket(bucketIdem)
+		return jobs.ForEach(func(k, v []byte) error {
+			var j Job
+			if json.Unmarshal(v, &j) != nil {
+				return nil
+			}
+			key := idemKey(j)
+			if key == "" {
+				return nil
+			}
+			cur := idem.Get([]byte(key))
+			if string(cur) == j.ID {
+				return nil
+			}
+			if cur != nil {
+				var other Job
+				if ov := jobs.Get(cur); ov != nil && json.Unmarshal(ov, &other) == nil && idemKey(other) == key {
+					return nil // two jobs of one key: the first keeps it
+				}
+			}
+			mend = append(mend, [2]string{key, j.ID})
+			return nil
+		})
+	})
+	if err != nil || len(mend) == 0 {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, m := range mend {
+			if err := tx.Bucket(bucketIdem).Put([]byte(m[0]), []byte(m[1])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range mend {
+		s.keysMended = append(s.keysMended, m[0])
+	}
+	return nil
+}
+
+// SetAside lists the records OpenStore moved out of the jobs, events and
+// reconfigurations because they could not be read.
+func (s *Store) SetAside() []SetAsideRecord { return s.setAside }
+
+// PutBack lists the records OpenStoreWith put back from the backup
+// (OpenOptions.Backup) after it set damaged ones aside: "job ID",
+// "event ID/N", "reconfiguration N".
+func (s *Store) PutBack() []string { return s.putBack }
+
+// PutBackError is why the damaged records could not be put back from
+// the backup (nil if they were, or none were set aside).
+func (s *Store) PutBackError() error { return s.putBackErr }
+
+// KeysMended lists the idempotency keys OpenStore put again because they
+// did not find their job.
+func (s *Store) KeysMended() []string { return s.keysMended }
