@@ -189,7 +189,11 @@ func TestMovableJobs(t *testing.T) {
 func TestDecideTimeShown(t *testing.T) {
 	h := newHarnessWith(t, h200, false, curveEstimator{}, nil)
 	h.state(h.submit(sh("train", "sleep 60", "")).ID, jobs.Running)
+	// The view is published after the decision's starts.
 	p := h.n.Plan()
+	for end := time.Now().Add(5 * time.Second); p.Decisions == 0 && time.Now().Before(end); p = h.n.Plan() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if p.Decisions == 0 || p.DecideSeconds <= 0 || p.LastDecideSeconds <= 0 || p.LastDecideSeconds > p.DecideSeconds {
 		t.Errorf("plan: %d decisions, %v s in all, %v s the last", p.Decisions, p.DecideSeconds, p.LastDecideSeconds)
 	}
