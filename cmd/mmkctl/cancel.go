@@ -124,6 +124,7 @@ func newCancelCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.reason, "reason", "", "why, recorded with each job's event")
 	fl.StringVar(&f.state, "state", "", "cancel the jobs in these states, comma-separated (pending, placed, running, restarting)")
 	fl.BoolVar(&f.all, "all", false, "cancel every job that has not ended")
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }

@@ -27,10 +27,12 @@ type serverFlags struct {
 	config      *cli.Flags
 }
 
-// addServerFlags adds --addr and --token to cmd; config are the root's
-// configuration flags (data_dir, server.socket, server.token).
-func addServerFlags(cmd *cobra.Command, config *cli.Flags) *serverFlags {
-	f := &serverFlags{config: config}
+// addServerFlags adds --addr and --token to cmd, and the configuration
+// flags that say where mmkd's socket and token are: --data-dir (as
+// mmkd's) and --config (data_dir, server.socket, server.token).
+func addServerFlags(cmd *cobra.Command) *serverFlags {
+	cmd.Flags().String("data-dir", "", "mmkd's data directory, for its Unix socket and token (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk, then /var/lib/mmk)")
+	f := &serverFlags{config: cli.AddConfigFile(cmd.Flags(), map[string]string{"data_dir": "data-dir"})}
 	cmd.Flags().StringVar(&f.addr, "addr", "", "mmkd's TCP address, http://HOST:PORT or HOST:PORT (default $MMK_ADDR, else mmkd's Unix socket: server.socket, DATA_DIR/"+cli.SocketName+")")
 	cmd.Flags().StringVar(&f.token, "token", "", "mmkd's bearer token over TCP (default $MMK_TOKEN, else DATA_DIR/"+cli.TokenName+" where readable)")
 	return f

@@ -7,11 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
 func newGPUsCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	var config *cli.Flags
+	cmd := &cobra.Command{
 		Use:   "gpus",
 		Short: "List the node's GPUs and their MIG instances",
 		Long: "List the node's GPUs with memory, SMs and MIG mode, and each GPU's MIG instances.\n" +
@@ -19,7 +21,7 @@ func newGPUsCommand(a *app) *cobra.Command {
 			"configuration otherwise (--backend nvml|fake chooses).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withInventory(cmd, func(b partitioner.Backend, gpus []partitioner.GPUState) error {
+			return withInventory(config, func(b partitioner.Backend, gpus []partitioner.GPUState) error {
 				p := a.printer(cmd)
 				if p.json {
 					return p.JSON(gpus)
@@ -28,12 +30,16 @@ func newGPUsCommand(a *app) *cobra.Command {
 			})
 		},
 	}
+	config = addBackendFlags(cmd)
+	a.addOutputFlag(cmd)
+	return cmd
 }
 
-// withInventory opens the backend the configuration selects, reads its
-// GPUs with their instances and calls f while the backend is open.
-func (a *app) withInventory(cmd *cobra.Command, f func(partitioner.Backend, []partitioner.GPUState) error) error {
-	b, err := a.openBackend()
+// withInventory opens the backend the configuration (config: the
+// command's flags) selects, reads its GPUs with their instances and calls
+// f while the backend is open.
+func withInventory(config *cli.Flags, f func(partitioner.Backend, []partitioner.GPUState) error) error {
+	b, err := openBackend(config)
 	if err != nil {
 		return err
 	}

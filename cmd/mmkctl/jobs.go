@@ -73,7 +73,8 @@ func newJobsCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.kind, "type", "", "only online or offline jobs")
 	fl.StringVar(&f.name, "name", "", "only jobs whose name contains this")
 	fl.IntVar(&f.limit, "limit", 0, "at most this many, the newest (0: all, read page by page)")
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -233,7 +234,8 @@ func newJobCommand(a *app) *cobra.Command {
 		},
 	}
 	watch.add(cmd)
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -18,7 +18,7 @@ type logsFlags struct {
 	tail   int64
 }
 
-func newLogsCommand(a *app) *cobra.Command {
+func newLogsCommand() *cobra.Command {
 	f := &logsFlags{}
 	var server *serverFlags
 	cmd := &cobra.Command{
@@ -75,6 +75,6 @@ func newLogsCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing the output until the job ends")
 	cmd.Flags().Int64Var(&f.tail, "tail", 0, "print only the last BYTES bytes")
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
 	return cmd
 }

@@ -4,7 +4,8 @@
 // (its Unix socket by default, where mmkd knows the caller by its user;
 // or TCP with --addr or MMK_ADDR and the token) it submits, lists,
 // follows and cancels jobs and shows the node's placement. Every command
-// takes -o table|wide|json.
+// that prints a result takes -o table|wide|json|yaml; each takes only the
+// flags it reads.
 package main
 
 import (
@@ -25,12 +26,17 @@ func main() {
 	}
 }
 
-// app is what every subcommand shares: configuration flags and output.
+// app is what the subcommands share: the output format of those that
+// take -o.
 type app struct {
-	flags  *cli.Flags
 	output string
 }
 
+// newRootCommand is mmkctl. It has no flags of its own but --version:
+// each subcommand takes the flags it reads (the configuration's only where
+// it reads the configuration: addConfigFlags, addServerFlags; -o where it
+// prints a result: addOutputFlag), so that its help lists only those
+// (issue 37, item 7).
 func newRootCommand() *cobra.Command {
 	a := &app{}
 	root := &cobra.Command{
@@ -40,6 +46,9 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		Version:       buildinfo.Version(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Lookup("output") == nil {
+				return nil
+			}
 			switch a.output {
 			case "table", "wide", "json", "yaml":
 			default:
@@ -48,13 +57,20 @@ func newRootCommand() *cobra.Command {
 			return nil
 		},
 	}
-	// --data-dir says where mmkd's socket and token are (as mmkd's does).
-	root.PersistentFlags().String("data-dir", "", "mmkd's data directory, for its Unix socket and token (data_dir; default /var/lib/mmk for root, else ~/.local/state/mmk, then /var/lib/mmk)")
-	a.flags = cli.AddConfigFlags(root.PersistentFlags(), map[string]string{"data_dir": "data-dir"})
-	root.PersistentFlags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs), json or yaml (the JSON's keys)")
-	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(a), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
-	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(a), newCancelCommand(a), newNodePlanCommand(a))
+	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
+	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a))
 	return root
+}
+
+// addOutputFlag adds -o/--output to cmd, a command that prints a result.
+func (a *app) addOutputFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs), json or yaml (the JSON's keys)")
+}
+
+// addBackendFlags adds to cmd, a command that reads the node's GPUs, the
+// configuration flags that choose them: --config and --backend.
+func addBackendFlags(cmd *cobra.Command) *cli.Flags {
+	return cli.AddConfigFile(cmd.Flags(), nil).AddBackend()
 }
 
 // openBackend loads the configuration with the command's flags and opens
@@ -63,8 +79,8 @@ func newRootCommand() *cobra.Command {
 // at its start): the commands that read GPUs say which backend they read
 // (gpus' table, mig profiles --index), --backend nvml insists on real
 // GPUs, and a command that needs one (profile) fails on the fake's.
-func (a *app) openBackend() (partitioner.Backend, error) {
-	cfg, err := a.flags.Load()
+func openBackend(flags *cli.Flags) (partitioner.Backend, error) {
+	cfg, err := flags.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
 type exportFlags struct {
 	name, out string
+	config    *cli.Flags
 }
 
 func newExportCommand(a *app) *cobra.Command {
@@ -31,7 +33,7 @@ func newExportCommand(a *app) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var data []byte
-			err := a.withInventory(cmd, func(b partitioner.Backend, gpus []partitioner.GPUState) (err error) {
+			err := withInventory(f.config, func(b partitioner.Backend, gpus []partitioner.GPUState) (err error) {
 				data, err = exportParted(b, gpus, f.name)
 				return err
 			})
@@ -61,6 +63,8 @@ func newExportCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.name, "name", "current", "name of the MIG configuration written")
 	cmd.Flags().StringVar(&f.out, "out", "", "file to write (default: standard output)")
+	f.config = addBackendFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -66,6 +66,7 @@ func newLayoutsCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&f.gpu, "gpu", "", gpuFlagHelp)
 	cmd.Flags().BoolVar(&f.maximal, "maximal", false, "only layouts to which no instance can be added")
 	cmd.Flags().StringSliceVar(&f.profiles, "profiles", nil, "profiles to use, comma-separated (default: all but +me)")
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -66,6 +66,7 @@ func newPlanCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&f.toFile, "to-file", "", "mig-parted configuration file of the target layout (instead of --to)")
 	cmd.Flags().StringVar(&f.toConfig, "to-config", "", "configuration of --to-file (default: its only one)")
 	cmd.Flags().IntVar(&f.index, "index", 0, "GPU whose entry of a mig-parted file applies")
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

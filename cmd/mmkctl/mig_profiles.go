@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 
@@ -14,6 +15,8 @@ type profilesFlags struct {
 	gpu   string
 	index int
 	check bool
+	// config chooses the GPU backend that --index reads.
+	config *cli.Flags
 }
 
 // profilesResult is the JSON form of mig profiles.
@@ -57,6 +60,8 @@ func newProfilesCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&f.gpu, "gpu", "", gpuFlagHelp+" (built-in table); omit to read a GPU")
 	cmd.Flags().IntVar(&f.index, "index", 0, "GPU to read when --gpu is not given")
 	cmd.Flags().BoolVar(&f.check, "check", false, "fail when the GPU's profiles differ from the built-in table")
+	f.config = addBackendFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -71,7 +76,7 @@ func (f *profilesFlags) run(a *app, cmd *cobra.Command) (*profilesResult, error)
 		}
 		return &profilesResult{Source: "built-in", Model: m}, nil
 	}
-	b, err := a.openBackend()
+	b, err := openBackend(f.config)
 	if err != nil {
 		return nil, err
 	}

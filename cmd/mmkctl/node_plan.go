@@ -52,7 +52,8 @@ func newNodePlanCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&last, "reconfigs", 5, "how many of the last reconfigurations to show")
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -13,7 +13,7 @@ import (
 
 func newPredictorCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{Use: "predictor", Short: "Train, evaluate and query the performance predictor"}
-	cmd.AddCommand(newPredictorTrainCommand(a), newPredictorEvalCommand(a), newPredictorCompareCommand(a), newPredictorPredictCommand(a))
+	cmd.AddCommand(newPredictorTrainCommand(), newPredictorEvalCommand(a), newPredictorCompareCommand(a), newPredictorPredictCommand(a))
 	return cmd
 }
 
@@ -53,12 +53,17 @@ type forestFlags struct {
 	seed                               uint64
 }
 
-func (f *forestFlags) add(cmd *cobra.Command) {
+// add adds the hyper-parameters' flags to cmd; seed adds --seed (compare
+// draws its own per split: --seeds).
+func (f *forestFlags) add(cmd *cobra.Command, seed bool) {
 	cmd.Flags().IntVar(&f.trees, "trees", 100, "trees of the forest")
 	cmd.Flags().IntVar(&f.depth, "depth", 0, "most split levels of a tree (0: unlimited)")
 	cmd.Flags().IntVar(&f.maxFeatures, "max-features", 0, "features each split draws (0: a third of them)")
 	cmd.Flags().IntVar(&f.minLeaf, "min-leaf", 1, "fewest samples in a leaf")
-	cmd.Flags().Uint64Var(&f.seed, "seed", 1, "random seed")
+	f.seed = 1
+	if seed {
+		cmd.Flags().Uint64Var(&f.seed, "seed", 1, "random seed")
+	}
 }
 
 // samplesAndConfig reads the --data samples and makes the forest's
@@ -92,7 +97,7 @@ func (f *forestFlags) config(features int) (predictor.ForestConfig, error) {
 	return cfg, nil
 }
 
-func newPredictorTrainCommand(a *app) *cobra.Command {
+func newPredictorTrainCommand() *cobra.Command {
 	var data, out, kind string
 	ff := &forestFlags{}
 	cmd := &cobra.Command{
@@ -122,7 +127,7 @@ func newPredictorTrainCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&data, "data", "", "samples CSV (required)")
 	cmd.Flags().StringVar(&out, "out", "", "model file to write (required)")
 	cmd.Flags().StringVar(&kind, "model", predictor.DefaultModel, "gbrt (gradient boosting, mmk's default), gbrt+co, rf (random forest), rf+co, rf-per-type, lr (linear regression) or tree (see compare)")
-	ff.add(cmd)
+	ff.add(cmd, true)
 	cmd.MarkFlagRequired("data")
 	cmd.MarkFlagRequired("out")
 	return cmd
@@ -162,6 +167,7 @@ func newPredictorEvalCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&model, "model", "", "model file (required)")
 	cmd.Flags().StringVar(&data, "data", "", "samples CSV (required)")
+	a.addOutputFlag(cmd)
 	cmd.MarkFlagRequired("model")
 	cmd.MarkFlagRequired("data")
 	return cmd
@@ -262,8 +268,8 @@ tree). Progress goes to stderr.`,
 	cmd.Flags().BoolVar(&typeOut, "type-out", true, "also leave each job type out once")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	cmd.Flags().StringVar(&features, "features", "auto", "auto (the extended features where the file has their columns) or extended (derive them for an older file)")
-	ff.add(cmd)
-	cmd.Flags().Lookup("seed").Usage = "unused by compare (see --seeds)"
+	ff.add(cmd, false)
+	a.addOutputFlag(cmd)
 	cmd.MarkFlagRequired("data")
 	return cmd
 }
@@ -388,6 +394,7 @@ utilisation alone) come from the alone runs in --data.`,
 	cmd.Flags().StringVar(&co, "co", "", "co-runners JOB@PCT joined by +")
 	cmd.Flags().IntVar(&mpsPct, "mps", 100, "the job's MPS percentage")
 	cmd.Flags().IntVar(&sms, "sms", 132, "SMs of the instance")
+	a.addOutputFlag(cmd)
 	for _, f := range []string{"model", "data", "job"} {
 		cmd.MarkFlagRequired(f)
 	}

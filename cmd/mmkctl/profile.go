@@ -13,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/mps"
 	"github.com/mmkgpu/mmk/predictor"
 	"github.com/mmkgpu/mmk/predictor/profiling"
@@ -34,9 +35,11 @@ type profileFlags struct {
 	pairs, triples, gpu, reps                   int
 	warmup, measure, timeLimit                  time.Duration
 	dryRun                                      bool
+	// config chooses the GPU backend (--config, --backend).
+	config *cli.Flags
 }
 
-func newProfileCommand(a *app) *cobra.Command {
+func newProfileCommand() *cobra.Command {
 	f := &profileFlags{}
 	cmd := &cobra.Command{
 		Use:   "profile --out FILE.csv",
@@ -53,7 +56,7 @@ own MPS control daemon, shows progress on stderr and, run again with the same
 flags, resumes: runs already in the file are skipped. --time-limit stops
 starting new runs after a while.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runProfile(a, cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runProfile(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "CSV file to write or resume (required)")
@@ -73,11 +76,12 @@ starting new runs after a while.`,
 	fl.DurationVar(&f.timeLimit, "time-limit", 0, "start no run after this long (0: no limit)")
 	fl.StringVar(&f.mpsDir, "mps-dir", filepath.Join(os.TempDir(), "mmk-profile-mps"), "directory for the MPS daemon's pipe and log")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan and stop")
+	f.config = addBackendFlags(cmd)
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
 
-func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
+func runProfile(cmd *cobra.Command, f *profileFlags) error {
 	jobs := splitList(f.jobs)
 	if len(jobs) == 0 {
 		return fmt.Errorf("flag --jobs: no job")
@@ -118,7 +122,7 @@ func runProfile(a *app, cmd *cobra.Command, f *profileFlags) error {
 		fmt.Fprintf(stderr, "%d configurations, %d runs with repetitions, %d samples\n", len(runs), len(steps), samples)
 		return nil
 	}
-	backend, err := a.openBackend()
+	backend, err := openBackend(f.config)
 	if err != nil {
 		return err
 	}

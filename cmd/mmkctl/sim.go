@@ -90,6 +90,7 @@ online or offline (default: online at priority 0).`,
 	fl.DurationVar(&f.epsilon, "epsilon", kernelsched.DefaultConfig().Epsilon, "fikit: shortest gap filled")
 	fl.IntVar(&f.inflight, "inflight", kernelsched.DefaultConfig().Inflight, "released kernels a preemptible task may have")
 	fl.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "simulations run at once")
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -85,6 +85,7 @@ the model.`,
 	fl.StringVar(&f.placementsOut, "placements-out", "", "write the groups Algorithm 1's policies placed together, as run keys of a whole-GPU profiling campaign, most frequent first (for mmkctl profile --placements)")
 	fl.IntVar(&f.placementsTop, "placements-top", 40, "most groups --placements-out writes (0: all)")
 	fl.StringVar(&f.placementsPercents, "placements-percents", "10,20,30,50,70,100", "the campaign's alone percentages, which the groups' shares are rounded to")
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

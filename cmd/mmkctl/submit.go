@@ -91,7 +91,8 @@ func newSubmitCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.slo, "slo", "", "an online job's latency target: p99=25ms, or a multiple of its latency alone, p99=1.5x (default: mmkd's slo.default)")
 	fl.StringVar(&f.taskKey, "task-key", "", "kernel profile key (default: from the workload, else the name)")
 	fl.StringVar(&f.idemKey, "idempotency-key", "", "submitting again with the same key returns the same job")
-	server = addServerFlags(cmd, a.flags)
+	server = addServerFlags(cmd)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

@@ -25,18 +25,35 @@ type Flags struct {
 // AddConfigFlags adds --config, --backend, --log-level and --log-format to
 // fs; extra maps further config keys to flags the caller defined on fs.
 func AddConfigFlags(fs *pflag.FlagSet, extra map[string]string) *Flags {
-	f := &Flags{set: fs, bound: map[string]string{
-		"gpu.backend": "backend",
-		"log.level":   "log-level",
-		"log.format":  "log-format",
-	}}
+	return AddConfigFile(fs, extra).AddBackend().AddLog()
+}
+
+// AddConfigFile adds --config alone to fs, for a command that reads the
+// configuration but has no GPU backend or log of its own; extra maps
+// config keys to flags the caller defined on fs.
+func AddConfigFile(fs *pflag.FlagSet, extra map[string]string) *Flags {
+	f := &Flags{set: fs, bound: map[string]string{}}
 	fs.StringVar(&f.configFile, "config", "", "YAML configuration file; overrides the embedded defaults")
-	fs.String("backend", "auto", "GPU backend: auto (NVML if a driver is installed, else fake), nvml or fake")
-	fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.String("log-format", "text", "log format: text or json")
 	for key, name := range extra {
 		f.bound[key] = name
 	}
+	return f
+}
+
+// AddBackend adds --backend (gpu.backend) to the flags' set.
+func (f *Flags) AddBackend() *Flags {
+	f.set.String("backend", "auto", "GPU backend: auto (NVML if a driver is installed, else fake), nvml or fake")
+	f.bound["gpu.backend"] = "backend"
+	return f
+}
+
+// AddLog adds --log-level (log.level) and --log-format (log.format) to
+// the flags' set.
+func (f *Flags) AddLog() *Flags {
+	f.set.String("log-level", "info", "log level: debug, info, warn or error")
+	f.set.String("log-format", "text", "log format: text or json")
+	f.bound["log.level"] = "log-level"
+	f.bound["log.format"] = "log-format"
 	return f
 }
 
