@@ -41,10 +41,15 @@ type simJobsFlags struct {
 	placementsPercents string
 }
 
+// defaultSimPolicies are the policies sim jobs compares by default: the
+// baselines (mps-prio, plain MPS with the offline jobs at client priority
+// 1, the strongest a user could pick by hand) and mmk.
+const defaultSimPolicies = "default,mps,mps-prio,miso,miger,mmk"
+
 func newSimJobsCommand(a *app) *cobra.Command {
 	f := &simJobsFlags{}
 	cmd := &cobra.Command{
-		Use:   "jobs --workload testbed|large|openb[:N] --gpus N --policy default,mps,miso,miger,mmk",
+		Use:   "jobs --workload testbed|large|openb[:N] --gpus N --policy " + defaultSimPolicies,
 		Short: "Replay a job trace on simulated GPUs under each partition policy",
 		Long: `Replays a job trace on simulated GPUs under each job-level policy and
 prints the average job completion time, the makespan, the system
@@ -70,7 +75,7 @@ the model.`,
 	fl.StringVar(&f.workload, "workload", "testbed", "job trace: testbed, large or openb[:N]")
 	fl.StringVar(&f.gpuModel, "gpu-model", "A100-80GB", "GPU model ("+strings.Join(partitioner.ModelKeys(), ", ")+")")
 	fl.IntVar(&f.gpus, "gpus", 2, "simulated GPUs")
-	fl.StringVar(&f.policies, "policy", "default,mps,miso,miger,mmk", "comma-separated policies")
+	fl.StringVar(&f.policies, "policy", defaultSimPolicies, "comma-separated policies")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed (synthetic workloads, requests and the predictor's training)")
 	fl.Float64Var(&f.load, "load", trace.DefaultLoad, "offered load of the synthetic workloads")
 	fl.StringVar(&f.traces, "traces", "../shared/cluster-traces", "folder of openb_pod_list_default.csv, or an openb pod list")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mmkgpu/mmk/sim/jobsim"
 )
 
 func TestSimKernels(t *testing.T) {
@@ -122,5 +124,35 @@ func TestSimJobs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestSimJobsDefaultPolicies: sim jobs compares by default with every
+// baseline a user could pick, mps-prio (plain MPS with the trainers at
+// client priority 1, the strongest: docs/results/partition.md) among
+// them (issue 37, item 7), and its help says so.
+func TestSimJobsDefaultPolicies(t *testing.T) {
+	cmd, _, err := newRootCommand().Find([]string{"sim", "jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := cmd.Flags().Lookup("policy").DefValue
+	policies := strings.Split(def, ",")
+	for _, p := range []string{"default", "mps", "mps-prio", "miso", "miger", "mmk"} {
+		if !slices.Contains(policies, p) {
+			t.Errorf("default policies %q lack %s", def, p)
+		}
+	}
+	for _, p := range policies {
+		if _, err := jobsim.ParsePolicy(p); err != nil {
+			t.Errorf("default policy %q: %v", p, err)
+		}
+	}
+	help, err := mmkctl(t, "sim", "jobs", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--policy " + def; !strings.Contains(help, want) {
+		t.Errorf("help's usage line lacks %q:\n%s", want, help)
 	}
 }
