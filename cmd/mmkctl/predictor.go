@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/internal/atomicfile"
 	"github.com/mmkgpu/mmk/predictor"
 )
 
@@ -190,7 +192,7 @@ func jobRows(per []predictor.JobErrors) [][]string {
 }
 
 func newPredictorCompareCommand(a *app) *cobra.Command {
-	var data, seeds, models, features string
+	var data, seeds, models, features, plot string
 	var test float64
 	var typeOut, quiet bool
 	ff := &forestFlags{}
@@ -205,7 +207,10 @@ repetition of a configuration predicted by the mean of its other repetitions
 (none when no configuration was measured twice). Models: rf (random forest),
 rf+co (with the co-runners' types as features), gbrt and gbrt+co (gradient
 boosting), rf-per-type (a forest per job type), lr (linear), tree (one CART
-tree). Progress goes to stderr.`,
+tree). Every number is a mean relative error: the mean over the held-out
+samples of |predicted - measured| / measured, of the iteration latency
+for online jobs and the throughput for offline ones. --plot draws them.
+Progress goes to stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !(test > 0 && test < 1) {
@@ -254,6 +259,11 @@ tree). Progress goes to stderr.`,
 			if err != nil {
 				return err
 			}
+			if plot != "" {
+				if err := writeProtocolPlot(plot, data, res); err != nil {
+					return fmt.Errorf("flag --plot: %w", err)
+				}
+			}
 			p := a.printer(cmd)
 			if p.json {
 				return p.JSON(res)
@@ -267,6 +277,7 @@ tree). Progress goes to stderr.`,
 	cmd.Flags().StringVar(&models, "models", "rf,rf+co,gbrt,gbrt+co,rf-per-type,lr,tree", "models to compare")
 	cmd.Flags().BoolVar(&typeOut, "type-out", true, "also leave each job type out once")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	cmd.Flags().StringVar(&plot, "plot", "", "write the models' mean relative errors as an SVG bar chart to this file")
 	cmd.Flags().StringVar(&features, "features", "auto", "auto (the extended features where the file has their columns) or extended (derive them for an older file)")
 	ff.add(cmd, false)
 	a.addOutputFlag(cmd)
@@ -274,10 +285,22 @@ tree). Progress goes to stderr.`,
 	return cmd
 }
 
+// writeProtocolPlot writes the protocol's result as an SVG bar chart to
+// path.
+func writeProtocolPlot(path, data string, res *predictor.ProtocolResult) error {
+	var b strings.Builder
+	title := fmt.Sprintf("predictor compare: %s (%d samples, %d configurations)", filepath.Base(data), res.Samples, res.Configs)
+	if err := predictor.WriteProtocolSVG(&b, title, res); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, []byte(b.String()))
+}
+
 // printProtocol writes the protocol's result as tables.
 func printProtocol(p printer, res *predictor.ProtocolResult, seeds []uint64, test float64) error {
 	f := res.Floor
 	fmt.Fprintf(p.w, "%d samples, %d configurations; %d configuration-disjoint splits (seeds %v, %.0f %% of the configurations held out)\n", res.Samples, res.Configs, len(seeds), seeds, 100*test)
+	fmt.Fprintln(p.w, "metric: mean relative error (MRE), the mean over held-out samples of |predicted - measured| / measured (online jobs' latency, offline jobs' throughput); lower is better")
 	if f.Samples == 0 {
 		fmt.Fprintln(p.w, "noise floor: none (no configuration was measured twice)")
 	} else {
@@ -290,13 +313,13 @@ func printProtocol(p printer, res *predictor.ProtocolResult, seeds []uint64, tes
 		}
 		fmt.Fprintln(p.w, ")")
 	}
-	header := []string{"MODEL", "CONFIG_SPLIT", "MIN-MAX"}
+	header := []string{"MODEL", "CONFIG_SPLIT_MRE", "MIN-MAX"}
 	if len(res.Models) > 0 {
 		for _, c := range res.Models[0].PerCoRunner {
 			header = append(header, fmt.Sprintf("%d_CO", c.CoRunners))
 		}
 	}
-	header = append(header, "LEAVE_TYPE_OUT")
+	header = append(header, "LEAVE_TYPE_OUT_MRE")
 	if f.Samples > 0 {
 		header = append(header, "SPLIT/FLOOR")
 	}

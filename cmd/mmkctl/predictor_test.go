@@ -95,3 +95,32 @@ func TestPredictorErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictorCompareNamesItsMetric: compare's table says its numbers
+// are mean relative errors, and --plot draws them (issue 37, item 7).
+func TestPredictorCompareNamesItsMetric(t *testing.T) {
+	data := writeDataset(t)
+	svg := filepath.Join(t.TempDir(), "compare.svg")
+	out, err := mmkctl(t, "predictor", "compare", "--data", data, "--trees", "10", "--seeds", "1", "--models", "rf,lr", "-q", "--plot", svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mean relative error", "|predicted - measured| / measured", "CONFIG_SPLIT_MRE", "LEAVE_TYPE_OUT_MRE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plot := string(b)
+	for _, want := range []string{"<svg", "mean relative error", ">rf<", ">lr<", "configuration-disjoint splits", "each job type left out"} {
+		if !strings.Contains(plot, want) {
+			t.Errorf("plot lacks %q:\n%s", want, plot)
+		}
+	}
+	if n := strings.Count(plot, `class="bar"`); n != 4 {
+		t.Errorf("plot has %d bars, want 4 (2 models x config split, type out):\n%s", n, plot)
+	}
+}
