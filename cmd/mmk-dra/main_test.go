@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmkgpu/mmk/internal/buildinfo"
 )
 
 // TestRunRefusesBadFlags: each bad flag is refused, by name, before the
@@ -30,5 +33,21 @@ func TestRunRefusesBadFlags(t *testing.T) {
 				t.Errorf("run = %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestVersionFlag: mmk-dra --version prints the build's version, as mmkd
+// and mmkctl do, and starts nothing (issue 37, item 9: the image's check
+// runs it).
+func TestVersionFlag(t *testing.T) {
+	cmd := command()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(out.String()), "mmk-dra version "+buildinfo.Version(); got != want {
+		t.Errorf("--version printed %q, want %q", got, want)
 	}
 }
