@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
 # build-deb.sh VERSION BINDIR: the mmk .deb from the binaries make build
-# put in BINDIR (mmkd, mmkctl, libmmkhook.so), with dpkg-deb (no other
-# tool): BINDIR/mmk_VERSION_ARCH.deb. It holds
-#   /usr/bin/mmkd, /usr/bin/mmkctl, /usr/lib/mmk/libmmkhook.so,
+# put in BINDIR (mmkd, mmkctl, mmk-dra, libmmkhook.so), with dpkg-deb (no
+# other tool): BINDIR/mmk_VERSION_ARCH.deb. It holds
+#   /usr/bin/mmkd, /usr/bin/mmkctl, /usr/bin/mmk-dra (the Kubernetes DRA
+#   driver, docs/kubernetes.md), /usr/lib/mmk/libmmkhook.so,
 #   /lib/systemd/system/mmkd.service, /etc/mmk/mmk.yaml (a conffile),
 #   mmkctl's completion for bash, zsh and fish,
 #   /usr/share/doc/mmk (README.md, mmk.yaml.default: every key).
+# build-deb.sh --list prints the package's files, one a line, without
+# building it (packaging/deb_test.go checks a package against it).
 set -euo pipefail
-version=${1:?usage: build-deb.sh VERSION BINDIR}
-bindir=${2:?usage: build-deb.sh VERSION BINDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+
+# installs: DEST MODE SRC of each file copied into the package (SRC
+# relative to BINDIR's "@BIN@", the checkout's "@ROOT@"); completions are
+# the files mmkctl writes.
+installs() {
+	cat <<'END'
+/usr/bin/mmkd 0755 @BIN@/mmkd
+/usr/bin/mmkctl 0755 @BIN@/mmkctl
+/usr/bin/mmk-dra 0755 @BIN@/mmk-dra
+/usr/lib/mmk/libmmkhook.so 0644 @BIN@/libmmkhook.so
+/lib/systemd/system/mmkd.service 0644 @ROOT@/packaging/mmkd.service
+/etc/mmk/mmk.yaml 0644 @ROOT@/packaging/mmk.yaml
+/usr/share/doc/mmk/README.md 0644 @ROOT@/README.md
+/usr/share/doc/mmk/mmk.yaml.default 0644 @ROOT@/configs/mmk.yaml
+END
+}
+completions=(
+	"bash /usr/share/bash-completion/completions/mmkctl"
+	"zsh /usr/share/zsh/vendor-completions/_mmkctl"
+	"fish /usr/share/fish/vendor_completions.d/mmkctl.fish"
+)
+
+if [ "${1:-}" = --list ]; then
+	installs | while read -r dest _ _; do echo "$dest"; done
+	for c in "${completions[@]}"; do echo "${c#* }"; done
+	exit 0
+fi
+
+version=${1:?usage: build-deb.sh VERSION BINDIR, or build-deb.sh --list}
+bindir=${2:?usage: build-deb.sh VERSION BINDIR, or build-deb.sh --list}
 arch=$(dpkg --print-architecture)
-for f in mmkd mmkctl libmmkhook.so; do
+for f in mmkd mmkctl mmk-dra libmmkhook.so; do
 	[ -f "$bindir/$f" ] || { echo "build-deb.sh: $bindir/$f is missing (make build)" >&2; exit 1; }
 done
-got=$("$bindir/mmkd" --version)
-[ "$got" = "mmkd version $version" ] || { echo "build-deb.sh: $bindir/mmkd says \"$got\", not version $version: build it with make" >&2; exit 1; }
+for b in mmkd mmk-dra; do
+	got=$("$bindir/$b" --version)
+	[ "$got" = "$b version $version" ] || { echo "build-deb.sh: $bindir/$b says \"$got\", not version $version: build it with make" >&2; exit 1; }
+done
 pkg=$(mktemp -d "${TMPDIR:-/tmp}/mmk-deb.XXXX")
 trap 'rm -rf "$pkg"' EXIT
 chmod 0755 "$pkg"
-install -D -m 0755 "$bindir/mmkd" "$pkg/usr/bin/mmkd"
-install -D -m 0755 "$bindir/mmkctl" "$pkg/usr/bin/mmkctl"
-install -D -m 0644 "$bindir/libmmkhook.so" "$pkg/usr/lib/mmk/libmmkhook.so"
-install -D -m 0644 "$here/mmkd.service" "$pkg/lib/systemd/system/mmkd.service"
-install -D -m 0644 "$here/mmk.yaml" "$pkg/etc/mmk/mmk.yaml"
-install -D -m 0644 "$root/README.md" "$pkg/usr/share/doc/mmk/README.md"
-install -D -m 0644 "$root/configs/mmk.yaml" "$pkg/usr/share/doc/mmk/mmk.yaml.default"
-mkdir -p "$pkg/usr/share/bash-completion/completions" "$pkg/usr/share/zsh/vendor-completions" "$pkg/usr/share/fish/vendor_completions.d"
-"$bindir/mmkctl" completion bash >"$pkg/usr/share/bash-completion/completions/mmkctl"
-"$bindir/mmkctl" completion zsh >"$pkg/usr/share/zsh/vendor-completions/_mmkctl"
-"$bindir/mmkctl" completion fish >"$pkg/usr/share/fish/vendor_completions.d/mmkctl.fish"
-chmod 0644 "$pkg"/usr/share/*/*/mmkctl* "$pkg/usr/share/zsh/vendor-completions/_mmkctl"
+installs | while read -r dest mode src; do
+	src=${src/#@BIN@/$bindir}
+	src=${src/#@ROOT@/$root}
+	install -D -m "$mode" "$src" "$pkg$dest"
+done
+for c in "${completions[@]}"; do
+	shell=${c%% *} dest=${c#* }
+	mkdir -p "$(dirname "$pkg$dest")"
+	"$bindir/mmkctl" completion "$shell" >"$pkg$dest"
+	chmod 0644 "$pkg$dest"
+done
 mkdir -p "$pkg/DEBIAN"
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" "$here/deb/control.in" >"$pkg/DEBIAN/control"
 echo "Installed-Size: $(du -sk --exclude=DEBIAN "$pkg" | cut -f1)" >>"$pkg/DEBIAN/control"

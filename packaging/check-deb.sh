@@ -2,7 +2,7 @@
 # check-deb.sh DEB [ROOT]: install the mmk package and check it, as CI
 # does on its clean machine (.ci/run):
 #   - dpkg -i installs it;
-#   - mmkd --version and mmkctl --version print the package's version;
+#   - mmkd, mmkctl and mmk-dra --version print the package's version;
 #   - systemd-analyze verify finds nothing to say about mmkd.service
 #     (a warning fails too) and its ExecStart runs;
 #   - mmkctl's bash completion loads;
@@ -44,6 +44,8 @@ got=$("$r/usr/bin/mmkd" --version)
 [ "$got" = "mmkd version $version" ] || fail "mmkd --version printed \"$got\", want \"mmkd version $version\""
 got=$("$r/usr/bin/mmkctl" --version)
 [ "$got" = "mmkctl version $version" ] || fail "mmkctl --version printed \"$got\""
+got=$("$r/usr/bin/mmk-dra" --version)
+[ "$got" = "mmk-dra version $version" ] || fail "mmk-dra --version printed \"$got\""
 echo "installed mmk $version: $(dpkg-deb -c "$deb" | wc -l) entries"
 
 unit=/lib/systemd/system/mmkd.service
@@ -160,7 +162,7 @@ users=()
 rm -f "$log"
 trap - EXIT
 "${dpkg[@]}" --purge mmk
-for f in /usr/bin/mmkd /usr/bin/mmkctl /etc/mmk/mmk.yaml "$unit" /var/lib/mmk; do
+for f in /usr/bin/mmkd /usr/bin/mmkctl /usr/bin/mmk-dra /etc/mmk/mmk.yaml "$unit" /var/lib/mmk; do
 	[ ! -e "$r$f" ] || fail "$f is left after dpkg --purge"
 done
 [ -n "$root" ] || getent group mmk >/dev/null || fail "dpkg --purge removed the mmk group"
