@@ -25,13 +25,17 @@ import (
 // DeviceClasses and claims of deployments/kubernetes and the
 // allocations. It needs the two binaries, named by MMK_KUBE_APISERVER and
 // MMK_ETCD (deployments/kubernetes/test/build-apiserver.sh builds them
-// from their Go modules); without them it is skipped.
+// from their Go modules); without them it is skipped. First the
+// kustomize base's manifests go to the server as a server-side dry run
+// (dryRunManifests).
 func TestClaimsRealAPIServer(t *testing.T) {
 	apiserver, etcd := os.Getenv("MMK_KUBE_APISERVER"), os.Getenv("MMK_ETCD")
 	if apiserver == "" || etcd == "" {
 		t.Skip("set MMK_KUBE_APISERVER and MMK_ETCD to a kube-apiserver and an etcd (deployments/kubernetes/test/build-apiserver.sh DIR builds both)")
 	}
-	testClaims(t, startAPIServer(t, apiserver, etcd))
+	cs := startAPIServer(t, apiserver, etcd)
+	t.Run("manifests", func(t *testing.T) { dryRunManifests(t, cs) })
+	testClaims(t, cs)
 }
 
 // freePorts are n distinct loopback ports free now: each is held until
