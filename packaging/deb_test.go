@@ -5,7 +5,6 @@ package packaging
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,20 +34,8 @@ func TestDebFiles(t *testing.T) {
 			t.Skipf("no %s: the manifest is checked, not a package", tool)
 		}
 	}
-	// Stand-ins for make build's binaries: each prints its version;
-	// mmkctl prints a completion script.
 	const version = "1.2.3"
-	bin := t.TempDir()
-	for name, script := range map[string]string{
-		"mmkd":          "#!/bin/sh\necho mmkd version " + version + "\n",
-		"mmk-dra":       "#!/bin/sh\necho mmk-dra version " + version + "\n",
-		"mmkctl":        "#!/bin/sh\necho '# completion'\n",
-		"libmmkhook.so": "not a library\n",
-	} {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := standIns(t, version)
 	build := exec.Command("./build-deb.sh", version, bin)
 	build.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	deb, err := build.Output()

@@ -32,17 +32,7 @@ func buildDeb(t *testing.T) string {
 		}
 	}
 	const version = "0.0~test"
-	bin := t.TempDir()
-	stubs := map[string]string{
-		"mmkd":          "#!/bin/sh\necho 'mmkd version " + version + "'\n",
-		"mmkctl":        "#!/bin/sh\n[ \"$1\" = completion ] && echo \"# $2 completion of mmkctl\"\n",
-		"libmmkhook.so": "",
-	}
-	for name, text := range stubs {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := standIns(t, version)
 	out, err := exec.Command("./build-deb.sh", version, bin).CombinedOutput()
 	if err != nil {
 		t.Fatalf("build-deb.sh: %v\n%s", err, out)
@@ -53,6 +43,25 @@ func buildDeb(t *testing.T) string {
 		t.Fatalf("dpkg-deb --raw-extract %s: %v\n%s", deb, err, out)
 	}
 	return root
+}
+
+// standIns writes stand-ins for make build's binaries into a directory it
+// returns: mmkd and mmk-dra print their version, mmkctl a completion
+// script.
+func standIns(t *testing.T, version string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for name, text := range map[string]string{
+		"mmkd":          "#!/bin/sh\necho 'mmkd version " + version + "'\n",
+		"mmk-dra":       "#!/bin/sh\necho 'mmk-dra version " + version + "'\n",
+		"mmkctl":        "#!/bin/sh\n[ \"$1\" = completion ] && echo \"# $2 completion of mmkctl\"\n",
+		"libmmkhook.so": "",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
 }
 
 // readFile is a file of the unpacked package.
