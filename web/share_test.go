@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -72,8 +73,9 @@ func TestOneUserCannotHoldTheSocket(t *testing.T) {
 			waitUntil(t, func() bool { return cp.Open() > 0 })
 			time.Sleep(50 * time.Millisecond) // the accept loop takes what it may
 			uid.Store(1001)
-			c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Dial: func(string, string) (net.Conn, error) {
-				return net.Dial("unix", sock)
+			c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
 			}}}
 			resp, err := c.Get("http://mmkd/api/v1/jobs")
 			if err != nil {
