@@ -60,7 +60,6 @@ func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var tr trace
-	type req struct{ end, lat time.Duration }
 	var pending []req
 	now, next := time.Duration(0), time.Duration(0)
 	for pi, ph := range phases {
@@ -79,15 +78,7 @@ func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed 
 				}
 				next += time.Duration(rng.ExpFloat64() / ph.rate * float64(time.Second))
 			}
-			kept := pending[:0]
-			for _, r := range pending {
-				if r.end <= now {
-					c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
-				} else {
-					kept = append(kept, r)
-				}
-			}
-			pending = kept
+			pending = deliver(c, pending, now)
 			if d, ok := c.Step(now); ok {
 				tr.decisions = append(tr.decisions, d)
 			}
@@ -95,6 +86,23 @@ func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed 
 		}
 	}
 	return tr
+}
+
+// req is a request of a plant: when it ends and its latency.
+type req struct{ end, lat time.Duration }
+
+// deliver observes the pending requests that ended by now (as service
+// "svc") and returns the rest.
+func deliver(c *Controller, pending []req, now time.Duration) []req {
+	kept := pending[:0]
+	for _, r := range pending {
+		if r.end <= now {
+			c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 func constant(d time.Duration) func(int) []time.Duration {
@@ -735,7 +743,6 @@ func TestControllerQueueDrains(t *testing.T) {
 	c.AddService("svc", MustParse("p99=1s"))
 	rng := rand.New(rand.NewPCG(9, 1))
 	var free, next time.Duration // the server is free at free
-	type req struct{ end, lat time.Duration }
 	var pending []req
 	top := 0
 	var ds []Decision
@@ -750,15 +757,7 @@ func TestControllerQueueDrains(t *testing.T) {
 			pending = append(pending, req{free, free - next})
 			next += time.Duration(rng.ExpFloat64() / 10 * float64(time.Second))
 		}
-		kept := pending[:0]
-		for _, r := range pending {
-			if r.end <= now {
-				c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
-			} else {
-				kept = append(kept, r)
-			}
-		}
-		pending = kept
+		pending = deliver(c, pending, now)
 		if d, ok := c.Step(now); ok {
 			ds = append(ds, d)
 		}
