@@ -99,14 +99,19 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		!strings.Contains(one.Decisions[len(one.Decisions)-1].Reason, "priority -> suspend: tighten: ") {
 		t.Fatalf("job slo %+v %v", one, err)
 	}
-	evs, err := h.n.Events(off.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The decision's notes go to the job's events once its rung is
+	// applied: they may follow the stopped process by a moment.
 	var notes []string
-	for _, e := range evs {
-		if strings.HasPrefix(e.Reason, "slo: ") {
-			notes = append(notes, e.Reason)
+	for end := time.Now().Add(5 * time.Second); len(notes) < 2 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		evs, err := h.n.Events(off.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes = notes[:0]
+		for _, e := range evs {
+			if strings.HasPrefix(e.Reason, "slo: ") {
+				notes = append(notes, e.Reason)
+			}
 		}
 	}
 	if len(notes) < 2 || !strings.Contains(strings.Join(notes, "\n"), "slo: suspended by its instance's latency controller") {

@@ -320,6 +320,7 @@ func (c *Controller) Probing() bool { return c.probing }
 // measured and shown, never protected). Adding an id again replaces it.
 func (c *Controller) AddService(id string, t Target) {
 	c.RemoveService(id)
+	c.Forget()
 	bound, _ := t.Resolve(0)
 	c.services = append(c.services, &service{id: id, tr: NewTracker(t, bound), state: Idle})
 }
@@ -339,7 +340,11 @@ func (c *Controller) SetTarget(id string, t Target) {
 
 // RemoveService stops tracking a job.
 func (c *Controller) RemoveService(id string) {
+	n := len(c.services)
 	c.services = slices.DeleteFunc(c.services, func(s *service) bool { return s.id == id })
+	if len(c.services) != n {
+		c.Forget()
+	}
 }
 
 // Services are the ids tracked, in the order added.
@@ -431,11 +436,15 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	// heldInFact: every service had enough requests since the change to
 	// place its percentile, and no more late than its budget.
 	heldInFact := true
-	rate := 0.0
+	// rate is the services' request rate over the Window; judgedRate
+	// over the requests judged since the change (the load the rung in
+	// force met, which the memories keep: the Window lags a change).
+	rate, judgedRate := 0.0, 0.0
 	for _, sv := range c.services {
 		v, over, st := c.judge(sv, now)
 		heldInFact = heldInFact && c.heldBy(sv, now)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
+		judgedRate += sv.tr.Judged(now-c.cfg.Window, c.changedAt+c.settle, now).Rate
 		allWell = allWell && v == wellWithin
 		allMet = allMet && v != missed
 		if over > worstOver {
@@ -463,8 +472,8 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			c.calm = min(2*c.calm, c.cfg.MaxCalm)
 		}
 		c.enterRate = rate
-		c.fails[c.level] = failMark{at: now, rate: rate, set: true}
-		if c.held[c.level].rate >= rate {
+		c.fails[c.level] = failMark{at: now, rate: judgedRate, set: true}
+		if c.held[c.level].rate >= judgedRate {
 			c.held[c.level] = failMark{} // it held at this load: no guide now
 		}
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
@@ -477,12 +486,14 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 	}
 	settled := now-c.changedAt >= c.settle && now-c.swungAt >= c.cfg.Window
-	if allMet && heldInFact && now-c.changedAt >= c.settle+c.cfg.Window {
-		// The rung in force holds every target at this load.
+	if allMet && heldInFact && rising == nil && !fell && now-c.changedAt >= c.settle+c.cfg.Window {
+		// The rung in force holds every target at this load (not while
+		// it changes: the requests judged lag it).
+		held := min(rate, judgedRate)
 		if h := &c.held[c.level]; !h.set || now-h.at >= c.cfg.Remember {
-			*h = failMark{at: now, rate: rate, set: true}
+			*h = failMark{at: now, rate: held, set: true}
 		} else {
-			h.at, h.rate = now, max(h.rate, rate)
+			h.at, h.rate = now, max(h.rate, held)
 		}
 	}
 	if rising != nil && settled && c.level < top {
@@ -757,7 +768,6 @@ func (c *Controller) judge(sv *service, now time.Duration) (verdict, float64, St
 		return wellWithin, 0, st
 	}
 	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
-	budget := t.Budget() * float64(st.N)
 	if p, ok := c.evidence(st, t); ok {
 		sv.state, sv.detail = Missed, desc
 		return missed, -math.Log(p), st
@@ -777,13 +787,12 @@ func (c *Controller) judge(sv *service, now time.Duration) (verdict, float64, St
 	// a p99: fewer put their largest there), over the span since the
 	// rung changed where the window has too few.
 	// Or, on fewer, with none of them past twice the headroom.
-	need := max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget())))
+	need := c.placesPercentile(t)
 	h := c.cfg.Headroom
 	if float64(room.Late) <= t.Budget()*float64(room.N)/2 && room.N >= need && float64(room.Pct) <= (1-h)*float64(bound) ||
 		room.N >= c.cfg.MinSamples && float64(room.Max) <= (1-2*h)*float64(bound) {
 		return wellWithin, 0, st
 	}
-	_ = budget
 	return within, 0, st
 }
 
@@ -863,14 +872,31 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 // since, holds.
 func (c *Controller) heldBy(sv *service, now time.Duration) bool {
 	t := sv.tr.Target()
-	if t.IsZero() || sv.tr.Bound() == 0 {
+	if t.IsZero() || sv.tr.Bound() == 0 || sv.state == Unattainable || sv.state == NotHeld && sv.futileUntil > now {
+		// What no rung holds (it misses alone, or restraint does not
+		// help it) says nothing of the rung.
 		return true
 	}
 	st := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
 	if st.N == 0 {
 		return true
 	}
-	return st.N >= max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget()))) && float64(st.Late) <= t.Budget()*float64(st.N)
+	return st.N >= c.placesPercentile(t) && float64(st.Late) <= t.Budget()*float64(st.N)
+}
+
+// placesPercentile is how many requests place t's percentile (100 for a
+// p99), at least MinSamples and at most what a Tracker keeps.
+func (c *Controller) placesPercentile(t Target) int {
+	return min(max(c.cfg.MinSamples, int(math.Ceil(1/t.Budget()))), Keep)
+}
+
+// Forget clears what the controller remembers of the rungs (the loads
+// each missed and held at): they were measured beside the jobs of then,
+// and a service or offline job that comes or goes changes what a rung
+// holds.
+func (c *Controller) Forget() {
+	clear(c.fails)
+	clear(c.held)
 }
 
 // close reports whether a service is near its bound in st: some of its
@@ -880,14 +906,18 @@ func (c *Controller) close(sv *service, st Stats) bool {
 	return b > 0 && !sv.tr.Target().IsZero() && (st.Late > 0 || float64(st.Pct) > (1-c.cfg.Headroom)*float64(b))
 }
 
+// heldMargin is how far above the load a rung held a load may be and
+// still count as held there: a tenth, the noise of the rates kept.
+const heldMargin = 1.1
+
 // heldBelow is the cheapest rung below the one in force that held every
-// target within Remember at a request rate at least near rate (rate
-// times Swing), with no rung from it up to the one in force refused at
+// target within Remember at a request rate at least near rate (within
+// heldMargin), with no rung from it up to the one in force refused at
 // rate.
 func (c *Controller) heldBelow(now time.Duration, rate float64) (int, bool) {
 	for to := 0; to < c.level; to++ {
 		h := c.held[to]
-		if !h.set || now-h.at >= c.cfg.Remember || h.rate*c.cfg.Swing < rate {
+		if !h.set || now-h.at >= c.cfg.Remember || h.rate*heldMargin < rate {
 			continue
 		}
 		ok := true

@@ -806,3 +806,32 @@ func TestControllerHeldNeedsItsRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerForgets: what the rungs held and missed is forgotten when
+// a service comes or goes (and by Forget, which mmk's kernel scheduler
+// calls when an offline job comes or goes): it was measured beside the
+// jobs of then. Before, a rung that missed beside a heavy trainer stayed
+// refused for Remember after the trainer left.
+func TestControllerForgets(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Controller)
+	}{
+		{"a service comes", func(c *Controller) { c.AddService("other", MustParse("p99=1s")) }},
+		{"a service goes", func(c *Controller) { c.RemoveService("svc") }},
+		{"an offline job comes or goes", func(c *Controller) { c.Forget() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := New(Config{Start: -1})
+			c.AddService("svc", MustParse("p99=100ms"))
+			run(t, c, 100*ms, []phase{{time.Minute, 10, lateBelow(1)}}, 2)
+			if !c.fails[0].set {
+				t.Fatal("priority missed and is not remembered")
+			}
+			tc.change(c)
+			if c.fails[0].set || slices.ContainsFunc(c.held, func(f failMark) bool { return f.set }) {
+				t.Errorf("remembered after the change: fails %+v, held %+v", c.fails, c.held)
+			}
+		})
+	}
+}

@@ -277,11 +277,15 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	st.inMu.Unlock()
 
 	st.mu.Lock()
+	offlineChanged := false
 	for _, tk := range tasks {
 		switch {
 		case !tk.add:
 			st.ctrl.RemoveService(tk.id)
 			delete(st.services, tk.id)
+			if _, ok := st.offline[tk.id]; ok {
+				offlineChanged = true
+			}
 			delete(st.offline, tk.id)
 			delete(st.named, tk.id)
 		case tk.online:
@@ -297,7 +301,12 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 			st.named[tk.id] = tk.named
 		default:
 			st.offline[tk.id] = tk.ref
+			offlineChanged = true
 		}
+	}
+	if offlineChanged {
+		// What each rung held or missed was beside the offline jobs of then.
+		st.ctrl.Forget()
 	}
 	for _, sm := range samples {
 		st.ctrl.Observe(sm.id, sm.s, sm.alone)
