@@ -378,7 +378,9 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
-	if c.probing && s.At > c.changedAt+c.cfg.Settle {
+	if c.probing && s.At-s.Latency > c.changedAt+c.settle {
+		// Arrived after the probe's restraint settled (a request queued
+		// before it is not alone).
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {
@@ -481,7 +483,8 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if r, why, ok := c.lapsed(now); ok && allMet {
 		c.rises = c.rises[:len(c.rises)-1]
 		c.climb = nil
-		if r.from < c.level {
+		// Not onto a rung that missed at this load lately (Remember).
+		if r.from < c.level && !c.refused(r.from, now, rate) {
 			return c.move(now, r.from, r.id, "relax: "+why), true
 		}
 	}
@@ -532,9 +535,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	if sv := c.needsProbe(now); sv != nil {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
-		c.probeUntil, c.lastProbe = now+c.cfg.Settle+c.cfg.Probe, now
-		return c.move(now, top, sv.id, fmt.Sprintf("probe: %s has a ratio target (%s) and no latency alone yet; offline work held for %v",
-			sv.id, sv.tr.Target(), c.cfg.Settle+c.cfg.Probe)), true
+		d := c.move(now, top, sv.id, "")
+		c.probeUntil, c.lastProbe = now+c.settle+c.cfg.Probe, now
+		d.Reason += fmt.Sprintf("probe: %s has a ratio target (%s) and no latency alone yet; offline work held for %v",
+			sv.id, sv.tr.Target(), c.settle+c.cfg.Probe)
+		return d, true
 	}
 	if c.level == 0 || !allMet {
 		return Decision{}, false

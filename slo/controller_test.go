@@ -835,3 +835,31 @@ func TestControllerForgets(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerProbeCountsOnlyRequestsAfterIt: a probe measures a
+// service alone only by requests that arrived after its restraint
+// settled; one that queued before it and ends during it is not alone
+// (before, any request ending past the settle time counted, and a queue
+// draining in the probe loosened a ratio target's bound).
+func TestControllerProbeCountsOnlyRequestsAfterIt(t *testing.T) {
+	c, _ := New(Config{Start: -1, MinAlone: 5})
+	c.AddService("svc", MustParse("p99=2x"))
+	now := time.Duration(0)
+	for ; now < 2500*ms; now += 100 * ms {
+		c.Observe("svc", Sample{At: now, Latency: 10 * ms}, false)
+	}
+	c.Step(now)
+	if !c.Probing() {
+		t.Fatalf("no probe after 25 requests with a ratio target and no latency alone")
+	}
+	start := now
+	// Queued 2 s before the probe, ends 1 s into it.
+	c.Observe("svc", Sample{At: start + time.Second, Latency: 3 * time.Second}, false)
+	for now = start + 600*ms; now < start+2*time.Second; now += 100 * ms {
+		c.Observe("svc", Sample{At: now, Latency: 10 * ms}, false)
+	}
+	st := c.Status(now)[0]
+	if st.AloneN == 0 || st.Alone > 100*ms {
+		t.Errorf("alone p99 %v over %d requests, want 10ms: a request that queued before the probe counted", st.Alone, st.AloneN)
+	}
+}
