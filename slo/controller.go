@@ -443,10 +443,14 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	// force met, which the memories keep: the Window lags a change).
 	rate, judgedRate := 0.0, 0.0
 	for _, sv := range c.services {
-		v, over, st := c.judge(sv, now)
-		heldInFact = heldInFact && c.heldBy(sv, now)
+		// Its requests judged: those of the Window, and those since the
+		// change up to Evidence back, that arrived after it settled.
+		win := sv.tr.Judged(now-c.cfg.Window, c.changedAt+c.settle, now)
+		since := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
+		v, over, st := c.judge(sv, now, win, since)
+		heldInFact = heldInFact && c.heldBy(sv, now, since)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
-		judgedRate += sv.tr.Judged(now-c.cfg.Window, c.changedAt+c.settle, now).Rate
+		judgedRate += win.Rate
 		allWell = allWell && v == wellWithin
 		allMet = allMet && v != missed
 		if over > worstOver {
@@ -739,12 +743,12 @@ const (
 	missed
 )
 
-// judge looks at one service's requests since from: its verdict, how far
-// it is past its target (0: not past it) and its window.
-func (c *Controller) judge(sv *service, now time.Duration) (verdict, float64, Stats) {
+// judge looks at one service's requests judged (st: the Window's; long:
+// those since the change, up to Evidence back): its verdict, how far it
+// is past its target (0: not past it) and the requests that say so.
+func (c *Controller) judge(sv *service, now time.Duration, st, long Stats) (verdict, float64, Stats) {
 	t := sv.tr.Target()
 	arrived := c.changedAt + c.settle
-	st := sv.tr.Judged(now-c.cfg.Window, arrived, now)
 	bound := sv.tr.Bound()
 	switch {
 	case t.IsZero():
@@ -779,7 +783,7 @@ func (c *Controller) judge(sv *service, now time.Duration) (verdict, float64, St
 	}
 	// Misses too few for a Window may be many since the rung changed.
 	room := st
-	if long := sv.tr.Judged(now-c.cfg.Evidence, arrived, now); long.N > st.N {
+	if long.N > st.N {
 		if p, ok := c.evidence(long, t); ok {
 			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
 				long.Late, long.N, (now-max(now-c.cfg.Evidence, arrived)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
@@ -872,17 +876,16 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 }
 
 // heldBy reports whether a service's requests since the last change
-// (up to Evidence back) are enough to place its percentile and hold its
-// target: no more late than its budget. One without a target, or idle
+// (st: up to Evidence back) are enough to place its percentile and hold
+// its target: no more late than its budget. One without a target, or idle
 // since, holds.
-func (c *Controller) heldBy(sv *service, now time.Duration) bool {
+func (c *Controller) heldBy(sv *service, now time.Duration, st Stats) bool {
 	t := sv.tr.Target()
 	if t.IsZero() || sv.tr.Bound() == 0 || sv.state == Unattainable || sv.state == NotHeld && sv.futileUntil > now {
 		// What no rung holds (it misses alone, or restraint does not
 		// help it) says nothing of the rung.
 		return true
 	}
-	st := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
 	if st.N == 0 {
 		return true
 	}

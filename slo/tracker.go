@@ -184,20 +184,7 @@ func (t *Tracker) Total() (n, late uint64) { return t.total, t.late }
 // threads report as they finish), so every one kept is looked at. The
 // rate is over the part of the span since the first request.
 func (t *Tracker) Window(from, now time.Duration) Stats {
-	t.scratch = t.scratch[:0]
-	for i := range t.n {
-		s := t.samples[(t.head+i)%len(t.samples)]
-		if s.At > from && s.At <= now {
-			t.scratch = append(t.scratch, s.Latency)
-		}
-	}
-	if o := t.Oldest(); o > from {
-		// Nothing before the oldest request kept is known: the rate
-		// counts from it (the service's first request, or the ring's
-		// oldest at a high rate).
-		from = min(o, now)
-	}
-	return t.stats(t.scratch, now-from)
+	return t.Judged(from, math.MinInt64, now)
 }
 
 // Judged is Window over the requests that also arrived after arrived:
@@ -213,6 +200,9 @@ func (t *Tracker) Judged(from, arrived, now time.Duration) Stats {
 	}
 	from = max(from, arrived)
 	if o := t.Oldest(); o > from {
+		// Nothing before the oldest request kept is known: the rate
+		// counts from it (the service's first request, or the ring's
+		// oldest at a high rate).
 		from = min(o, now)
 	}
 	return t.stats(t.scratch, now-from)
