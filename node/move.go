@@ -111,14 +111,14 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 		return next
 	}
 	req, placedOn := n.request(gpus)
-	dear := map[string]string{}
-	moves, err := partitioner.Relieve(req, n.est, n.placementOptions(gpus), missing, n.movable(now, dear))
+	costs, dear := map[string]string{}, map[string]string{}
+	moves, err := partitioner.Relieve(req, n.est, n.placementOptions(gpus), missing, n.movable(now, costs, dear))
 	if err != nil {
 		n.cfg.Log.Error("placement: relieve", "err", err)
 		return retryAfter
 	}
 	for _, mv := range moves {
-		n.moveJob(gpus, placedOn, mv, now)
+		n.moveJob(gpus, placedOn, mv, costs[mv.Job], now)
 	}
 	if len(moves) == 0 {
 		for id, why := range dear {
@@ -137,8 +137,9 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 
 // movable is the jobs a move may take: running, not moved within
 // avoidFor times move_after, and with a measured restart cost of at most
-// MaxLost (those dearer are said in dear, with their cost).
-func (n *Node) movable(now time.Time, dear map[string]string) func(string) bool {
+// MaxLost, said in costs (those dearer are said in dear, with their
+// cost).
+func (n *Node) movable(now time.Time, costs, dear map[string]string) func(string) bool {
 	return func(id string) bool {
 		j, ok := n.get(id)
 		if !ok || j.State != jobs.Running {
@@ -150,7 +151,8 @@ func (n *Node) movable(now time.Time, dear map[string]string) func(string) bool 
 		if moved && now.Sub(at) < avoidFor*n.cfg.Move.After {
 			return false
 		}
-		if cost, desc := n.restartCost(&j, now); cost.Lost > n.cfg.Move.MaxLost.Seconds() {
+		cost, desc := n.restartCost(&j, now)
+		if cost.Lost > n.cfg.Move.MaxLost.Seconds() {
 			from := -1
 			if j.Placement != nil {
 				from = j.Placement.GPU
@@ -159,33 +161,26 @@ func (n *Node) movable(now time.Time, dear map[string]string) func(string) bool 
 				from, cost.Lost, n.cfg.Move.MaxLost, desc)
 			return false
 		}
+		costs[id] = desc
 		return true
 	}
 }
 
-// moveJob carries out one move: the job is restarted (SIGTERM, its
-// checkpoint) and placed again off its GPU, if its restart costs at most
-// MaxLost; the move, or why it was not made, goes to the log, the jobs'
+// moveJob carries out one move of a job movable let through (cost: its
+// restart cost in words): the job is restarted (SIGTERM, its checkpoint)
+// and placed again off its GPU; the move goes to the log, the jobs'
 // events and the reconfiguration history.
-func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, now time.Time) {
+func (n *Node) moveJob(gpus []gpuInfo, placedOn []int, mv partitioner.Move, cost string, now time.Time) {
 	j, ok := n.get(mv.Job)
 	if !ok || j.State != jobs.Running {
 		return
 	}
 	from := gpus[placedOn[mv.From]].state.Index
 	to := gpus[placedOn[mv.To]].state.Index
-	cost, desc := n.restartCost(&j, now)
-	if cost.Lost > n.cfg.Move.MaxLost.Seconds() {
-		why := fmt.Sprintf("not moved off GPU %d to relieve %s: its restart would cost %.0fs, more than placement.move_max_lost %v (%s)",
-			from, mv.Service, cost.Lost, n.cfg.Move.MaxLost, desc)
-		n.cfg.Log.Info("placement: move", "job", mv.Job, "verdict", why)
-		n.note(mv.Job, why)
-		return
-	}
 	n.mu.Lock()
 	n.strain.avoid[mv.Job], n.strain.at[mv.Job], n.strain.moved[mv.Job] = from, now, now
 	n.mu.Unlock()
-	why := fmt.Sprintf("moved off GPU %d to GPU %d: %s; restart cost %s", from, to, mv.Why, desc)
+	why := fmt.Sprintf("moved off GPU %d to GPU %d: %s; restart cost %s", from, to, mv.Why, cost)
 	n.cfg.Log.Info("placement: move", "job", mv.Job, "service", mv.Service, "from", from, "to", to, "why", why)
 	n.restart(mv.Job, why)
 	n.note(mv.Service, fmt.Sprintf("offline job %s moved off its GPU to relieve it: %s", mv.Job, mv.Why))

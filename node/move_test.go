@@ -170,13 +170,13 @@ func TestMovableJobs(t *testing.T) {
 				h.n.mu.Unlock()
 			}
 			dear := map[string]string{}
-			if got := h.n.movable(now, dear)(j.ID); got != tc.want {
+			if got := h.n.movable(now, map[string]string{}, dear)(j.ID); got != tc.want {
 				t.Errorf("movable %v, want %v", got, tc.want)
 			}
 			if why, ok := dear[j.ID]; ok != tc.dear || ok && !strings.Contains(why, "more than placement.move_max_lost") {
 				t.Errorf("dear %q (%v), want %v", why, ok, tc.dear)
 			}
-			if h.n.movable(now, dear)("no-such-job") {
+			if h.n.movable(now, map[string]string{}, dear)("no-such-job") {
 				t.Error("an unknown job is movable")
 			}
 		})
