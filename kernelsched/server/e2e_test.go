@@ -258,6 +258,26 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Fatal("condition not met within 5 s")
 }
 
+// serveOnce listens on sock and serves its first connection with serve
+// (closed after it), the listener closed when the test ends: a fake
+// kernel scheduler for one hook.
+func serveOnce(t *testing.T, sock string, serve func(*net.UnixConn)) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serve(c)
+	}()
+}
+
 // TestFailOpen: a server that accepts the hook and then never grants, or
 // is absent, or speaks another protocol version, never stops the job.
 // welcomeThen is a server side that reads the hook's hello, welcomes it
@@ -318,19 +338,7 @@ func TestFailOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sock := filepath.Join(t.TempDir(), "s.sock")
 			if tc.serve != nil {
-				ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ln.Close()
-				go func() {
-					c, err := ln.AcceptUnix()
-					if err != nil {
-						return
-					}
-					defer c.Close()
-					tc.serve(c)
-				}()
+				serveOnce(t, sock, tc.serve)
 			}
 			start := time.Now()
 			r := runReplay(t, replay(context.Background(), a, trace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_HOOK_TIMEOUT_US=2000"))

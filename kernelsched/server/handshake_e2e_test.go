@@ -71,19 +71,9 @@ func TestHookChecksWelcome(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sock := filepath.Join(t.TempDir(), "s.sock")
-			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
 			mem, wake := tc.fds(t)
 			published := make(chan uint64, 1)
-			go func() {
-				c, err := ln.AcceptUnix()
-				if err != nil {
-					return
-				}
-				defer c.Close()
+			serveOnce(t, sock, func(c *net.UnixConn) {
 				if _, err := io.ReadFull(c, make([]byte, helloSize)); err != nil {
 					return
 				}
@@ -100,7 +90,7 @@ func TestHookChecksWelcome(t *testing.T) {
 					head = binary.LittleEndian.Uint64(b[:])
 				}
 				published <- head
-			}()
+			})
 			r := runReplay(t, replay(context.Background(), a, trace, 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5"))
 			if r.Launches != 200 || r.Hook.Launches != 200 {
 				t.Errorf("%d launches (hook saw %d), want 200", r.Launches, r.Hook.Launches)

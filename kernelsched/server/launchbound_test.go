@@ -93,19 +93,7 @@ func TestLaunchBoundNeverGranted(t *testing.T) {
 func launchBoundRun(t *testing.T, a cArtifacts, trace, name string, serve func(*net.UnixConn, *slot), limit float64) []string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		welcomeThen(t, func(sl *slot) { serve(c, sl) })(c)
-	}()
+	serveOnce(t, sock, func(c *net.UnixConn) { welcomeThen(t, func(sl *slot) { serve(c, sl) })(c) })
 	// The machine's own wake-up delay while the job runs: a thread that
 	// sleeps 1 ms at a time, and its longest overshoot. On the 2-core
 	// build machine under the whole test suite (other packages' race
