@@ -14,16 +14,7 @@ func TestExitRecordOnFullDisk(t *testing.T) {
 	o.ShimEnv = []string{testModeEnv + "=shim-full-disk"}
 	r := newTestRunner(t, o)
 	r.o.ShimEnv = o.ShimEnv // newTestRunner sets the plain shim's
-	for _, tc := range []struct {
-		name   string
-		script string
-		code   int
-		signal string
-	}{
-		{"exit 0", "exit 0", 0, ""},
-		{"exit 3", "exit 3", 3, ""},
-		{"killed", "kill -KILL $$", -1, "SIGKILL"},
-	} {
+	for _, tc := range exitCases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := shLaunch(t.TempDir(), tc.script)
 			start(t, r, l)

@@ -174,19 +174,22 @@ func readLog(t *testing.T, path string) string {
 	return string(data)
 }
 
+// exitCases are job scripts and the ends they must be recorded with.
+var exitCases = []struct {
+	name   string
+	script string
+	code   int
+	signal string
+}{
+	{"exit 0", "exit 0", 0, ""},
+	{"exit 3", "exit 3", 3, ""},
+	{"killed by SIGKILL", "kill -KILL $$", -1, "SIGKILL"},
+	{"killed by SIGUSR2", "kill -USR2 $$", -1, "SIGUSR2"},
+}
+
 func TestRunnerExit(t *testing.T) {
 	r := newTestRunner(t, RunnerOptions{})
-	for _, tc := range []struct {
-		name   string
-		script string
-		code   int
-		signal string
-	}{
-		{"exit 0", "exit 0", 0, ""},
-		{"exit 3", "exit 3", 3, ""},
-		{"killed by SIGKILL", "kill -KILL $$", -1, "SIGKILL"},
-		{"killed by SIGUSR2", "kill -USR2 $$", -1, "SIGUSR2"},
-	} {
+	for _, tc := range exitCases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := shLaunch(t.TempDir(), tc.script)
 			p := start(t, r, l)
