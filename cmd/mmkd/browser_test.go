@@ -401,12 +401,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 		Instances: []node.InstanceView{{Index: 0, Key: "gpu0-3g.40gb-at0", Profile: "3g.40gb", Start: 0, Size: 4, ComputeSlices: 3, SMs: 60, MemoryMiB: 40448}}}}})
 	n.AddReconfig(jobs.Reconfig{GPU: 0, Cause: "arrival of job 06h0j875sbwd57xs", From: "7g.80gb@0", To: "3g.40gb@0",
 		Steps: []string{"destroy GPU instance 7g.80gb@0", "create GPU instance 3g.40gb@0"}, Duration: 1234 * time.Millisecond})
-	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		api.Close()
-		srv.Close()
-	})
+	srv := serveFakeNode(t, n)
 
 	page(t, b, "kernel schedulers",
 		chromedp.Navigate(srv.URL+"/#/sched"),
@@ -568,12 +563,7 @@ func TestDashboardWaitingReasons(t *testing.T) {
 	}
 	n.SetPlan(node.PlanView{GPUs: []node.GPUView{}, Waiting: []string{j.ID}, WaitingTotal: 1,
 		WaitingJobs: []node.WaitingView{{ID: j.ID, Name: j.Spec.Name, Wait: w}}, WaitingByClass: map[string]int{node.WaitMemory: 1}})
-	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() {
-		api.Close()
-		srv.Close()
-	})
+	srv := serveFakeNode(t, n)
 	page(t, b, "the overview's Waiting list",
 		chromedp.Navigate(srv.URL+"/#/"),
 		waitFor(`document.querySelector('#waiting').textContent.includes(`+jsString(w.Reason)+`)`),
@@ -585,4 +575,17 @@ func TestDashboardWaitingReasons(t *testing.T) {
 		waitFor(`document.querySelector('#job-details').textContent.includes('Waiting since')`),
 		waitFor(`document.querySelector('#job-details').textContent.includes('1 of the waiting jobs')`),
 	)
+}
+
+// serveFakeNode serves the API and dashboard over a fake node until the
+// test ends.
+func serveFakeNode(t *testing.T, n *webtest.FakeNode) *httptest.Server {
+	t.Helper()
+	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(func() {
+		api.Close()
+		srv.Close()
+	})
+	return srv
 }
