@@ -72,6 +72,25 @@ def pick(v, q):
     return v[min(len(v) - 1, max(0, int(round(q * len(v))) - 1))] if v else None
 
 
+def rates_of(specs):
+    """The services' rates of --rates: NAME=LOW/MEDIUM/HIGH requests a second."""
+    names = {s[0] for s in SERVICES}
+    out = {}
+    for spec in specs:
+        name, _, val = spec.partition("=")
+        parts = val.split("/")
+        try:
+            rates = tuple(float(x) for x in parts)
+        except ValueError:
+            rates = ()
+        if name not in names:
+            raise SystemExit("--rates %r: no service %r (services: %s)" % (spec, name, ", ".join(sorted(names))))
+        if len(rates) != 3 or min(rates) <= 0:
+            raise SystemExit("--rates %r: want three positive rates LOW/MEDIUM/HIGH" % spec)
+        out[name] = rates
+    return out
+
+
 def trainers_of(spec):
     """The trainers of --trainers: MODEL:BATCH, comma-separated."""
     out = []
@@ -117,8 +136,10 @@ class Bench:
         self.spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pinned(self.cpus.get("spin")))
         self.procs, self.server, self.targets = {}, None, {}
         self.svc_rates = {name: rates for name, _, _, rates in SERVICES}
+        self.svc_rates.update(rates_of(args.rates))
         self.trainers = trainers_of(args.trainers)
         self.alone_svc, self.alone_lp = {}, {}
+        self.cur_rates = {}
 
     # --- processes -------------------------------------------------------
     def env(self, extra, mps=True):
@@ -204,15 +225,18 @@ class Bench:
         b1, l1 = cpu_busy()
         w = {"round": self.args.round, "segment": segment, "setting": setting, "phase": phase, "run": sorted(run), "t0": t0, "t1": t1,
              "m0": m0, "m1": m1, "gpu": self.sampler.window(t0, t1) if self.sampler else None,
-             "host_busy": round((b1 - b0) / max(l1 - l0, 1), 3)}
+             "host_busy": round((b1 - b0) / max(l1 - l0, 1), 3),
+             "rates": {n: r for n, r in self.cur_rates.items() if n in run}}
         w.update(extra or {})
         self.windows.append(w)
         print("  %-8s %-12s %-9s %s" % (segment, setting, phase, w["gpu"]), flush=True)
         return w
 
     def rates(self, phase_index, services):
+        self.cur_rates = {}
         for name in services:
-            self.procs[name].send("rate %g" % self.svc_rates[name][phase_index])
+            self.cur_rates[name] = self.svc_rates[name][phase_index]
+            self.procs[name].send("rate %g" % self.cur_rates[name])
 
     def setting(self, segment, name, services, trainers, phases, prepare=None, seconds=None):
         """Runs one setting through phases (each --phase-s, or seconds):
@@ -356,7 +380,7 @@ class Bench:
         svcs, tnames = [], []
         for i, (name, model, batch, rates) in enumerate(SERVICES):
             self.start_service(i, name + "-ts", model, batch, False, False)
-            self.svc_rates[name + "-ts"] = rates
+            self.svc_rates[name + "-ts"] = self.svc_rates[name]
             svcs.append(name + "-ts")
         for model, batch in self.trainers:
             n = "%s-train-ts" % model
@@ -435,6 +459,7 @@ def main():
     ap.add_argument("--paper-s", type=float, default=8, help="seconds of each paper policy's window at the high phase")
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms, or svc-b32=p99=1.25x of its p99 alone at the high rate (repeatable)")
+    ap.add_argument("--rates", action="append", default=[], help="NAME=LOW/MEDIUM/HIGH requests a second, e.g. svc-b1=20/50/80 (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend, with --no-masks priority,hold,suspend")

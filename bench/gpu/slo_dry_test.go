@@ -14,11 +14,12 @@ import (
 // policies at the high phase, each window holds the services' and
 // trainers' numbers, and the report answers the issue's questions.
 func TestSLODryRun(t *testing.T) {
-	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms")
+	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80")
 	type window struct {
 		Round    int
 		Setting  string
 		Phase    string
+		Rates    map[string]float64
 		Services map[string]struct {
 			N       int     `json:"n"`
 			BoundMs float64 `json:"bound_ms"`
@@ -29,7 +30,15 @@ func TestSLODryRun(t *testing.T) {
 	}
 	ws := jsonLines[window](t, filepath.Join(out, "windows.jsonl"))
 	seen := map[string][]string{}
+	want := map[string]float64{"low": 20, "medium": 50, "high": 80, "low-again": 20}
+	rated := 0
 	for _, w := range ws {
+		if r, ok := w.Rates["svc-b1"]; ok {
+			rated++
+			if r != want[w.Phase] {
+				t.Errorf("%s %s: svc-b1 at %g requests a second, want %g (--rates)", w.Setting, w.Phase, r, want[w.Phase])
+			}
+		}
 		seen[w.Setting] = append(seen[w.Setting], w.Phase)
 		if w.Round != 2 {
 			t.Errorf("round %d, want 2", w.Round)
@@ -39,6 +48,9 @@ func TestSLODryRun(t *testing.T) {
 				t.Errorf("%s %s: service %s %+v", w.Setting, w.Phase, name, s)
 			}
 		}
+	}
+	if rated == 0 {
+		t.Error("no window records svc-b1's rate")
 	}
 	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
