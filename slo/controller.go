@@ -40,6 +40,11 @@ type Config struct {
 	// budget) would have had as many late requests in the window with
 	// probability below Alpha.
 	Alpha float64
+	// TrialAlpha is the evidence a miss needs on a rung stepped down to
+	// that has not held every target at this load lately (Remember): the
+	// step is a trial, and a few late requests end it before they use up
+	// the budget of a phase (at a 1 % budget, two late of the first 40).
+	TrialAlpha float64
 	// MinAlone is the requests measured alone that set a ratio target's
 	// bound, or find an absolute one unattainable.
 	MinAlone int
@@ -95,6 +100,7 @@ func DefaultConfig() Config {
 		Headroom:   0.3,
 		MinSamples: 20,
 		Alpha:      0.01,
+		TrialAlpha: 0.1,
 		MinAlone:   50,
 		Probe:      3 * time.Second,
 		ProbeEvery: 10 * time.Minute,
@@ -128,6 +134,7 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.Headroom, d.Headroom)
 	orZero(&c.MinSamples, d.MinSamples)
 	orZero(&c.Alpha, d.Alpha)
+	orZero(&c.TrialAlpha, d.TrialAlpha)
 	orZero(&c.MinAlone, d.MinAlone)
 	orZero(&c.Probe, d.Probe)
 	orZero(&c.ProbeEvery, d.ProbeEvery)
@@ -267,6 +274,12 @@ type Controller struct {
 	// per rung, when it last held every target and the highest request
 	// rate it held them at since: a fall of load returns to it at once.
 	fails, held []failMark
+	// onStart: the rung in force is the start rung (Config.Start), which
+	// no miss called for.
+	onStart bool
+	// trial: the rung in force was stepped down to and has not held
+	// every target at the load since (its misses need TrialAlpha).
+	trial bool
 	// settle is how long after the last change requests are not judged:
 	// Config.Settle, or twice the longest latency just before the change
 	// (a queue built before it drains after it).
@@ -457,7 +470,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			worst, worstOver, worstSt = sv, over, st
 		}
 		switch f, before := c.swing(sv, now); {
-		case f >= c.cfg.Swing && v == within && c.close(sv, st) && f > swing:
+		case f >= c.cfg.Swing && v != missed && c.nearing(sv, now, v, st) && f > swing:
 			rising, swing, riseFrom = sv, f, before
 		case f > 0 && f <= 1/c.cfg.Swing:
 			fell = true
@@ -478,7 +491,10 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			c.calm = min(2*c.calm, c.cfg.MaxCalm)
 		}
 		c.enterRate = rate
-		c.fails[c.level] = failMark{at: now, rate: judgedRate, set: true}
+		// The load it missed at: the lower of the two rates (the requests
+		// judged since a recent change are few, and their rate noisy; a
+		// load kept too high would let the rung be tried again at this one).
+		c.fails[c.level] = failMark{at: now, rate: min(rate, judgedRate), set: true}
 		if c.held[c.level].rate >= judgedRate {
 			c.held[c.level] = failMark{} // it held at this load: no guide now
 		}
@@ -497,6 +513,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// The rung in force holds every target at this load (not while
 		// it changes: the requests judged lag it).
 		held := min(rate, judgedRate)
+		c.trial = false
 		if h := &c.held[c.level]; !h.set || now-h.at >= c.cfg.Remember {
 			*h = failMark{at: now, rate: held, set: true}
 		} else {
@@ -550,14 +567,17 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	// A load well below the one the rung was climbed for ends the wait.
 	calm := c.calm
-	if c.enterRate > 0 && rate < c.enterRate/2 {
+	below := c.enterRate > 0 && rate < c.enterRate/2
+	if below {
 		calm = c.cfg.Calm
 		c.calm = c.cfg.Calm
 	}
 	since := max(c.changedAt, c.badAt)
 	// Well within every target, a calm spell allows a step down; merely
-	// within them, four: the rung may be what holds them.
-	if !allWell {
+	// within them, four: the rung may be what holds them. Not so on the
+	// start rung, which no miss called for, nor on a rung climbed for a
+	// load twice the one now: the step down is a trial (TrialAlpha).
+	if !allWell && !c.onStart && !below {
 		calm *= 4
 	}
 	if now-since < calm || c.refused(c.level-1, now, rate) {
@@ -590,7 +610,9 @@ func (c *Controller) start(now time.Duration) (Decision, bool) {
 		sv.begun = true
 		if c.level < to {
 			c.climb, c.enterRate = nil, 0
-			return c.move(now, to, sv.id, fmt.Sprintf("start: %s has a target (%s); offline work restrained until its requests show room", sv.id, t)), true
+			d := c.move(now, to, sv.id, fmt.Sprintf("start: %s has a target (%s); offline work restrained until its requests show room", sv.id, t))
+			c.onStart = true
+			return d, true
 		}
 	}
 	return Decision{}, false
@@ -813,7 +835,11 @@ func (c *Controller) evidence(st Stats, t Target) (float64, bool) {
 		return 1, false
 	}
 	p := BinomialTail(st.N, st.Late, t.Budget())
-	return p, p < c.cfg.Alpha
+	alpha := c.cfg.Alpha
+	if c.trial {
+		alpha = c.cfg.TrialAlpha
+	}
+	return p, p < alpha
 }
 
 // needsProbe is a service with a ratio target and no latency alone that
@@ -860,6 +886,15 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 	d := Decision{At: now, From: c.level, To: to, Rung: c.cfg.Ladder[to], Service: id,
 		Reason: fmt.Sprintf("%s -> %s: %s", c.cfg.Ladder[c.level], c.cfg.Ladder[to], reason)}
 	c.lastDown = to < c.level
+	c.trial, c.onStart = false, false
+	if to < c.level {
+		rate := 0.0
+		for _, sv := range c.services {
+			rate += sv.tr.Window(now-c.cfg.Window, now).Rate
+		}
+		h := c.held[to]
+		c.trial = !h.set || now-h.at >= c.cfg.Remember || h.rate*heldMargin < rate
+	}
 	if to < c.level {
 		// A rise begun on this rung or above it is over.
 		c.rises = slices.DeleteFunc(c.rises, func(r rise) bool { return r.from >= to })
@@ -912,6 +947,20 @@ func (c *Controller) Forget() {
 func (c *Controller) close(sv *service, st Stats) bool {
 	b := sv.tr.Bound()
 	return b > 0 && !sv.tr.Target().IsZero() && (st.Late > 0 || float64(st.Pct) > (1-c.cfg.Headroom)*float64(b))
+}
+
+// nearing reports whether a service whose load rose comes near its
+// bound: over the Window (v within, st close), or in the requests of the
+// last Short alone. The Window's requests are mostly of the load before
+// the rise: a service well within its target at a low load may be
+// close to its bound by the first requests of a high one, and its
+// misses come before the evidence of them.
+func (c *Controller) nearing(sv *service, now time.Duration, v verdict, st Stats) bool {
+	if v == within && c.close(sv, st) {
+		return true
+	}
+	recent := sv.tr.Judged(now-c.cfg.Short, c.changedAt+c.settle, now)
+	return recent.N >= c.cfg.MinSamples/2 && c.close(sv, recent)
 }
 
 // heldMargin is how far above the load a rung held a load may be and

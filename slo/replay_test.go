@@ -115,6 +115,15 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 // the service is close to its bound; it climbs on evidence instead, a
 // few late requests later (median at high 98.5 % against 98.7 % before
 // the counts were asked).
+//
+// Round 10 on an H100 (b32-phases-h100-25ms.json, made by
+// bench/gpu/slo_recording.py; one vgg19 trainer, absolute target p99 =
+// 25 ms): MPS 70 % held every phase, priority only the low ones. The
+// controller is allowed a point below MPS 70 % in a phase: at the medium
+// load priority leaves 1.4 % late, a leak that the requests of a 20 s
+// phase cannot show (three or four late of 300 is no evidence at a 1 %
+// budget), and the controller's step down onto it after a pre-emption
+// costs those.
 func TestControllerOnTheBenchRecording(t *testing.T) {
 	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
 	if err != nil {
@@ -133,6 +142,7 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 	}{
 		{"testdata/b32-phases-h200.json", "p99=20ms", "prio+50%", 0.01},
 		{"testdata/b32-phases-h100.json", "p99=18.8ms", "hold", 0.03},
+		{"testdata/b32-phases-h100-25ms.json", "p99=25ms", "prio+70%", 0.01},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -164,7 +174,7 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 						}
 					}
 					switch {
-					case d.To > d.From && d.To > 1 && d.At < 3*phaseLen:
+					case d.To > d.From && d.At >= phaseLen && d.At < 3*phaseLen:
 						climbed++
 					case d.To < d.From:
 						relaxed++
