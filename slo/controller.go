@@ -274,9 +274,9 @@ type Controller struct {
 	// per rung, when it last held every target and the highest request
 	// rate it held them at since: a fall of load returns to it at once.
 	fails, held []failMark
-	// onStart: the rung in force is the start rung (Config.Start), which
-	// no miss called for.
-	onStart bool
+	// unproven: no miss called for the rung in force: the start rung
+	// (Config.Start), or one a pre-emption of a rise climbed to.
+	unproven bool
 	// trial: the rung in force was stepped down to and has not held
 	// every target at the load since (its misses need TrialAlpha).
 	trial bool
@@ -526,8 +526,10 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.swungAt, c.enterRate = now, rate
 		c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
 		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
-		return c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
-			rising.id, swing, c.cfg.Short, rising.detail)), true
+		d := c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
+			rising.id, swing, c.cfg.Short, rising.detail))
+		c.unproven = true
+		return d, true
 	}
 	if fell && allMet && settled && c.level > 0 && c.belowEntry() {
 		// The last rise, if its service's load is gone, is undone with
@@ -574,10 +576,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	}
 	since := max(c.changedAt, c.badAt)
 	// Well within every target, a calm spell allows a step down; merely
-	// within them, four: the rung may be what holds them. Not so on the
-	// start rung, which no miss called for, nor on a rung climbed for a
-	// load twice the one now: the step down is a trial (TrialAlpha).
-	if !allWell && !c.onStart && !below {
+	// within them, four: the rung may be what holds them. Not so on a
+	// rung no miss called for (the start rung, a pre-emption's), nor on
+	// one climbed for a load twice the one now: the step down is a trial
+	// (TrialAlpha).
+	if !allWell && !c.unproven && !below {
 		calm *= 4
 	}
 	if now-since < calm || c.refused(c.level-1, now, rate) {
@@ -611,7 +614,7 @@ func (c *Controller) start(now time.Duration) (Decision, bool) {
 		if c.level < to {
 			c.climb, c.enterRate = nil, 0
 			d := c.move(now, to, sv.id, fmt.Sprintf("start: %s has a target (%s); offline work restrained until its requests show room", sv.id, t))
-			c.onStart = true
+			c.unproven = true
 			return d, true
 		}
 	}
@@ -886,7 +889,7 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 	d := Decision{At: now, From: c.level, To: to, Rung: c.cfg.Ladder[to], Service: id,
 		Reason: fmt.Sprintf("%s -> %s: %s", c.cfg.Ladder[c.level], c.cfg.Ladder[to], reason)}
 	c.lastDown = to < c.level
-	c.trial, c.onStart = false, false
+	c.trial, c.unproven = false, false
 	if to < c.level {
 		rate := 0.0
 		for _, sv := range c.services {

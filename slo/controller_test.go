@@ -513,9 +513,12 @@ func TestControllerNoFalseRise(t *testing.T) {
 
 // TestControllerFallUndoesTheRises: two rises of load, each pre-empted,
 // and a fall back to the first load return at once to the rung held
-// before them, in one step.
+// before them, in one step. The calm is longer than the phases: with the
+// default (5 s) a pre-empted rung that the service is within on is
+// stepped down from as a trial before the next rise
+// (TestControllerStartStepsDownOnCalm).
 func TestControllerFallUndoesTheRises(t *testing.T) {
-	c, _ := New(Config{Start: -1})
+	c, _ := New(Config{Start: -1, Calm: 15 * time.Second})
 	c.AddService("svc", MustParse("p99=100ms"))
 	tr := run(t, c, 100*ms, []phase{{30 * time.Second, 8, constant(80 * ms)}, {10 * time.Second, 16, constant(80 * ms)},
 		{10 * time.Second, 32, constant(80 * ms)}, {20 * time.Second, 8, constant(80 * ms)}}, 1)
@@ -570,9 +573,10 @@ func TestControllerEvidenceOverTime(t *testing.T) {
 // TestControllerOtherServicesFallKeepsARise: a pre-emption for one
 // service's rise of load (x, 8 to 20 requests a second at 30 s) stays
 // when another service's load falls (y, 20 to 4 at 40 s); only the fall
-// of the risen service's own load undoes it (or calm, 20 s on).
+// of the risen service's own load undoes it (or calm: 20 s here, longer
+// than the test, so that a step down on calm does not hide it).
 func TestControllerOtherServicesFallKeepsARise(t *testing.T) {
-	c, _ := New(Config{Start: -1})
+	c, _ := New(Config{Start: -1, Calm: 20 * time.Second})
 	c.AddService("x", MustParse("p99=100ms"))
 	c.AddService("y", MustParse("p99=100ms"))
 	rng := rand.New(rand.NewPCG(7, 1))
@@ -960,8 +964,9 @@ func TestControllerTrialEndsOnFewMisses(t *testing.T) {
 	t.Logf("median trial of priority %v, %v with the Alpha of a held rung", now, before)
 }
 
-// TestControllerStartStepsDownOnCalm: the start rung is no climb on
-// misses, and a rung climbed for a load twice today's neither: a calm
+// TestControllerStartStepsDownOnCalm: the start rung and a pre-emption's
+// are no climb on misses, and a rung climbed for a load twice today's
+// neither: a calm
 // spell within the target steps down, without the four that a rung
 // climbed on misses waits while the service is merely within (not well
 // within) it. A service at 8 requests a second, every request at 0.8 of
@@ -973,5 +978,14 @@ func TestControllerStartStepsDownOnCalm(t *testing.T) {
 	tr := run(t, c, 25*ms, []phase{{30 * time.Second, 8, constant(20 * ms)}}, 1)
 	if len(tr.decisions) < 2 || !strings.Contains(tr.decisions[0].Reason, "start") || tr.decisions[1].To != 0 || tr.decisions[1].At > 7*time.Second {
 		t.Errorf("want the start rung, then rung 0 within 7 s: %+v", tr.decisions)
+	}
+	// A pre-emption's rung likewise: the load triples, the service is as
+	// close to its bound on every rung, and the rung is left within 7 s.
+	c, _ = New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=25ms"))
+	tr = run(t, c, 25*ms, []phase{{30 * time.Second, 8, constant(20 * ms)}, {30 * time.Second, 24, constant(20 * ms)}}, 1)
+	i := slices.IndexFunc(tr.decisions, func(d Decision) bool { return strings.Contains(d.Reason, "pre-empt") && d.At >= 30*time.Second })
+	if i < 0 || i+1 >= len(tr.decisions) || tr.decisions[i+1].To >= tr.decisions[i].To || tr.decisions[i+1].At-tr.decisions[i].At > 7*time.Second {
+		t.Errorf("want the rise pre-empted, then a step down within 7 s: %+v", tr.decisions)
 	}
 }
