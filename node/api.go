@@ -217,6 +217,7 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 	// The placed jobs by instance, in one pass.
 	byInstance := map[string][]PlacedView{}
 	speed := map[string]float64{}
+	requested, running := map[string]int64{}, map[string]int64{}
 	for _, j := range n.order {
 		switch {
 		case j.State == jobs.Pending:
@@ -234,8 +235,12 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 		case j.Placement != nil && !j.State.Terminal():
 			k := j.Placement.InstanceKey
 			byInstance[k] = append(byInstance[k], PlacedView{ID: j.ID, Name: j.Spec.Name, Kind: j.Spec.Kind, State: j.State,
-				Percent: j.Placement.MPSPercent, Speed: j.Placement.Speed})
+				Percent: j.Placement.MPSPercent, Speed: j.Placement.Speed, MemoryMiB: j.MemoryMiB})
 			speed[k] += j.Placement.Speed
+			requested[k] += j.MemoryMiB
+			if j.State == jobs.Running {
+				running[k] += j.MemoryMiB
+			}
 		}
 	}
 	var mpsKeys []string
@@ -248,7 +253,8 @@ func (n *Node) buildView(gpus []gpuInfo) PlanView {
 		for i, in := range g.layout.Instances {
 			iv := InstanceView{Name: g.names[i], Index: i, Key: g.keys[i], Profile: in.Profile.Name, Start: in.Start, Size: in.Profile.MemorySlices,
 				ComputeSlices: in.Profile.ComputeSlices, SMs: in.Profile.SMs, MemoryMiB: in.Profile.MemoryMiB,
-				Device: g.device[i], MPS: slices.Contains(mpsKeys, g.keys[i]), Jobs: byInstance[g.keys[i]]}
+				Device: g.device[i], MPS: slices.Contains(mpsKeys, g.keys[i]), Jobs: byInstance[g.keys[i]],
+				RequestedMiB: requested[g.keys[i]], RunningMiB: running[g.keys[i]]}
 			if iv.Jobs == nil {
 				iv.Jobs = []PlacedView{}
 			}

@@ -170,6 +170,8 @@ type Node struct {
 	usageMu sync.Mutex
 	usage   map[string]*jobUsage
 	usageAt time.Time
+	// usageDevices is the memory in use on each device at usageAt.
+	usageDevices []DeviceMemory
 
 	// slo is what the latency controllers did to jobs (slo.go).
 	slo sloState

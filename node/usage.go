@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -63,6 +64,24 @@ type UsageView struct {
 	At    time.Time     `json:"at"`
 	Every time.Duration `json:"everyNs"`
 	Jobs  []JobUsage    `json:"jobs"`
+	// Devices are the GPU memory NVML measured on each device at the
+	// last sample, in GPU and GPU-instance order.
+	Devices []DeviceMemory `json:"devices"`
+}
+
+// DeviceMemory is the GPU memory in use on one CUDA device (a GPU
+// without MIG, or a MIG device: PlanView's InstanceView.Device) at the
+// last sample: every process NVML lists there, a job's or not.
+type DeviceMemory struct {
+	Device string `json:"device"`
+	// GPU is the GPU's index; GPUInstance the MIG GPU instance's id (-1
+	// without MIG).
+	GPU         int `json:"gpu"`
+	GPUInstance int `json:"gpuInstance"`
+	// Processes counts the processes on it; UsedMemoryMiB is the
+	// memory they hold.
+	Processes     int   `json:"processes"`
+	UsedMemoryMiB int64 `json:"usedMemoryMiB"`
 }
 
 // JobUsageView is one job's GPU use now (nil when it does not run) and
@@ -86,7 +105,10 @@ type jobUsage struct {
 func (n *Node) Usage() UsageView {
 	n.usageMu.Lock()
 	defer n.usageMu.Unlock()
-	v := UsageView{At: n.usageAt, Jobs: []JobUsage{}}
+	v := UsageView{At: n.usageAt, Jobs: []JobUsage{}, Devices: slices.Clone(n.usageDevices)}
+	if v.Devices == nil {
+		v.Devices = []DeviceMemory{}
+	}
 	if n.usageReader() != nil {
 		v.Every = n.cfg.UsageEvery
 	}
@@ -184,8 +206,14 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 	n.mu.RUnlock()
 	byDevice := map[string]partitioner.DeviceUsage{}
 	sums := map[string]*JobUsage{}
+	mem := make([]DeviceMemory, 0, len(devs))
 	for _, d := range devs {
 		byDevice[d.Device] = d
+		dm := DeviceMemory{Device: d.Device, GPU: d.GPU, GPUInstance: d.GPUInstance, Processes: len(d.Processes)}
+		for _, p := range d.Processes {
+			dm.UsedMemoryMiB += p.UsedMemoryMiB
+		}
+		mem = append(mem, dm)
 		for _, p := range d.Processes {
 			// A process belongs to the job whose cgroup holds it (a child
 			// that left the job's process group too), else to the job
@@ -221,6 +249,10 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 	n.usageMu.Lock()
 	defer n.usageMu.Unlock()
 	n.usageAt = now
+	slices.SortFunc(mem, func(a, b DeviceMemory) int {
+		return cmp.Or(cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.GPUInstance, b.GPUInstance))
+	})
+	n.usageDevices = mem
 	for _, u := range n.usage {
 		u.live = false
 	}

@@ -75,6 +75,12 @@ type InstanceView struct {
 	// MPS says whether an MPS daemon serves it.
 	MPS  bool         `json:"mps"`
 	Jobs []PlacedView `json:"jobs"`
+	// RequestedMiB is the GPU memory its placed jobs (placed, running,
+	// restarting) asked for; RunningMiB that of its running jobs alone.
+	// What NVML measures on the instance is in the usage view
+	// (UsageView.Devices, by Device), where the backend can read it.
+	RequestedMiB int64 `json:"requestedMiB"`
+	RunningMiB   int64 `json:"runningMiB"`
 }
 
 // PlacedView is a job in an instance.
@@ -86,6 +92,9 @@ type PlacedView struct {
 	// Percent is its MPS share; 0 (absent) where MPS is off.
 	Percent int     `json:"mpsPercent,omitempty"`
 	Speed   float64 `json:"speed"`
+	// MemoryMiB is the GPU memory the job asked for (its spec's, or the
+	// node's default).
+	MemoryMiB int64 `json:"memoryMiB"`
 }
 
 // SchedView is one instance's kernel scheduler.

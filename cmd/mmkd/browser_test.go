@@ -285,6 +285,15 @@ func TestDashboard(t *testing.T) {
 			// Its GPU use as the fake GPUs report it: sampled, no process of its own on them.
 			waitFor(`!document.querySelector('#job-usage').hidden && document.querySelector('#job-usage-now').textContent.includes('0 processes')`),
 			waitFor(`document.querySelector('#job-usage-chart').querySelector('polygon.mem') !== null`),
+			// On the overview, its instance's memory: its 2 GiB (the
+			// form's, kept from the job before) requested of the H200's
+			// 140 GiB, and what the fake GPUs measure there: no process,
+			// 0 MiB.
+			chromedp.Evaluate[chromedp.Void](`window.__jobPage = location.hash; location.hash = '#/'`),
+			waitFor(`[...document.querySelectorAll('#gpus .inst')].some(i => i.querySelector('.job-name a')?.textContent === 'e2e-long' &&
+				i.querySelector('.membar').dataset.measured === 'true' && i.querySelector('.memtext').textContent === '0 MiB used · 2 GiB requested of 140 GiB')`),
+			chromedp.Evaluate[chromedp.Void](`location.hash = window.__jobPage`),
+			waitFor(`document.querySelector('#job-state').textContent === 'running'`),
 			chromedp.Click(chromedp.ID("job-cancel")),
 			chromedp.WaitVisible(chromedp.ID("job-confirm-yes")),
 			chromedp.Click(chromedp.ID("job-confirm-yes")),
@@ -588,4 +597,66 @@ func serveFakeNode(t *testing.T, n *webtest.FakeNode) *httptest.Server {
 		srv.Close()
 	})
 	return srv
+}
+
+// TestDashboardMemoryBars: each instance on the overview shows its
+// memory as a bar with numbers: used (what NVML measured on its device
+// at the last sample, else what its running jobs asked for) and
+// requested (its placed jobs) against its own (issue 37, item 8).
+func TestDashboardMemoryBars(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	gi1, gi2 := 1, 2
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{{Index: 0, Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4", SMs: 132, MemoryMiB: 81559,
+		Instances: []node.InstanceView{
+			{Name: "gpu0/gi1", GI: &gi1, Index: 0, Key: "gpu0-4g.40gb-at0", Profile: "4g.40gb", Start: 0, Size: 4, ComputeSlices: 4, SMs: 64, MemoryMiB: 40448,
+				Device: "MIG-aaaa", RequestedMiB: 12288, RunningMiB: 8192, Jobs: []node.PlacedView{
+					{ID: "06h0j875sbwd57xs", Name: "train", Kind: jobs.Offline, State: jobs.Running, MemoryMiB: 8192},
+					{ID: "06h0j875sbwd57xt", Name: "serve", Kind: jobs.Online, State: jobs.Placed, MemoryMiB: 4096}}},
+			{Name: "gpu0/gi2", GI: &gi2, Index: 1, Key: "gpu0-3g.40gb-at4", Profile: "3g.40gb", Start: 4, Size: 4, ComputeSlices: 3, SMs: 60, MemoryMiB: 40448,
+				Device: "MIG-bbbb", RequestedMiB: 30720, RunningMiB: 30720, Jobs: []node.PlacedView{
+					{ID: "06h0j875sbwd57xv", Name: "embed", Kind: jobs.Offline, State: jobs.Running, MemoryMiB: 30720}}},
+		}}}})
+	// The fake node samples one device of the two: the other shows its
+	// running jobs' memory.
+	n.SetUsage(node.UsageView{At: time.Now(), Every: time.Second, Devices: []node.DeviceMemory{
+		{Device: "MIG-aaaa", GPU: 0, GPUInstance: 1, Processes: 2, UsedMemoryMiB: 6144}}})
+	srv := serveFakeNode(t, n)
+	page(t, b, "the overview's memory bars",
+		chromedp.Navigate(srv.URL+"/#/"),
+		waitFor(`document.querySelectorAll('#gpus .membar[data-measured="true"]').length === 1`),
+	)
+	type bar struct {
+		Key, Text, Used, Requested, Title string
+		Measured                          bool
+	}
+	got := eval[[]bar](t, b, `[...document.querySelectorAll('#gpus .membar')].map(el => ({Key: el.dataset.key,
+		Text: el.querySelector('.memtext').textContent, Used: el.querySelector('.used').style.width,
+		Requested: el.querySelector('.req').style.width, Title: el.title, Measured: el.dataset.measured === 'true'}))`)
+	tests := []struct {
+		want  bar
+		title []string
+	}{
+		{bar{Key: "gpu0-4g.40gb-at0", Text: "6 GiB used · 12 GiB requested of 39.5 GiB", Used: "15.1899%", Requested: "30.3797%", Measured: true},
+			[]string{"39.5 GiB in all", "held by 2 processes", "as NVML measured", "12 GiB, what its 2 placed jobs asked for"}},
+		{bar{Key: "gpu0-3g.40gb-at4", Text: "30 GiB running · 30 GiB requested of 39.5 GiB", Used: "75.9494%", Requested: "75.9494%"},
+			[]string{"what its running jobs asked for", "1 placed job asked for"}},
+	}
+	if len(got) != len(tests) {
+		t.Fatalf("%d memory bars, want %d: %+v", len(got), len(tests), got)
+	}
+	for i, tt := range tests {
+		g := got[i]
+		title := g.Title
+		g.Title = ""
+		if g != tt.want {
+			t.Errorf("bar %d\n got %+v\nwant %+v", i, g, tt.want)
+		}
+		for _, w := range tt.title {
+			if !strings.Contains(title, w) {
+				t.Errorf("bar %d's tooltip %q lacks %q", i, title, w)
+			}
+		}
+	}
+	checkPage(t, b, srv.URL, "")
 }

@@ -1,10 +1,16 @@
 // The overview: the job counts, each GPU drawn to scale as its 7 compute
-// and 8 memory slices with its instances as blocks and their jobs' MPS
-// shares as bars, the jobs waiting for a place, and the kernel schedulers
-// in brief.
+// and 8 memory slices with its instances as blocks, their memory (used
+// and requested against the instance's) and their jobs' MPS shares as
+// bars, the jobs waiting for a place, and the kernel schedulers in
+// brief.
 
 import {h, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge} from './dom.js';
-import {state, on} from './store.js';
+import {request} from './api.js';
+import {state, on, now} from './store.js';
+
+// How often the devices' measured memory is read (GET api/v1/usage)
+// while the overview shows.
+const USAGE_POLL_MS = 2000;
 
 const COMPUTE_SLICES = 7;
 const MEMORY_SLICES = 8;
@@ -15,16 +21,43 @@ let dirty = true;
 // Each GPU's card and the JSON it was drawn from: a card is drawn again
 // only when its GPU changed.
 const cards = new Map();
+// usage is the last GET api/v1/usage (null: none yet, or the daemon
+// samples no GPU use); polling says whether a poll loop runs.
+let usage = null;
+let polling = false;
 
 export const overview = {
   show() {
     visible = true;
     if (dirty) render();
+    pollUsage();
   },
   hide() {
     visible = false;
   },
 };
+
+// pollUsage reads the devices' measured memory every USAGE_POLL_MS while
+// the overview shows; a daemon that samples none (503) is not asked
+// again.
+async function pollUsage() {
+  if (polling) return;
+  polling = true;
+  try {
+    while (visible) {
+      try {
+        usage = await request('api/v1/usage');
+      } catch (e) {
+        usage = null;
+        if (e.status === 503) return;
+      }
+      renderMemory();
+      await new Promise((r) => setTimeout(r, USAGE_POLL_MS));
+    }
+  } finally {
+    polling = false;
+  }
+}
 
 function changed() {
   if (visible) render();
@@ -86,6 +119,7 @@ function renderGPUs() {
     list.push(c.el);
   }
   for (const k of cards.keys()) if (!seen.has(k)) cards.delete(k);
+  renderMemory();
   // Move only what is out of place.
   list.forEach((el, i) => {
     if (box.children[i] !== el) box.insertBefore(el, box.children[i] || null);
@@ -151,6 +185,11 @@ function instanceBlock(g, inst, k, sched) {
     inst.mps ? h('span', {class: 'tag', title: 'an MPS daemon serves this instance', text: 'MPS'}) : null,
     sched ? h('span', {class: 'tag policy', title: 'kernel scheduler: ' + sched.policy, text: sched.policy}) : null,
     h('span', {class: 'inst-meta', text: inst.sms + ' SMs · ' + fmtMiB(inst.memoryMiB)}));
+  // Its memory: used (solid) and requested (light) against its own;
+  // renderMemory fills it in, as the plan and the samples change.
+  const mem = h('div', {class: 'membar', dataset: {key: inst.key}},
+    h('span', {class: 'track'}, h('span', {class: 'req'}), h('span', {class: 'used'})),
+    h('span', {class: 'memtext'}));
   const jobs = h('div', {class: 'inst-jobs'});
   for (const j of inst.jobs) {
     const kind = j.type === 'online' ? 'online' : 'offline';
@@ -170,9 +209,53 @@ function instanceBlock(g, inst, k, sched) {
   if (!inst.jobs.length) jobs.append(h('div', {class: 'muted small', text: 'idle'}));
   const el = h('div', {class: 'inst c' + (k % 8), dataset: {key: inst.key},
     title: (g.mig ? inst.profile + ': ' + inst.computeSlices + ' of 7 compute slices, ' + inst.size + ' of 8 memory slices from slice ' + inst.start :
-      'the whole GPU, without MIG') + (inst.mps ? '; MPS shares assigned: ' + used + ' %' : '')}, head, jobs);
+      'the whole GPU, without MIG') + (inst.mps ? '; MPS shares assigned: ' + used + ' %' : '')}, head, mem, jobs);
   el.style.gridColumn = (g.mig ? inst.start + 1 : 1) + ' / span ' + (g.mig ? inst.size : MEMORY_SLICES);
   return el;
+}
+
+// memoryOf is what an instance's memory bar shows: its capacity, the
+// memory its placed jobs requested, and the memory used: what NVML
+// measured on its device at the last sample where the daemon samples
+// it, else what its running jobs requested.
+export function memoryOf(inst, u) {
+  const out = {capacity: inst.memoryMiB || 0, requested: inst.requestedMiB || 0, used: inst.runningMiB || 0, measured: false, processes: 0};
+  const d = u && u.at && !u.at.startsWith('0001-') ? (u.devices || []).find((x) => x.device === inst.device) : null;
+  if (d) {
+    out.used = d.usedMemoryMiB;
+    out.measured = true;
+    out.processes = d.processes;
+  }
+  return out;
+}
+
+const pct = (part, whole) => (whole > 0 ? Math.max(0, Math.min(100, (100 * part) / whole)) : 0);
+
+// renderMemory writes every instance's memory bar from the plan and the
+// last usage sample.
+function renderMemory() {
+  const p = state.plan;
+  if (!p) return;
+  const byKey = new Map();
+  for (const g of p.gpus) for (const inst of g.instances) byKey.set(inst.key, inst);
+  for (const el of document.querySelectorAll('#gpus .membar')) {
+    const inst = byKey.get(el.dataset.key);
+    if (!inst) continue;
+    const m = memoryOf(inst, usage);
+    el.querySelector('.req').style.width = pct(m.requested, m.capacity) + '%';
+    el.querySelector('.used').style.width = pct(m.used, m.capacity) + '%';
+    el.dataset.usedMib = m.used;
+    el.dataset.requestedMib = m.requested;
+    el.dataset.capacityMib = m.capacity;
+    el.dataset.measured = m.measured;
+    el.classList.toggle('over', m.used > m.capacity || m.requested > m.capacity);
+    setText(el.querySelector('.memtext'), fmtMiB(m.used) + (m.measured ? ' used' : ' running') + ' · ' + fmtMiB(m.requested) + ' requested of ' + fmtMiB(m.capacity));
+    const jobs = inst.jobs.length;
+    el.title = 'GPU memory of ' + inst.name + ': ' + fmtMiB(m.capacity) + ' in all.\n' +
+      (m.measured ? 'Used (solid): ' + fmtMiB(m.used) + ' held by ' + m.processes + (m.processes === 1 ? ' process' : ' processes') + ' on it, as NVML measured at the last sample (' + fmtDuration(now() - Date.parse(usage.at)) + ' ago).\n' :
+        'Running (solid): ' + fmtMiB(m.used) + ', what its running jobs asked for (this daemon measures no GPU memory).\n') +
+      'Requested (light): ' + fmtMiB(m.requested) + ', what its ' + jobs + (jobs === 1 ? ' placed job' : ' placed jobs') + ' asked for.';
+  }
 }
 
 function renderWaiting() {
