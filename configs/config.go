@@ -115,7 +115,7 @@ type JobsConfig struct {
 	// checkpoint) is kept; 0 keeps every job forever.
 	Retention time.Duration `mapstructure:"retention"`
 	// UsageInterval is how often the jobs' GPU use (memory, utilisation)
-	// is read through NVML; 0 never.
+	// and the GPUs' health are read through NVML; 0 never.
 	UsageInterval time.Duration `mapstructure:"usage_interval"`
 	// AllowRoot lets jobs run as root: submitted by root over the
 	// socket, or over TCP to an mmkd that runs as root. Off, they are

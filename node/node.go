@@ -79,8 +79,9 @@ type Config struct {
 	// MemLimit says which jobs' MPS clients get a device memory limit
 	// (where MPS runs) and its margin above their memory.
 	MemLimit MemLimitConfig
-	// UsageEvery is how often the jobs' GPU use is read when the backend
-	// can read it (default a second; negative: never).
+	// UsageEvery is how often the jobs' GPU use and the GPUs' health
+	// are read when the backend can read them (default a second;
+	// negative: never).
 	UsageEvery time.Duration
 	// AllowRoot lets jobs run as root (jobs.allow_root): a job submitted
 	// by root, or over TCP to an mmkd that runs as root, is refused
@@ -172,6 +173,10 @@ type Node struct {
 	usageAt time.Time
 	// usageDevices is the memory in use on each device at usageAt.
 	usageDevices []DeviceMemory
+
+	// health is the GPUs' health, sampled by runHealth.
+	healthMu sync.Mutex
+	health   healthState
 
 	// slo is what the latency controllers did to jobs (slo.go).
 	slo sloState
@@ -363,6 +368,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}()
 	if r := n.usageReader(); r != nil && n.cfg.UsageEvery > 0 {
 		sampling.Go(func() { n.runUsage(loopCtx, r) })
+	}
+	if r := n.healthReader(); r != nil && n.cfg.UsageEvery > 0 {
+		sampling.Go(func() { n.runHealth(loopCtx, r) })
 	}
 	n.recover(loopCtx)
 	n.serveAdopted(loopCtx)

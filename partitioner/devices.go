@@ -50,7 +50,12 @@ func Devices(b Backend, devices []string) (Backend, error) {
 		keep[gpus[k].Index] = true
 	}
 	m := &managed{Backend: b, keep: keep}
-	if u, ok := b.(UsageReader); ok {
+	u, reads := b.(UsageReader)
+	h, checks := b.(HealthReader)
+	switch {
+	case reads && checks:
+		return &managedReaders{managedUsage: managedUsage{managed: m, usage: u}, health: h}, nil
+	case reads:
 		return &managedUsage{managed: m, usage: u}, nil
 	}
 	return m, nil
@@ -135,4 +140,17 @@ type managedUsage struct {
 func (m *managedUsage) Usage() ([]DeviceUsage, error) {
 	us, err := m.usage.Usage()
 	return slices.DeleteFunc(us, func(u DeviceUsage) bool { return !m.keep[u.GPU] }), err
+}
+
+// managedReaders is managed over a backend that reads usage and health:
+// only the managed GPUs' are read back.
+type managedReaders struct {
+	managedUsage
+	health HealthReader
+}
+
+// Health reads the managed GPUs' health.
+func (m *managedReaders) Health() ([]GPUHealth, error) {
+	hs, err := m.health.Health()
+	return slices.DeleteFunc(hs, func(h GPUHealth) bool { return !m.keep[h.GPU] }), err
 }

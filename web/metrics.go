@@ -182,6 +182,9 @@ func newMetricsHandler(n Node, log *slog.Logger) http.Handler {
 	if sn, ok := n.(SLONode); ok {
 		reg.MustRegister(newSLOCollector(sn))
 	}
+	if hn, ok := n.(HealthNode); ok {
+		reg.MustRegister(newHealthCollector(hn))
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      promLogger{log},
 		ErrorHandling: promhttp.ContinueOnError,

@@ -158,6 +158,7 @@ func (s *Server) routes() {
 	jobs.GET("/jobs/:id/slo", s.handle(s.jobSLO))
 	jobs.GET("/slo", s.handle(s.slo))
 	jobs.GET("/usage", s.handle(s.usage))
+	jobs.GET("/gpus/health", s.handle(s.gpuHealth))
 	jobs.GET("/instances", s.handle(s.instances))
 	jobs.GET("/plan", s.handle(s.plan))
 	jobs.GET("/reconfigs", s.handle(s.reconfigs))

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,9 +19,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mmkgpu/mmk/configs"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/kernelsched/server"
 	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/partitioner"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/partitioner/nvmlbackend"
 	"github.com/mmkgpu/mmk/web"
 	"github.com/mmkgpu/mmk/web/uitest"
 	"github.com/mmkgpu/mmk/web/webtest"
@@ -224,6 +229,48 @@ func TestDashboard(t *testing.T) {
 		if fmt.Sprint(cards) != fmt.Sprint(want) {
 			t.Errorf("GPU cards\n got %v\nwant %v", cards, want)
 		}
+	})
+
+	t.Run("health", func(t *testing.T) {
+		// The readings the page shows are the fake GPUs' at the time of
+		// the sample it shows: another fake of the same seed and GPUs,
+		// read at that time (or the second before: the daemon reads the
+		// GPUs, then its clock), answers the same.
+		page(t, b, "health", waitFor(`document.querySelectorAll('#gpus .health .hcell').length === 9`))
+		type shown struct {
+			At   string            `json:"at"`
+			GPUs map[string]string `json:"gpus"`
+		}
+		ctx, cancel := context.WithTimeout(b.Ctx, browserTimeout)
+		defer cancel()
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[shown](`(async () => {
+			const o = await import(new URL('ui/overview.js', document.baseURI).href);
+			const gpus = {};
+			for (const el of document.querySelectorAll('#gpus .health')) {
+				for (const m of el.querySelectorAll('[data-metric]:not(svg)')) gpus[el.dataset.gpu + ' ' + m.dataset.metric] = m.textContent;
+			}
+			return {at: o.health.at, gpus};
+		})()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, got.At)
+		if err != nil {
+			t.Fatalf("the page's sample time %q: %v", got.At, err)
+		}
+		cfg, err := configs.Load(configs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tried []map[string]string
+		for _, when := range []time.Time{at, at.Add(-time.Second)} {
+			want := fakeHealth(t, cfg.GPU.Fake.Seed, cfg.GPU.Fake.GPUs, when)
+			if fmt.Sprint(want) == fmt.Sprint(got.GPUs) {
+				return
+			}
+			tried = append(tried, want)
+		}
+		t.Errorf("the page shows %v at %v,\nthe fake GPUs read %v", got.GPUs, at, tried)
 	})
 
 	var shortID string
@@ -659,4 +706,128 @@ func TestDashboardMemoryBars(t *testing.T) {
 		}
 	}
 	checkPage(t, b, srv.URL, "")
+}
+
+// TestDashboardGPUHealth: each GPU card on the overview shows the GPU's
+// health as the node read it, each number with its unit and a tooltip:
+// utilisation, power of its limit, temperature, each with a chart of its
+// samples that grows as new ones come (the page asks only for those),
+// and the ECC and XID error counts; a reading NVML did not give shows as
+// unknown, saying why (issue 37, item 8).
+func TestDashboardGPUHealth(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{
+		{Index: 0, Model: "H100-80GB", MIG: true, Layout: "7g.80gb@0", SMs: 132, MemoryMiB: 81559, Instances: []node.InstanceView{
+			{Name: "gpu0/gi0", Index: 0, Key: "gpu0-7g.80gb-at0", Profile: "7g.80gb", Start: 0, Size: 8, ComputeSlices: 7, SMs: 132, MemoryMiB: 81559}}},
+		{Index: 1, Model: "H200-141GB", SMs: 132, MemoryMiB: 143771, Instances: []node.InstanceView{
+			{Name: "gpu1", Index: 0, Key: "gpu1", Size: 8, ComputeSlices: 7, SMs: 132, MemoryMiB: 143771}}},
+	}})
+	at := time.Now().Truncate(time.Second)
+	sample := func(i int) (node.HealthSample, node.HealthSample) {
+		t := at.Add(time.Duration(i) * time.Second)
+		return node.HealthSample{At: t, PowerW: ptr(90.5 + float64(i)), TempC: ptr(33)},
+			node.HealthSample{At: t, UtilPct: ptr(40 + i), MemUtilPct: ptr(10), PowerW: ptr(300.4), TempC: ptr(55 + i)}
+	}
+	view := func(last int) node.HealthView {
+		var h0, h1 []node.HealthSample
+		for i := range last + 1 {
+			a, c := sample(i)
+			h0, h1 = append(h0, a), append(h1, c)
+		}
+		now := at.Add(time.Duration(last) * time.Second)
+		return node.HealthView{At: now, Every: time.Second, Window: 10 * time.Minute, GPUs: []node.GPUHealthView{
+			{GPUHealth: partitioner.GPUHealth{GPU: 0, UUID: "GPU-aaa", PowerW: h0[last].PowerW, PowerLimitW: ptr(700.0), TempC: ptr(33),
+				ECCUncorrected: ptr[uint64](0), XIDs: ptr[uint64](0),
+				Unknown: map[string]string{"utilPct": "NVML_ERROR_NOT_SUPPORTED", "memUtilPct": "NVML_ERROR_NOT_SUPPORTED"}}, History: h0},
+			{GPUHealth: partitioner.GPUHealth{GPU: 1, UUID: "GPU-bbb", UtilPct: h1[last].UtilPct, MemUtilPct: ptr(10), PowerW: ptr(300.4), PowerLimitW: ptr(700.0),
+				TempC: h1[last].TempC, ECCUncorrected: ptr[uint64](2), XIDs: ptr[uint64](3), LastXID: 79}, History: h1},
+		}}
+	}
+	n.SetHealth(view(2))
+	srv := serveFakeNode(t, n)
+	page(t, b, "the overview's health",
+		chromedp.Navigate(srv.URL+"/#/"),
+		waitFor(`document.querySelectorAll('#gpus .health .hcell').length === 6`),
+	)
+	type reading struct {
+		GPU, Metric, Text, Title string
+		Points                   int
+	}
+	read := func() []reading {
+		return eval[[]reading](t, b, `[...document.querySelectorAll('#gpus .health')].flatMap(el => [...el.querySelectorAll('[data-metric]:not(svg)')].map(m => ({
+			GPU: el.dataset.gpu, Metric: m.dataset.metric, Text: m.textContent, Title: m.title,
+			Points: Number(el.querySelector('svg[data-metric="' + m.dataset.metric + '"]')?.dataset.points ?? -1)})))`)
+	}
+	tests := []struct {
+		want  reading
+		title string
+	}{
+		{reading{GPU: "0", Metric: "utilPct", Text: "—", Points: 0}, "NVML_ERROR_NOT_SUPPORTED: NVML does not give it for this GPU in its mode"},
+		{reading{GPU: "0", Metric: "powerW", Text: "93 W", Points: 3}, "the board’s power draw, in watts"},
+		{reading{GPU: "0", Metric: "powerLimitW", Text: " of 700 W", Points: -1}, "the power limit the driver enforces: 700 W"},
+		{reading{GPU: "0", Metric: "tempC", Text: "33 °C", Points: 3}, "temperature, in degrees Celsius"},
+		{reading{GPU: "0", Metric: "eccUncorrected", Text: "ECC errors 0", Points: -1}, "uncorrectable (double-bit) ECC errors"},
+		{reading{GPU: "0", Metric: "xids", Text: "XID errors 0", Points: -1}, "since mmkd started"},
+		{reading{GPU: "1", Metric: "utilPct", Text: "42 %", Points: 3}, "a kernel ran on the GPU"},
+		{reading{GPU: "1", Metric: "powerW", Text: "300 W", Points: 3}, "power: 300 W"},
+		{reading{GPU: "1", Metric: "powerLimitW", Text: " of 700 W", Points: -1}, "700 W"},
+		{reading{GPU: "1", Metric: "tempC", Text: "57 °C", Points: 3}, "temperature: 57 °C"},
+		{reading{GPU: "1", Metric: "eccUncorrected", Text: "ECC errors 2", Points: -1}, "2 uncorrectable"},
+		{reading{GPU: "1", Metric: "xids", Text: "XID errors 3 (last: XID 79)", Points: -1}, "the latest was XID 79"},
+	}
+	got := read()
+	if len(got) != len(tests) {
+		t.Fatalf("%d readings, want %d: %+v", len(got), len(tests), got)
+	}
+	for i, tt := range tests {
+		g := got[i]
+		title := g.Title
+		g.Title = ""
+		if g != tt.want || !strings.Contains(title, tt.title) {
+			t.Errorf("reading %d\n got %+v (title %q)\nwant %+v (title with %q)", i, g, title, tt.want, tt.title)
+		}
+	}
+	if bad := eval[int](t, b, `document.querySelectorAll('#gpus .health .hv.bad').length`); bad != 2 {
+		t.Errorf("%d counts shown as bad, want GPU 1's ECC and XID errors", bad)
+	}
+	// A new sample: the charts grow by it.
+	n.SetHealth(view(3))
+	page(t, b, "a new sample",
+		waitFor(`document.querySelector('#gpus .health[data-gpu="1"] svg[data-metric="utilPct"]').dataset.points === '4'`),
+		waitFor(`document.querySelector('#gpus .health[data-gpu="1"] [data-metric="utilPct"]:not(svg)').textContent === '43 %'`),
+	)
+	checkPage(t, b, srv.URL, "")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// fakeHealth is what the dashboard shows of fake GPUs of seed and specs,
+// idle, read at time at: by GPU and reading, its text.
+func fakeHealth(t *testing.T, seed uint64, specs []fakegpu.GPUSpec, at time.Time) map[string]string {
+	t.Helper()
+	b, f, err := nvmlbackend.OpenFake(seed, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f.SetClock(func() time.Time { return at })
+	hs, err := b.Health()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, h := range hs {
+		k := strconv.Itoa(h.GPU) + " "
+		out[k+"utilPct"] = "—"
+		if h.UtilPct != nil {
+			out[k+"utilPct"] = strconv.Itoa(*h.UtilPct) + " %"
+		}
+		out[k+"powerW"] = strconv.FormatFloat(*h.PowerW, 'f', 0, 64) + " W"
+		out[k+"powerLimitW"] = " of " + strconv.FormatFloat(*h.PowerLimitW, 'f', 0, 64) + " W"
+		out[k+"tempC"] = strconv.Itoa(*h.TempC) + " °C"
+		out[k+"eccUncorrected"] = "ECC errors " + strconv.FormatUint(*h.ECCUncorrected, 10)
+		out[k+"xids"] = "XID errors " + strconv.FormatUint(*h.XIDs, 10)
+	}
+	return out
 }

@@ -18,6 +18,12 @@
 // them (memory per process, and utilisation samples of busy processes,
 // which NVML gives only without MIG: ERROR_NOT_SUPPORTED with it,
 // ERROR_NOT_FOUND when no process was busy since the caller's last sample).
+// Health queries answer as a GPU of the product would (health.go): GPU
+// utilisation from the busy processes (ERROR_NOT_SUPPORTED with MIG),
+// power and temperature rising with that load and moving with the
+// fake's clock (SetClock), ECC counters that AddECCErrors raises and a
+// reset clears (the volatile ones), and XID events that InjectXID
+// delivers to the event sets registered for them.
 //
 // Its rules are written independently of partitioner's layout checks, so
 // that tests of the planner against the fake check one against the other.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
@@ -29,13 +30,16 @@ type product struct {
 	name         string
 	major, minor int // CUDA compute capability
 	coresPerSM   int
+	// idleW is the board's draw with nothing running, limitW its default
+	// power limit (the SXM boards' TDP), in watts.
+	idleW, limitW uint32
 }
 
 var products = map[string]product{
-	"A100-40GB":  {"NVIDIA A100-SXM4-40GB", 8, 0, 64},
-	"A100-80GB":  {"NVIDIA A100-SXM4-80GB", 8, 0, 64},
-	"H100-80GB":  {"NVIDIA H100 80GB HBM3", 9, 0, 128},
-	"H200-141GB": {"NVIDIA H200", 9, 0, 128},
+	"A100-40GB":  {"NVIDIA A100-SXM4-40GB", 8, 0, 64, 55, 400},
+	"A100-80GB":  {"NVIDIA A100-SXM4-80GB", 8, 0, 64, 60, 400},
+	"H100-80GB":  {"NVIDIA H100 80GB HBM3", 9, 0, 128, 70, 700},
+	"H200-141GB": {"NVIDIA H200", 9, 0, 128, 75, 700},
 }
 
 // Fake is an in-memory NVML library holding a set of GPUs. It implements
@@ -49,6 +53,10 @@ type Fake struct {
 	gpus   []*gpu
 	serial uint64 // counts MIG devices ever made, for unique UUIDs
 	clock  uint64 // the driver's clock (µs) of utilisation samples
+	// now is the time the health readings are of (SetClock).
+	now func() time.Time
+	// sets are the event sets made by EventSetCreate and not freed.
+	sets []*eventSet
 }
 
 var _ nvml.Interface = (*Fake)(nil)
@@ -63,6 +71,9 @@ type gpu struct {
 	instances           []*gpuInstance // sorted by id
 	processes           []process
 	handle              *device
+	// ecc counts memory errors: corrected and uncorrected, since the
+	// last reset (volatile) and over the GPU's life (aggregate).
+	ecc struct{ corrected, uncorrected, aggCorrected, aggUncorrected uint64 }
 }
 
 type process struct {
@@ -77,7 +88,7 @@ type process struct {
 // UUIDs derived from seed so that runs are repeatable. It fails on an
 // unknown model or a layout that the GPU would refuse.
 func New(seed uint64, specs []GPUSpec) (*Fake, error) {
-	f := &Fake{seed: seed}
+	f := &Fake{seed: seed, now: time.Now}
 	for i, s := range specs {
 		m, err := partitioner.LookupModel(s.Model)
 		if err != nil {
@@ -243,6 +254,8 @@ func (f *Fake) ResetGPU(gpuIndex int) error {
 		return fmt.Errorf("GPU %d: %v: %d processes are running", gpuIndex, nvml.ERROR_IN_USE, len(g.processes))
 	}
 	g.migCurrent = g.migNext
+	// The volatile ECC counters start again, as at a driver reload.
+	g.ecc.corrected, g.ecc.uncorrected = 0, 0
 	return nil
 }
 

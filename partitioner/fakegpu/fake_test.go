@@ -245,11 +245,11 @@ func TestUnimplementedMethodsNameThemselves(t *testing.T) {
 	_, d := newFake(t, GPUSpec{Model: "H100-80GB"})
 	defer func() {
 		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), "GetTemperature") {
-			t.Errorf("recovered %v, want a panic naming GetTemperature", r)
+		if r == nil || !strings.Contains(fmt.Sprint(r), "GetFanSpeed") {
+			t.Errorf("recovered %v, want a panic naming GetFanSpeed", r)
 		}
 	}()
-	d.GetTemperature(nvml.TEMPERATURE_GPU)
+	d.GetFanSpeed()
 }
 
 // TestProcessUtilization: a sample of each busy process newer than the

@@ -24,6 +24,8 @@ type Backend struct {
 	// lastSample is the timestamp of the newest utilisation sample read
 	// of each GPU, by index (ProcessUsage).
 	lastSample map[int]uint64
+	// xids are the XID errors seen (Health).
+	xids xidWatch
 }
 
 var _ partitioner.Backend = (*Backend)(nil)
@@ -107,7 +109,10 @@ func OpenFake(seed uint64, gpus []fakegpu.GPUSpec) (*Backend, *fakegpu.Fake, err
 func (b *Backend) Name() string { return b.name }
 
 // Close shuts NVML down.
-func (b *Backend) Close() error { return check(b.lib.Shutdown(), "shut down NVML") }
+func (b *Backend) Close() error {
+	b.closeXIDs()
+	return check(b.lib.Shutdown(), "shut down NVML")
+}
 
 // GPUs lists the node's GPUs.
 func (b *Backend) GPUs() ([]partitioner.GPU, error) {

@@ -88,6 +88,21 @@ func TestDevices(t *testing.T) {
 					t.Errorf("usage of unmanaged GPU %d", d.GPU)
 				}
 			}
+			hr, ok := m.(partitioner.HealthReader)
+			if !ok {
+				t.Fatal("the restricted backend lost Health")
+			}
+			hs, err := hr.Health()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var healthOf []int
+			for _, h := range hs {
+				healthOf = append(healthOf, h.GPU)
+			}
+			if !slices.Equal(healthOf, tc.want) {
+				t.Errorf("health of GPUs %v, want %v", healthOf, tc.want)
+			}
 		})
 	}
 }

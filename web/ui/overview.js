@@ -1,16 +1,18 @@
 // The overview: the job counts, each GPU drawn to scale as its 7 compute
 // and 8 memory slices with its instances as blocks, their memory (used
 // and requested against the instance's) and their jobs' MPS shares as
-// bars, the jobs waiting for a place, and the kernel schedulers in
-// brief.
+// bars, each GPU's health (utilisation, power, temperature over the
+// last minutes, ECC and XID errors), the jobs waiting for a place, and
+// the kernel schedulers in brief.
 
-import {h, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge} from './dom.js';
+import {h, s, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge} from './dom.js';
 import {request} from './api.js';
 import {state, on, now} from './store.js';
 
-// How often the devices' measured memory is read (GET api/v1/usage)
-// while the overview shows.
-const USAGE_POLL_MS = 2000;
+// How often the devices' measured memory (GET api/v1/usage) and the
+// GPUs' health (GET api/v1/gpus/health) are read while the overview
+// shows.
+const POLL_MS = 2000;
 
 const COMPUTE_SLICES = 7;
 const MEMORY_SLICES = 8;
@@ -25,6 +27,12 @@ const cards = new Map();
 // samples no GPU use); polling says whether a poll loop runs.
 let usage = null;
 let polling = false;
+// health is the GPUs' health as read so far: the view's at, every and
+// window, and per GPU index its last readings and samples (oldest
+// first, at most the window's); healthOff says the daemon reads none.
+export const health = {at: '', every: 0, window: 0, gpus: new Map()};
+let healthOff = false;
+let usageOff = false;
 
 export const overview = {
   show() {
@@ -37,26 +45,64 @@ export const overview = {
   },
 };
 
-// pollUsage reads the devices' measured memory every USAGE_POLL_MS while
-// the overview shows; a daemon that samples none (503) is not asked
-// again.
+// pollUsage reads the devices' measured memory and the GPUs' health
+// (only the samples it lacks) every POLL_MS while the overview shows; a
+// daemon that samples either not (503) is not asked for it again.
 async function pollUsage() {
   if (polling) return;
   polling = true;
   try {
-    while (visible) {
-      try {
-        usage = await request('api/v1/usage');
-      } catch (e) {
-        usage = null;
-        if (e.status === 503) return;
-      }
+    while (visible && !(usageOff && healthOff)) {
+      await Promise.all([readUsage(), readHealth()]);
       renderMemory();
-      await new Promise((r) => setTimeout(r, USAGE_POLL_MS));
+      renderHealth();
+      await new Promise((r) => setTimeout(r, POLL_MS));
     }
   } finally {
     polling = false;
   }
+}
+
+async function readUsage() {
+  if (usageOff) return;
+  try {
+    usage = await request('api/v1/usage');
+  } catch (e) {
+    usage = null;
+    if (e.status === 503) usageOff = true;
+  }
+}
+
+async function readHealth() {
+  if (healthOff) return;
+  let v;
+  try {
+    v = await request('api/v1/gpus/health' + (health.at ? '?since=' + encodeURIComponent(health.at) : ''));
+  } catch (e) {
+    if (e.status === 503) healthOff = true;
+    return;
+  }
+  mergeHealth(v);
+}
+
+// mergeHealth adds a health view (its samples after what the page holds)
+// to what the page holds, dropping samples older than the window.
+export function mergeHealth(v) {
+  if (!v.at || v.at.startsWith('0001-')) return;
+  health.at = v.at;
+  health.every = v.everyNs;
+  health.window = v.windowNs;
+  const seen = new Set();
+  for (const g of v.gpus) {
+    seen.add(g.gpu);
+    const old = health.gpus.get(g.gpu);
+    const hist = (old ? old.history : []).concat(g.history || []);
+    const from = Date.parse(v.at) - v.windowNs / 1e6;
+    let cut = 0;
+    while (cut < hist.length && Date.parse(hist[cut].t) <= from) cut++;
+    health.gpus.set(g.gpu, {last: g, history: hist.slice(cut)});
+  }
+  for (const k of health.gpus.keys()) if (!seen.has(k)) health.gpus.delete(k);
 }
 
 function changed() {
@@ -120,6 +166,7 @@ function renderGPUs() {
   }
   for (const k of cards.keys()) if (!seen.has(k)) cards.delete(k);
   renderMemory();
+  renderHealth();
   // Move only what is out of place.
   list.forEach((el, i) => {
     if (box.children[i] !== el) box.insertBefore(el, box.children[i] || null);
@@ -173,7 +220,9 @@ function gpuCard(g, scheds) {
     title,
     h('div', {class: 'axis'}, h('span', {class: 'axis-label', text: 'compute'}), strip(computeOwner, 'compute')),
     h('div', {class: 'axis'}, h('span', {class: 'axis-label', text: 'memory'}), strip(memOwner, 'memory')),
-    h('div', {class: 'axis'}, h('span', {class: 'axis-label'}), blocks));
+    h('div', {class: 'axis'}, h('span', {class: 'axis-label'}), blocks),
+    // Its health, filled in by renderHealth as samples come.
+    h('div', {class: 'axis health-row', hidden: true}, h('span', {class: 'axis-label', text: 'health'}), h('div', {class: 'health', dataset: {gpu: g.index}})));
 }
 
 function instanceBlock(g, inst, k, sched) {
@@ -256,6 +305,86 @@ function renderMemory() {
         'Running (solid): ' + fmtMiB(m.used) + ', what its running jobs asked for (this daemon measures no GPU memory).\n') +
       'Requested (light): ' + fmtMiB(m.requested) + ', what its ' + jobs + (jobs === 1 ? ' placed job' : ' placed jobs') + ' asked for.';
   }
+}
+
+// The health charts: each reading's samples over the window, on a fixed
+// scale (utilisation 0-100 %, power 0 to the limit, temperature 0 to
+// 100 °C or the most seen).
+const CHART_W = 200;
+const CHART_H = 36;
+const NVML_WHY = {
+  NVML_ERROR_NOT_SUPPORTED: 'NVML does not give it for this GPU in its mode (GPU utilisation: not with MIG enabled)',
+  NVML_ERROR_NO_PERMISSION: 'mmkd may not read it',
+};
+
+// unknownWhy says why a reading is unknown, from the GPU's unknown map.
+function unknownWhy(g, field) {
+  const code = (g.unknown || {})[field] || '';
+  const known = Object.keys(NVML_WHY).find((k) => code.includes(k));
+  return 'unknown: NVML did not give it (' + (code || 'no reading') + (known ? ': ' + NVML_WHY[known] : '') + ')';
+}
+
+const METRICS = [
+  {key: 'utilPct', label: 'utilisation', unit: '%', fmt: (v) => v + ' %', top: () => 100,
+    what: 'percent of the last sample period (about a second) during which a kernel ran on the GPU (NVML utilisation.gpu)'},
+  {key: 'powerW', label: 'power', unit: 'W', fmt: (v) => v.toFixed(0) + ' W', top: (g, hist) => Math.max(g.powerLimitW || 0, ...hist.map((p) => p.powerW || 0), 1),
+    what: 'the board\u2019s power draw, in watts'},
+  {key: 'tempC', label: 'temperature', unit: '°C', fmt: (v) => v + ' °C', top: (g, hist) => Math.max(100, ...hist.map((p) => p.tempC || 0)),
+    what: 'the GPU die\u2019s temperature, in degrees Celsius'},
+];
+
+// renderHealth writes each GPU's health: its readings with their units,
+// a chart of each over the window, and its error counts.
+function renderHealth() {
+  const span = health.window >= 60e9 ? Math.round(health.window / 60e9) + ' minutes' : fmtDuration(health.window / 1e6);
+  for (const el of document.querySelectorAll('#gpus .health')) {
+    const hv = health.gpus.get(Number(el.dataset.gpu));
+    el.parentElement.hidden = !hv;
+    if (!hv) continue;
+    const g = hv.last;
+    const hist = hv.history;
+    const cells = METRICS.map((m) => {
+      const v = g[m.key];
+      const now = v === null || v === undefined ? h('span', {class: 'hv unknown', dataset: {metric: m.key}, text: '—', title: m.label + ' ' + unknownWhy(g, m.key)}) :
+        h('span', {class: 'hv', dataset: {metric: m.key}, text: m.fmt(v), title: m.label + ': ' + m.fmt(v) + ', ' + m.what + ' at ' + fmtTimeOf(health.at)});
+      const extra = m.key === 'powerW' && g.powerLimitW ? h('span', {class: 'muted', dataset: {metric: 'powerLimitW'}, text: ' of ' + g.powerLimitW.toFixed(0) + ' W',
+        title: 'the power limit the driver enforces: ' + g.powerLimitW.toFixed(0) + ' W'}) : null;
+      return h('div', {class: 'hcell'}, h('div', {class: 'hhead'}, h('span', {class: 'muted', text: m.label + ' '}), now, extra), chart(m, g, hist, span));
+    });
+    const ecc = g.eccUncorrected;
+    const xids = g.xids;
+    const counts = h('div', {class: 'hcounts'},
+      ecc === null || ecc === undefined ? h('span', {class: 'hv unknown', dataset: {metric: 'eccUncorrected'}, text: 'ECC errors —', title: 'uncorrectable ECC errors ' + unknownWhy(g, 'eccUncorrected')}) :
+        h('span', {class: 'hv' + (ecc > 0 ? ' bad' : ''), dataset: {metric: 'eccUncorrected'}, text: 'ECC errors ' + ecc,
+          title: ecc + ' uncorrectable (double-bit) ECC errors of the GPU\u2019s memory since the driver loaded (NVML\u2019s volatile count)'}),
+      xids === null || xids === undefined ? h('span', {class: 'hv unknown', dataset: {metric: 'xids'}, text: 'XID errors —', title: 'XID errors ' + unknownWhy(g, 'xids')}) :
+        h('span', {class: 'hv' + (xids > 0 ? ' bad' : ''), dataset: {metric: 'xids'}, text: 'XID errors ' + xids + (g.lastXid ? ' (last: XID ' + g.lastXid + ')' : ''),
+          title: xids + ' XID critical errors the driver reported for this GPU since mmkd started' + (g.lastXid ? '; the latest was XID ' + g.lastXid : '')}));
+    el.replaceChildren(...cells, counts);
+  }
+}
+
+const fmtTimeOf = (t) => {
+  const d = parseTime(t);
+  return d ? d.toLocaleTimeString() : '';
+};
+
+// chart is a reading's samples as a line over the window, on its scale.
+function chart(m, g, hist, span) {
+  const pts = hist.filter((p) => p[m.key] !== null && p[m.key] !== undefined);
+  const svg = s('svg', {class: 'hchart', viewBox: '0 0 ' + CHART_W + ' ' + CHART_H, preserveAspectRatio: 'none', role: 'img',
+    dataset: {metric: m.key, points: pts.length}});
+  const top = m.top(g, hist);
+  const vals = pts.map((p) => p[m.key]);
+  const range = vals.length ? m.fmt(Math.min(...vals)) + ' to ' + m.fmt(Math.max(...vals)) : 'no reading';
+  svg.append(s('title', {text: m.label + ' over the last ' + span + ' (' + pts.length + ' samples, ' + range + '; the chart\u2019s top is ' + m.fmt(top) + ')'}));
+  if (!pts.length) return svg;
+  const t1 = Date.parse(health.at);
+  const t0 = t1 - health.window / 1e6;
+  const x = (t) => ((Date.parse(t) - t0) / Math.max(1, t1 - t0)) * CHART_W;
+  const y = (v) => CHART_H - 1 - (Math.max(0, Math.min(v, top)) / top) * (CHART_H - 2);
+  svg.append(s('polyline', {class: 'hline ' + m.key, points: pts.map((p) => x(p.t).toFixed(1) + ',' + y(p[m.key]).toFixed(1)).join(' ')}));
+  return svg;
 }
 
 function renderWaiting() {

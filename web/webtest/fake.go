@@ -47,6 +47,7 @@ type FakeNode struct {
 	history    map[string][]node.UsageSample
 	slo        node.SLOView
 	sloHistory map[string][]node.SLOPoint
+	health     node.HealthView
 }
 
 // NewFakeNode returns an empty fake whose job logs live in logDir.

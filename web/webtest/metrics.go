@@ -16,7 +16,12 @@ import (
 // web/testdata/job-metrics.golden: each mmk_job_* metric with the labels
 // its series carry, "name{label,...}", sorted. A family without help is
 // an error.
-func JobMetrics(body string) ([]string, error) {
+func JobMetrics(body string) ([]string, error) { return Metrics(body, "mmk_job_") }
+
+// Metrics reads a /metrics body into the form of a golden list (as
+// JobMetrics): each metric whose name starts with prefix with the labels
+// its series carry, "name{label,...}", sorted.
+func Metrics(body, prefix string) ([]string, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
@@ -24,7 +29,7 @@ func JobMetrics(body string) ([]string, error) {
 	}
 	var out []string
 	for name, f := range families {
-		if !strings.HasPrefix(name, "mmk_job_") {
+		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
 		if f.GetHelp() == "" {
