@@ -831,3 +831,160 @@ func fakeHealth(t *testing.T, seed uint64, specs []fakegpu.GPUSpec, at time.Time
 	}
 	return out
 }
+
+// untitled lists, on the page shown, each number (a text with a digit,
+// in the header or the view shown) that has no tooltip (no title on it
+// or an element around it, nor a <title> in its SVG), and each decimal
+// that says no unit (STP, ×, %, GiB, MiB, W, °C, ms, s). Names, ids,
+// commands, logs and reasons are text, not numbers: links, code, the
+// name cells, the reasons, form fields and elements marked .ident are
+// left out.
+func untitled(t *testing.T, b *uitest.Browser) []string {
+	t.Helper()
+	return eval[[]string](t, b, `(() => {
+		const skip = 'a, pre, code, textarea, input, select, option, button, dialog, title, .ident, .prose, td.name, .wait-reason, ol.argv, ol.steps, .error, .result, .state, .kind';
+		const out = [];
+		const roots = [document.querySelector('header.top'), ...document.querySelectorAll('main > section.view:not([hidden])')];
+		for (const root of roots) {
+			const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+			for (let n = w.nextNode(); n; n = w.nextNode()) {
+				const text = n.textContent;
+				const el = n.parentElement;
+				if (!/\d/.test(text) || el.closest(skip) || !el.getClientRects().length) continue;
+				const where = text.trim() + ' in ' + el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.getAttribute('class') ? '.' + el.getAttribute('class').replace(/ /g, '.') : '') +
+					' (' + (el.closest('[id]') || {}).id + ')';
+				const tip = el.closest('[title]');
+				const svg = el.closest('svg');
+				if (!(tip && tip.title.trim() && root.contains(tip)) && !(svg && svg.querySelector(':scope > title'))) {
+					out.push('no tooltip: ' + where);
+					continue;
+				}
+				const ctx = (tip && root.contains(tip) ? tip : el).textContent;
+				if (/\d\.\d/.test(text) && !/(STP|×|%|GiB|MiB|KiB|\dW\b| W\b|°C|ms\b| s\b)/.test(ctx)) out.push('no unit: ' + where + ': ' + ctx);
+			}
+		}
+		return out;
+	})()`)
+}
+
+// TestDashboardNumbersHaveUnitsAndTooltips: every number the dashboard
+// shows, on every page, has a tooltip saying what it is, and each
+// quantity its unit: the predicted throughput and a reconfiguration's
+// gain in STP, a job's speed as a multiple of its speed alone, MPS
+// shares in %, memory in GiB or MiB, power in W, temperature in °C,
+// times with their dates (issue 37, item 8: "throughput 4.52" said no
+// unit, table cells no tooltip).
+func TestDashboardNumbersHaveUnitsAndTooltips(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	now := time.Now()
+	submit := func(name string, kind jobs.Kind, mem int64) jobs.Job {
+		j, _, err := n.Submit(context.Background(), jobs.Spec{Name: name, Command: []string{"python3", "train.py", "--epochs=90"}, Kind: kind, MemoryMiB: mem}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	train := submit("train-90", jobs.Offline, 8192)
+	serve := submit("serve-2", jobs.Online, 4096)
+	waits := submit("big-3", jobs.Offline, 100<<10)
+	done := submit("done-4", jobs.Offline, 2048)
+	gi1 := 1
+	for _, j := range []struct {
+		id  string
+		pct int
+		pid int
+	}{{train.ID, 60, 4242}, {serve.ID, 40, 4343}} {
+		if err := n.SetState(j.id, jobs.Running, "started"); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.SetPlacement(j.id, jobs.Placement{GPU: 0, GPUUUID: "GPU-aaa", Instance: 0, Profile: "4g.40gb", InstanceKey: "gpu0-4g.40gb-at0",
+			InstanceName: "gpu0/gi1", Device: "MIG-aaaa", MPSPercent: j.pct, Share: j.pct, Speed: 0.87, MemLimitMiB: 9011}, j.pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.SetState(done.ID, jobs.Succeeded, "exit status 0"); err != nil {
+		t.Fatal(err)
+	}
+	w := jobs.Wait{Class: node.WaitMemory, Reason: "needs 100 GiB; the most free is 20 GiB on GPU 1", Since: now.Add(-90 * time.Second), Position: 1}
+	if err := n.SetWait(waits.ID, w); err != nil {
+		t.Fatal(err)
+	}
+	n.SetPlan(node.PlanView{Decisions: 12, Total: 4.52, Waiting: []string{waits.ID}, WaitingTotal: 1,
+		WaitingJobs: []node.WaitingView{{ID: waits.ID, Name: waits.Spec.Name, Wait: w}},
+		GPUs: []node.GPUView{
+			{Index: 0, UUID: "GPU-aaa", Name: "NVIDIA H100 80GB HBM3", Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4", SMs: 132, MemoryMiB: 81559,
+				Instances: []node.InstanceView{
+					{Name: "gpu0/gi1", GI: &gi1, Index: 0, Key: "gpu0-4g.40gb-at0", Profile: "4g.40gb", Start: 0, Size: 4, ComputeSlices: 4, SMs: 64, MemoryMiB: 40448,
+						Device: "MIG-aaaa", MPS: true, RequestedMiB: 12288, RunningMiB: 12288, Jobs: []node.PlacedView{
+							{ID: train.ID, Name: train.Spec.Name, Kind: jobs.Offline, State: jobs.Running, Percent: 60, Speed: 0.87, MemoryMiB: 8192},
+							{ID: serve.ID, Name: serve.Spec.Name, Kind: jobs.Online, State: jobs.Running, Percent: 40, Speed: 0.95, MemoryMiB: 4096}}},
+					{Name: "gpu0/gi2", Index: 1, Key: "gpu0-3g.40gb-at4", Profile: "3g.40gb", Start: 4, Size: 4, ComputeSlices: 3, SMs: 60, MemoryMiB: 40448,
+						Device: "MIG-bbbb", Jobs: []node.PlacedView{}}}},
+			{Index: 1, UUID: "GPU-bbb", Name: "NVIDIA H200", Model: "H200-141GB", SMs: 132, MemoryMiB: 143771, Instances: []node.InstanceView{
+				{Name: "gpu1", Index: 0, Key: "gpu1", Size: 8, ComputeSlices: 7, SMs: 132, MemoryMiB: 143771, Device: "GPU-bbb", Jobs: []node.PlacedView{}}}},
+		}})
+	n.AddReconfig(jobs.Reconfig{GPU: 0, Cause: "arrival of job " + train.ID, From: "7g.80gb@0", To: "4g.40gb@0+3g.40gb@4",
+		Steps: []string{"destroy GPU instance 7g.80gb@0", "create GPU instance 4g.40gb@0"}, Started: []string{train.ID}, Gain: 0.35, Duration: 1234 * time.Millisecond})
+	n.SetSchedulers([]node.SchedView{{Instance: "gpu0-4g.40gb-at0", Name: "gpu0/gi1", Policy: "fikit+mmk",
+		Counters: server.Counters{Tasks: 2, Kernels: 123456, AtOnce: 120000, Held: 3456, Filled: 321, FailOpens: 2, Went: 1},
+		Queues:   [10]int{0, 0, 0, 0, 0, 17},
+		Tasks: []server.TaskView{{Name: "serve-2", PID: 4343, Priority: 0, Online: true, Free: true, Profiled: true},
+			{Name: "train-90", PID: 4242, Priority: 5, Held: 17}},
+		Timeline: []server.Span{{Task: "serve-2", Priority: 0, Start: now.Add(-2 * time.Second), End: now.Add(-1900 * time.Millisecond), Kernels: 10}}}})
+	n.SetUsage(node.UsageView{At: now, Every: time.Second, Jobs: []node.JobUsage{
+		{ID: train.ID, Name: train.Spec.Name, GPU: 0, GPUUUID: "GPU-aaa", Device: "MIG-aaaa", GPUInstance: 1, Profile: "4g.40gb",
+			Processes: 2, UsedMemoryMiB: 6000, PeakMemoryMiB: 7000, LimitMiB: 9011, At: now}},
+		Devices: []node.DeviceMemory{{Device: "MIG-aaaa", GPU: 0, GPUInstance: 1, Processes: 2, UsedMemoryMiB: 6000}}})
+	n.SetHealth(node.HealthView{At: now, Every: time.Second, Window: 10 * time.Minute, GPUs: []node.GPUHealthView{
+		{GPUHealth: partitioner.GPUHealth{GPU: 0, UUID: "GPU-aaa", PowerW: ptr(92.5), PowerLimitW: ptr(700.0), TempC: ptr(33), ECCUncorrected: ptr[uint64](0), XIDs: ptr[uint64](0),
+			Unknown: map[string]string{"utilPct": "NVML_ERROR_NOT_SUPPORTED", "memUtilPct": "NVML_ERROR_NOT_SUPPORTED"}},
+			History: []node.HealthSample{{At: now, PowerW: ptr(92.5), TempC: ptr(33)}}},
+		{GPUHealth: partitioner.GPUHealth{GPU: 1, UUID: "GPU-bbb", UtilPct: ptr(42), MemUtilPct: ptr(10), PowerW: ptr(300.4), PowerLimitW: ptr(700.0), TempC: ptr(57),
+			ECCUncorrected: ptr[uint64](0), XIDs: ptr[uint64](0)},
+			History: []node.HealthSample{{At: now, UtilPct: ptr(42), PowerW: ptr(300.4), TempC: ptr(57)}}},
+	}})
+	n.SetSLO(node.SLOView{Jobs: []node.JobSLO{{ID: serve.ID, Name: serve.Spec.Name, Instance: "gpu0/gi1", GPUInstance: 1, Target: "p99=25ms", BoundMs: 25,
+		Source: "reported", Requests: 300, Late: 3, Attainment: 0.99, RecentN: 100, RecentLate: 1, P50Ms: 7.25, PctMs: 18.5, State: "met",
+		Detail: "p99 18.5ms against 25ms", Rung: "hold", Live: true, At: now}}})
+	srv := serveFakeNode(t, n)
+
+	pages := []struct {
+		hash, ready string
+	}{
+		{"#/", `document.querySelectorAll('#gpus .health .hcell').length === 6 && document.querySelector('#waiting').textContent.includes('big-3') && document.querySelector('#sched-brief table') !== null`},
+		{"#/jobs", `document.querySelectorAll('#jobs-body tr').length === 4`},
+		{"#/jobs/" + train.ID, `document.querySelector('#job-details').textContent.includes('9011') || document.querySelector('#job-details').textContent.includes('8.8 GiB')`},
+		{"#/jobs/" + train.ID, `document.querySelector('#job-usage-chart polygon.mem') !== null && document.querySelectorAll('#job-events tr').length >= 2`},
+		{"#/jobs/" + serve.ID, `document.querySelector('#job-slo-chart polyline.pct') !== null`},
+		{"#/jobs/" + waits.ID, `document.querySelector('#job-details').textContent.includes('Queue position')`},
+		{"#/jobs/" + done.ID, `document.querySelector('#job-details').textContent.includes('succeeded')`},
+		{"#/sched", `document.querySelectorAll('article.sched').length === 1 && document.querySelectorAll('table.tasks tbody tr').length === 2`},
+		{"#/plan", `document.querySelectorAll('#plan-body tr').length === 3 && document.querySelectorAll('#reconfigs-body tr').length === 1`},
+	}
+	page(t, b, "load", chromedp.Navigate(srv.URL+"/"), waitFor(`document.querySelector('#conn').dataset.state === 'live'`))
+	for _, p := range pages {
+		page(t, b, p.hash, chromedp.Evaluate[chromedp.Void](`location.hash = `+jsString(p.hash)), waitFor(p.ready))
+		for _, u := range untitled(t, b) {
+			t.Errorf("%s: %s", p.hash, u)
+		}
+	}
+	// The units of the quantities named in the issue.
+	page(t, b, "overview", chromedp.Evaluate[chromedp.Void](`location.hash = '#/'`), waitFor(`document.querySelector('#summary').textContent.includes('throughput')`))
+	checks := []struct {
+		hash, expr, want string
+	}{
+		{"#/", `[...document.querySelectorAll('#summary .fact')].find(f => f.textContent.includes('throughput')).textContent`, "predicted throughput 4.52 STP"},
+		{"#/jobs", `document.querySelector('#jobs-body tr[data-job="` + train.ID + `"] td.mps').textContent`, "60 %"},
+		{"#/jobs/" + train.ID, `[...document.querySelectorAll('#job-details dt')].find(d => d.textContent === 'Predicted speed').nextElementSibling.textContent`, "0.87 × alone"},
+		{"#/plan", `document.querySelector('#reconfigs-body td.gain').textContent`, "+0.35 STP"},
+		{"#/plan", `document.querySelector('#plan-note').textContent`, "12 decisions · predicted throughput 4.52 STP · 1 waiting"},
+	}
+	for _, c := range checks {
+		page(t, b, c.hash, chromedp.Evaluate[chromedp.Void](`location.hash = `+jsString(c.hash)), waitFor(`(() => { try { return (`+c.expr+`) !== ''; } catch (e) { return false; } })()`))
+		if got := eval[string](t, b, c.expr); got != c.want {
+			t.Errorf("%s: %q, want %q", c.hash, got, c.want)
+		}
+	}
+	checkPage(t, b, srv.URL, "")
+}

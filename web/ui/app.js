@@ -44,6 +44,7 @@ function renderCounts() {
   for (const st of ['running', 'placed', 'pending', 'restarting']) if (c[st]) parts.push(c[st] + ' ' + st);
   parts.push(state.total + ' jobs');
   setText($('counts'), parts.join(' · '));
+  $('counts').title = 'jobs mmkd holds: ' + parts.join(', ') + ' in all, finished ones included';
 }
 
 on('snapshot', renderCounts);

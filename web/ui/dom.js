@@ -82,6 +82,14 @@ export function parseTime(t) {
 
 const two = (n) => String(n).padStart(2, '0');
 
+// timeTitle is a time's tooltip: the local date and time in full, and
+// UTC.
+export function timeTitle(t, what) {
+  const d = t instanceof Date ? t : parseTime(t);
+  if (!d) return '';
+  return (what ? what + ': ' : '') + d.toLocaleString() + ' (' + d.toISOString().replace('.000Z', 'Z') + ')';
+}
+
 // fmtTime writes a time as the browser's local "HH:MM:SS", with the date
 // when it is not today.
 export function fmtTime(t) {

@@ -2,7 +2,7 @@
 // its target (jobslo.js), its GPU use (jobusage.js), its events, its live
 // log, and a cancel button.
 
-import {h, $, setText, fmtMiB, fmtTime, fmtDuration, parseTime, stateClass, terminal, instanceLabel} from './dom.js';
+import {h, $, setText, fmtMiB, fmtTime, fmtDuration, parseTime, stateClass, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, readText} from './api.js';
 import {state, on, putJobs} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
@@ -101,42 +101,51 @@ function draw(j) {
   if (terminal(j.state)) confirmBox(false);
 
   const p = j.placement;
+  // Each row: its name, its value, and the value's tooltip; IDENT marks
+  // a value that is a name or text of the job's, not a number.
   const rows = [
-    ['State', [j.state, j.reason ? ' — ' : '', ...linkJobs(j.reason)]],
-    ['Type', j.spec.type],
-    ['Priority', j.priority],
-    ['Memory', fmtMiB(j.memoryMiB)],
-    ['GPU memory limit', p && p.memLimitMiB ? fmtMiB(p.memLimitMiB) + ' (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)' : '—'],
+    ['State', [j.state, j.reason ? ' — ' : '', ...linkJobs(j.reason)], 'its state and why it is in it'],
+    ['Type', j.spec.type, 'online: latency-critical, its kernels first; offline: throughput'],
+    ['Priority', j.priority, 'its priority, 0 (highest) to 9 (lowest)'],
+    ['Memory', fmtMiB(j.memoryMiB), 'the GPU memory it asked for: ' + j.memoryMiB + ' MiB'],
+    ['GPU memory limit', p && p.memLimitMiB ? fmtMiB(p.memLimitMiB) + ' (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT)' : '—',
+      p && p.memLimitMiB ? 'the device memory its MPS client may hold: ' + p.memLimitMiB + ' MiB, its memory plus the margin' : ''],
     // A claim job (Kubernetes) has no command: its claim and pods instead.
-    j.spec.claim ? ['Claim', j.spec.claim.namespace + '/' + j.spec.claim.name + ' for ' + ((j.spec.claim.pods || []).join(', ') || 'no pod yet')]
-      : ['Command', h('ol', {class: 'argv', start: 0, title: 'the argv, one argument per line'}, j.spec.command.map((a) => h('li', null, h('code', {text: a}))))],
-    ['Environment', j.spec.env ? h('code', {class: 'argv', text: Object.entries(j.spec.env).map(([k, v]) => k + '=' + v).join('\n')}) : '—'],
-    ['Working directory', j.spec.workdir || 'its own directory'],
-    ['Workload hint', j.spec.workload ? j.spec.workload.model + ' ' + j.spec.workload.mode + (j.spec.workload.batch ? ' bs' + j.spec.workload.batch : '') : '—'],
-    ['Task key', j.taskKey],
-    ['Instance', p ? instanceLabel(p) + (terminal(j.state) ? ' (last)' : '') : '—'],
-    ['MPS share', p && p.mpsPercent ? p.mpsPercent + ' %' : p ? 'none (MPS is off on this node)' : '—'],
-    ['Predicted speed', p ? p.speed.toFixed(2) : '—'],
-    ['Device', p ? p.device : '—'],
-    ['PID', j.pid || '—'],
-    ['Exit', j.exitCode === undefined ? '—' : j.exitCode + (j.signal ? ' (' + j.signal + ')' : '')],
-    ['Restarts', j.restarts],
-    ['Created', fmtTime(j.createdAt)],
-    ['Started', fmtTime(j.startedAt) || '—'],
-    ['Finished', fmtTime(j.finishedAt) || '—'],
-    ['Runtime', h('span', {id: 'job-runtime', text: runtime(j) || '—'})],
+    j.spec.claim ? ['Claim', j.spec.claim.namespace + '/' + j.spec.claim.name + ' for ' + ((j.spec.claim.pods || []).join(', ') || 'no pod yet'), IDENT]
+      : ['Command', h('ol', {class: 'argv', start: 0, title: 'the argv, one argument per line'}, j.spec.command.map((a) => h('li', null, h('code', {text: a})))), IDENT],
+    ['Environment', j.spec.env ? h('code', {class: 'argv', text: Object.entries(j.spec.env).map(([k, v]) => k + '=' + v).join('\n')}) : '—', IDENT],
+    ['Working directory', j.spec.workdir || 'its own directory', IDENT],
+    ['Workload hint', j.spec.workload ? j.spec.workload.model + ' ' + j.spec.workload.mode + (j.spec.workload.batch ? ' bs' + j.spec.workload.batch : '') : '—', IDENT],
+    ['Task key', j.taskKey, IDENT],
+    ['Instance', p ? instanceLabel(p) + (terminal(j.state) ? ' (last)' : '') : '—', IDENT],
+    ['MPS share', p && p.mpsPercent ? p.mpsPercent + ' %' : p ? 'none (MPS is off on this node)' : '—',
+      p && p.mpsPercent ? 'the percent of the instance\u2019s SMs its MPS client may use (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)' : ''],
+    ['Predicted speed', p ? p.speed.toFixed(2) + ' × alone' : '—',
+      'the predictor\u2019s estimate of its speed where it runs, as a multiple of its speed alone on a whole GPU (1 × alone: as fast as alone)'],
+    ['Device', p ? p.device : '—', IDENT],
+    ['PID', j.pid || '—', 'its process id on the node (its process group\u2019s)'],
+    ['Exit', j.exitCode === undefined ? '—' : j.exitCode + (j.signal ? ' (' + j.signal + ')' : ''), 'its exit status' + (j.signal ? ' and the signal that ended it' : '')],
+    ['Restarts', j.restarts, 'how many times mmk stopped and started it again (to re-share or move it)'],
+    ['Created', fmtTime(j.createdAt), timeTitle(j.createdAt, 'submitted')],
+    ['Started', fmtTime(j.startedAt) || '—', timeTitle(j.startedAt, 'started')],
+    ['Finished', fmtTime(j.finishedAt) || '—', timeTitle(j.finishedAt, 'finished')],
+    ['Runtime', h('span', {id: 'job-runtime', text: runtime(j) || '—'}), 'how long it ran' + (terminal(j.state) ? '' : ' so far')],
   ];
   if (j.wait && j.state === 'pending') {
     // What holds the job, as the placement loop's last decision found.
     const since = parseTime(j.wait.since);
     rows.splice(1, 0,
-      ['Waiting', j.wait.reason],
-      ['Waiting since', since ? fmtTime(since) + ' (' + fmtDuration(Date.now() - since.getTime()) + ')' : '—'],
-      ['Queue position', j.wait.position + ' of the waiting jobs']);
+      ['Waiting', j.wait.reason, 'what holds it, as the last placement decision found'],
+      ['Waiting since', since ? fmtTime(since) + ' (' + fmtDuration(Date.now() - since.getTime()) + ')' : '—', timeTitle(since, 'waiting since')],
+      ['Queue position', j.wait.position + ' of the waiting jobs', 'its place among the waiting jobs, in the order they are placed']);
   }
-  if (j.idempotencyKey) rows.push(['Idempotency key', j.idempotencyKey]);
-  $('job-details').replaceChildren(...rows.flatMap(([k, v]) => [h('dt', {text: k}), h('dd', null, v)]));
+  if (j.idempotencyKey) rows.push(['Idempotency key', j.idempotencyKey, IDENT]);
+  $('job-details').replaceChildren(...rows.flatMap(([k, v, tip]) => [h('dt', {text: k}),
+    h('dd', tip === IDENT ? {class: 'ident'} : {title: tip || null}, v)]));
 }
+
+// IDENT marks a detail that is a name or text, not a number.
+const IDENT = {};
 
 let eventsBusy = null;
 
@@ -152,8 +161,8 @@ async function loadEvents(cur) {
     const evs = await request('api/v1/jobs/' + encodeURIComponent(cur.id) + '/events', {signal: cur.ctrl.signal});
     if (cur === current) {
       $('job-events').replaceChildren(...evs.map((e) => h('tr', null,
-        h('td', {text: fmtTime(e.time)}), h('td', {text: e.from || ''}), h('td', null, h('span', {class: stateClass(e.to), text: e.to})),
-        h('td', null, linkJobs(e.reason)))));
+        h('td', {text: fmtTime(e.time), title: timeTitle(e.time)}), h('td', {text: e.from || ''}), h('td', null, h('span', {class: stateClass(e.to), text: e.to})),
+        h('td', {class: 'ident'}, linkJobs(e.reason)))));
     }
   } catch (e) {
     if (cur === current && e.name !== 'AbortError') showError(e.message);

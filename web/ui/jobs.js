@@ -5,7 +5,7 @@
 // touches only the rows of the jobs that changed (their cells' text), and
 // inserts or removes rows where a job enters or leaves the filter.
 
-import {h, $, setText, fmtMiB, fmtDuration, fmtTime, parseTime, stateClass, jobLink, terminal, instanceLabel} from './dom.js';
+import {h, $, setText, fmtMiB, fmtDuration, fmtTime, parseTime, stateClass, jobLink, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, APIError, idempotencyKey} from './api.js';
 import {state, on, now, putJobs} from './store.js';
 
@@ -190,6 +190,7 @@ function footer() {
   setText(more, left > 0 ? 'Show more (' + left + (older && filtered ? '+' : '') + ' more)' : 'Show more');
   $('jobs-empty').hidden = shown.length > 0;
   setText($('jobs-shown'), shown.length + ' shown' + (state.total ? ' of ' + state.total : ''));
+  $('jobs-shown').title = shown.length + ' rows shown; mmkd holds ' + state.total + ' jobs in all';
 }
 
 // fetchOlder asks the daemon for older jobs when the page holds fewer
@@ -224,8 +225,8 @@ function row(j) {
     state: h('span'),
     type: h('td'),
     prio: h('td', {class: 'num'}),
-    inst: h('td'),
-    mps: h('td', {class: 'num'}),
+    inst: h('td', {class: 'ident'}),
+    mps: h('td', {class: 'num mps'}),
     mem: h('td', {class: 'num'}),
     start: h('td'),
     runtime: h('td', {class: 'num'}),
@@ -252,11 +253,18 @@ function fill(r, j) {
   r.tr.dataset.state = j.state;
   setText(c.type, j.spec.type);
   setText(c.prio, j.priority);
+  c.prio.title = 'priority ' + j.priority + ' (0 highest, 9 lowest)';
   setText(c.inst, terminal(j.state) ? '' : instanceLabel(j.placement));
-  setText(c.mps, j.placement && !terminal(j.state) && j.placement.mpsPercent ? j.placement.mpsPercent : '');
+  c.inst.title = j.placement && !terminal(j.state) ? 'runs on ' + instanceLabel(j.placement) + ', device ' + j.placement.device : '';
+  const mps = j.placement && !terminal(j.state) && j.placement.mpsPercent;
+  setText(c.mps, mps ? mps + ' %' : '');
+  c.mps.title = mps ? 'its MPS share: ' + mps + ' % of the instance\u2019s SMs' : '';
   setText(c.mem, fmtMiB(j.memoryMiB));
+  c.mem.title = 'the GPU memory it asked for: ' + fmtMiB(j.memoryMiB) + (j.memoryMiB >= 1024 ? ' (' + j.memoryMiB + ' MiB)' : '');
   setText(c.start, fmtTime(j.startedAt));
+  c.start.title = timeTitle(j.startedAt, 'started');
   setText(c.runtime, runtime(j));
+  c.runtime.title = j.startedAt && !j.startedAt.startsWith('0001-') ? 'how long it ran' + (terminal(j.state) ? '' : ' so far') : '';
 }
 
 // linkJobs turns the job ids in a text ("arrival of job ID") into links

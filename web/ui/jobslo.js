@@ -59,6 +59,8 @@ function draw(v, j) {
     text += ' · ' + o.state + ' · measured by the ' + o.source + ' · offline jobs: ' + o.rung;
     if (!o.live) text += ' · (last seen)';
     setText($('job-slo-now'), text);
+    $('job-slo-now').title = 'its latency target and bound; the share of its requests within the bound since it connected, of how many; its latency now at the target\u2019s percentile and its median; ' +
+      'whether the target holds; who measured (the hook or the service); what the controller does to the offline jobs beside it';
     $('job-slo-now').dataset.state = o.state;
   }
   const hist = (v.history || []).filter((p) => p.requests > 0);
@@ -74,7 +76,8 @@ function chart(hist) {
   const y = (m) => H - PAD - (m / top) * (H - 2 * PAD);
   const line = (cls, key, title) =>
     s('polyline', {class: cls, points: hist.map((p) => x(p.time).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' ')}, s('title', {text: title}));
-  const out = [line('p50', 'p50Ms', 'median latency (ms)'), line('pct', 'pctMs', "latency at the target's percentile (ms)")];
+  const out = [s('title', {text: 'its request latency, a second at a time, in ms (the scale\u2019s top written at the left): at the target\u2019s percentile, the median, the bound; red dots: seconds with late requests'}),
+    line('p50', 'p50Ms', 'median latency (ms)'), line('pct', 'pctMs', "latency at the target's percentile (ms)")];
   const bound = hist.filter((p) => p.boundMs > 0);
   if (bound.length) {
     out.push(s('polyline', {class: 'bound', points: bound.map((p) => x(p.time).toFixed(1) + ',' + y(p.boundMs).toFixed(1)).join(' ')},

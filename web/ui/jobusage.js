@@ -50,6 +50,8 @@ function draw(v, j) {
     text += u.util ? ' · SM ' + u.smUtil + ' %, memory ' + u.memUtil + ' %' : ' · no utilisation (NVML gives none on a MIG instance or to an MPS client)';
     text += ' · ' + u.processes + (u.processes === 1 ? ' process' : ' processes');
     setText($('job-usage-now'), text);
+    $('job-usage-now').title = 'at the last sample (' + new Date(u.at).toLocaleTimeString() + '): the GPU memory its processes hold on its device' +
+      (limit ? ' against its MPS memory limit' : '') + ', the most they held in this run, the percent of time its kernels ran and its memory was read or written where NVML gives it, and its processes NVML lists';
   } else {
     setText($('job-usage-now'), hist.length ? 'not running: its last samples' : 'no sample (the job does not run)');
   }
@@ -66,6 +68,7 @@ function chart(hist, limit) {
   const yPct = (p) => H - PAD - (p / 100) * (H - 2 * PAD);
   const pts = hist.map((p) => x(p.t).toFixed(1) + ',' + yMem(p.usedMemoryMiB).toFixed(1));
   const out = [
+    s('title', {text: 'its GPU memory (MiB, the scale\u2019s top written at the left)' + (limit ? ' against its limit, dashed' : '') + ' and SM utilisation (%, 0 to 100) over its last ' + hist.length + ' samples'}),
     s('polygon', {class: 'mem', points: [PAD + ',' + (H - PAD), ...pts, x(hist[hist.length - 1].t).toFixed(1) + ',' + (H - PAD)].join(' ')},
       s('title', {text: 'memory of its processes (MiB)'})),
   ];

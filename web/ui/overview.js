@@ -5,7 +5,7 @@
 // last minutes, ECC and XID errors), the jobs waiting for a place, and
 // the kernel schedulers in brief.
 
-import {h, s, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge} from './dom.js';
+import {h, s, $, setText, fmtMiB, fmtDuration, parseTime, jobLink, badge, timeTitle} from './dom.js';
 import {request} from './api.js';
 import {state, on, now} from './store.js';
 
@@ -130,16 +130,19 @@ function render() {
 function renderSummary() {
   const c = state.counts || {};
   const chips = ['running', 'placed', 'pending', 'restarting', 'succeeded', 'failed', 'cancelled'].map((st) =>
-    h('a', {class: 'chip', href: '#/jobs?state=' + st}, badge(st), h('b', {text: c[st] || 0})));
+    h('a', {class: 'chip', href: '#/jobs?state=' + st, title: (c[st] || 0) + ' jobs ' + st + ' (a click lists them)'}, badge(st), h('b', {text: c[st] || 0})));
   const p = state.plan;
   const facts = [];
   if (p) {
-    facts.push(h('span', {class: 'fact'}, 'decisions ', h('b', {text: p.decisions})));
-    facts.push(h('span', {class: 'fact', title: 'predicted system throughput: the sum of the placed jobs\u2019 speeds (1 = alone on a whole GPU)'},
-      'throughput ', h('b', {text: (p.total || 0).toFixed(2)})));
+    facts.push(h('span', {class: 'fact', title: p.decisions + ' runs of the placement loop since mmkd started'}, 'decisions ', h('b', {text: p.decisions})));
+    facts.push(h('span', {class: 'fact', title: STP_TITLE}, 'predicted throughput ', h('b', {text: (p.total || 0).toFixed(2)}), ' STP'));
   }
   $('summary').replaceChildren(...chips, ...facts);
 }
+
+// STP_TITLE says what the predicted throughput is, and its unit.
+export const STP_TITLE = 'predicted system throughput (STP): the sum of the placed jobs\u2019 predicted speeds, each relative to the job alone on a whole GPU at 100 % ' +
+  '(the throughput ratio of an offline job, the inverse latency ratio of an online one): 1 STP is as much work as one job alone on a GPU';
 
 // schedKeys are the instance keys that have a kernel scheduler.
 function schedByKey() {
@@ -173,6 +176,7 @@ function renderGPUs() {
   });
   while (box.children.length > list.length) box.lastChild.remove();
   setText($('gpu-note'), p.gpus.length + ' on this node');
+  $('gpu-note').title = p.gpus.length + ' GPUs mmkd manages on this node (gpu.devices)';
   $('gpu-legend').hidden = false;
 }
 
@@ -213,9 +217,9 @@ function gpuCard(g, scheds) {
   }
 
   const title = h('div', {class: 'gpu-title'},
-    h('b', {text: 'GPU ' + g.index}), ' ', h('span', {text: g.name || g.model}),
-    h('span', {class: 'tag', text: g.mig ? 'MIG ' + (g.layout || '(no instance)') : 'no MIG'}),
-    h('span', {class: 'muted', text: g.sms + ' SMs · ' + fmtMiB(g.memoryMiB)}));
+    h('b', {class: 'ident', text: 'GPU ' + g.index, title: 'GPU ' + g.index + ' (NVML\u2019s index) ' + (g.uuid || '')}), ' ', h('span', {class: 'ident', text: g.name || g.model}),
+    h('span', {class: 'tag ident', text: g.mig ? 'MIG ' + (g.layout || '(no instance)') : 'no MIG', title: g.mig ? 'MIG on; its layout of GPU instances (profile@memory slice)' : 'MIG off: the GPU is one instance'}),
+    h('span', {class: 'muted', text: g.sms + ' SMs · ' + fmtMiB(g.memoryMiB), title: 'the GPU\u2019s ' + g.sms + ' streaming multiprocessors (SMs) and ' + fmtMiB(g.memoryMiB) + ' of memory'}));
   return h('article', {class: 'gpu', dataset: {gpu: g.index, layout: g.layout || 'whole'}},
     title,
     h('div', {class: 'axis'}, h('span', {class: 'axis-label', text: 'compute'}), strip(computeOwner, 'compute')),
@@ -230,10 +234,10 @@ function instanceBlock(g, inst, k, sched) {
   const what = g.mig ? inst.profile + '@' + inst.start : 'whole GPU';
   const used = inst.jobs.reduce((a, j) => a + (j.mpsPercent || 0), 0);
   const head = h('div', {class: 'inst-head'},
-    h('b', {text: inst.name}), ' ', h('span', {class: 'inst-what', text: what}),
+    h('b', {class: 'ident', text: inst.name}), ' ', h('span', {class: 'inst-what ident', text: what}),
     inst.mps ? h('span', {class: 'tag', title: 'an MPS daemon serves this instance', text: 'MPS'}) : null,
     sched ? h('span', {class: 'tag policy', title: 'kernel scheduler: ' + sched.policy, text: sched.policy}) : null,
-    h('span', {class: 'inst-meta', text: inst.sms + ' SMs · ' + fmtMiB(inst.memoryMiB)}));
+    h('span', {class: 'inst-meta', text: inst.sms + ' SMs · ' + fmtMiB(inst.memoryMiB), title: 'the instance\u2019s ' + inst.sms + ' SMs and ' + fmtMiB(inst.memoryMiB) + ' of GPU memory'}));
   // Its memory: used (solid) and requested (light) against its own;
   // renderMemory fills it in, as the plan and the samples change.
   const mem = h('div', {class: 'membar', dataset: {key: inst.key}},
@@ -395,6 +399,7 @@ function renderWaiting() {
   // The plan lists the first waiting jobs and counts them all.
   const total = Math.max(p.waitingTotal || 0, ids.length);
   setText($('waiting-count'), total ? total + ' pending without a place' : '');
+  $('waiting-count').title = total + ' pending jobs found no place at the last decision';
   // What holds each job, as the placement loop's last decision found.
   const why = new Map((p.waitingJobs || []).map((w) => [w.id, w]));
   const now = Date.now();
@@ -408,7 +413,8 @@ function renderWaiting() {
     if (since) facts.push('waiting ' + fmtDuration(now - since.getTime()));
     const reason = w ? w.wait.reason : (j && j.reason) || '';
     return h('li', null, jobLink(id, w ? w.name : j ? j.spec.name : id),
-      facts.length ? h('span', {class: 'muted', text: ' · ' + facts.join(' · ')}) : null,
+      facts.length ? h('span', {class: 'muted', text: ' · ' + facts.join(' · '),
+        title: (w ? 'its place in the queue (#' + w.wait.position + '), ' : '') + 'its type, the GPU memory it asked for' + (since ? ' and how long it has waited (since ' + timeTitle(since) + ')' : '')}) : null,
       reason ? h('div', {class: 'small wait-reason', text: reason}) : null);
   });
   if (total > WAITING_SHOWN) items.push(h('li', null, h('a', {href: '#/jobs?state=pending', text: 'and ' + (total - WAITING_SHOWN) + ' more'})));
@@ -430,10 +436,10 @@ function renderSchedBrief() {
     return h('tr', null,
       h('td', null, h('a', {href: '#/sched', text: sc.name || sc.instance})),
       h('td', {text: sc.policy}),
-      h('td', {class: 'num', text: tasks.length}),
-      h('td', {text: online.length ? online.map((t) => t.name).join(', ') : '—'}),
-      h('td', {class: 'num', text: held}),
-      h('td', {class: 'num', text: sc.counters.filled}));
+      h('td', {class: 'num', text: tasks.length, title: tasks.length + ' job processes connected to its kernel scheduler'}),
+      h('td', {class: 'ident', text: online.length ? online.map((t) => t.name).join(', ') : '—', title: 'the online tasks, whose kernels go first'}),
+      h('td', {class: 'num', text: held, title: held + ' kernel launches held now, waiting for their turn'}),
+      h('td', {class: 'num', text: sc.counters.filled, title: sc.counters.filled + ' held launches let go into an online task\u2019s idle gap since the scheduler started'}));
   });
   box.replaceChildren(h('table', {class: 'brief'},
     h('thead', null, h('tr', null, h('th', {text: 'Instance'}), h('th', {text: 'Policy'}), h('th', {class: 'num', text: 'Tasks'}),

@@ -2,9 +2,10 @@
 // history of reconfigurations (cause, MIG steps, jobs restarted and
 // started, cost).
 
-import {h, $, setText, fmtMiB, fmtTime, fmtDuration, jobLink} from './dom.js';
+import {h, $, setText, fmtMiB, fmtTime, fmtDuration, jobLink, timeTitle} from './dom.js';
 import {state, on} from './store.js';
 import {linkJobs} from './jobs.js';
+import {STP_TITLE} from './overview.js';
 
 const RECONFIGS_SHOWN = 200;
 
@@ -45,19 +46,22 @@ function render() {
 function renderLayout() {
   const p = state.plan;
   if (!p) return;
-  setText($('plan-note'), p.decisions + ' decisions · predicted throughput ' + (p.total || 0).toFixed(2) + ' · ' + Math.max(p.waitingTotal || 0, (p.waiting || []).length) + ' waiting');
+  const waiting = Math.max(p.waitingTotal || 0, (p.waiting || []).length);
+  setText($('plan-note'), p.decisions + ' decisions · predicted throughput ' + (p.total || 0).toFixed(2) + ' STP · ' + waiting + ' waiting');
+  $('plan-note').title = p.decisions + ' runs of the placement loop since mmkd started; ' + STP_TITLE + '; ' + waiting + ' pending jobs without a place';
   const rows = [];
   for (const g of p.gpus) {
     g.instances.forEach((inst, i) => {
-      const jobs = inst.jobs.length ? inst.jobs.flatMap((j, k) => [k ? ', ' : '', jobLink(j.id, j.name), j.mpsPercent ? ' ' + j.mpsPercent + ' %' : '']) : [h('span', {class: 'muted', text: 'idle'})];
+      const jobs = inst.jobs.length ? inst.jobs.flatMap((j, k) => [k ? ', ' : '', jobLink(j.id, j.name),
+        j.mpsPercent ? h('span', {text: ' ' + j.mpsPercent + ' %', title: j.name + '\u2019s MPS share: ' + j.mpsPercent + ' % of the instance\u2019s SMs'}) : '']) : [h('span', {class: 'muted', text: 'idle'})];
       rows.push(h('tr', {class: i === 0 ? 'first' : ''},
-        h('td', {text: i === 0 ? g.index : ''}),
-        h('td', {text: i === 0 ? g.model : ''}),
+        h('td', {text: i === 0 ? g.index : '', title: i === 0 ? 'GPU ' + g.index + ' (NVML\u2019s index)' : null}),
+        h('td', {class: 'ident', text: i === 0 ? g.model : ''}),
         h('td', {text: i === 0 ? (g.mig ? 'yes' : 'no') : ''}),
-        h('td', {text: i === 0 ? g.layout || 'whole GPU' : ''}),
-        h('td', {text: inst.name + ' · ' + (g.mig ? inst.profile + '@' + inst.start : 'whole GPU')}),
-        h('td', {class: 'num', text: inst.sms}),
-        h('td', {class: 'num', text: fmtMiB(inst.memoryMiB)}),
+        h('td', {class: 'ident', text: i === 0 ? g.layout || 'whole GPU' : ''}),
+        h('td', {class: 'ident', text: inst.name + ' · ' + (g.mig ? inst.profile + '@' + inst.start : 'whole GPU')}),
+        h('td', {class: 'num', text: inst.sms, title: 'the instance\u2019s ' + inst.sms + ' streaming multiprocessors'}),
+        h('td', {class: 'num', text: fmtMiB(inst.memoryMiB), title: 'the instance\u2019s GPU memory: ' + inst.memoryMiB + ' MiB'}),
         h('td', {text: inst.mps ? 'yes' : 'no'}),
         h('td', null, jobs)));
     });
@@ -75,15 +79,16 @@ function jobList(ids) {
 
 function reconfigRow(r) {
   return h('tr', {class: r.error ? 'failed' : ''},
-    h('td', {text: r.seq}),
-    h('td', {text: fmtTime(r.time)}),
-    h('td', {text: r.gpu}),
-    h('td', null, linkJobs(r.cause)),
+    h('td', {text: r.seq, title: 'reconfiguration ' + r.seq + ', in the order they happened'}),
+    h('td', {text: fmtTime(r.time), title: timeTitle(r.time)}),
+    h('td', {text: r.gpu, title: 'GPU ' + r.gpu + ' (NVML\u2019s index)'}),
+    h('td', {class: 'ident'}, linkJobs(r.cause)),
     h('td', null, h('code', {text: (r.from || '—') + ' → ' + (r.to || '—')})),
     h('td', null, r.steps && r.steps.length ? h('ol', {class: 'steps'}, r.steps.map((s) => h('li', {text: s}))) : '—',
       r.error ? h('div', {class: 'error', text: r.error}) : null),
     h('td', null, jobList(r.restarted)),
     h('td', null, jobList(r.started)),
-    h('td', {class: 'num', text: (r.gain || 0).toFixed(2)}),
-    h('td', {class: 'num', text: fmtDuration(r.durationNs / 1e6)}));
+    h('td', {class: 'num gain', text: ((r.gain || 0) >= 0 ? '+' : '') + (r.gain || 0).toFixed(2) + ' STP',
+      title: 'the predicted throughput it gained: ' + ((r.gain || 0) >= 0 ? '+' : '') + (r.gain || 0).toFixed(2) + ' STP (1 STP: one job alone on a GPU)'}),
+    h('td', {class: 'num', text: fmtDuration(r.durationNs / 1e6), title: 'how long applying it took (the MIG steps)'}));
 }

@@ -13,15 +13,17 @@ let windowMs = 5000;
 const ROW = 18;
 const LABEL = 150;
 
+// COUNTERS are the scheduler's counters shown: key, name, what it
+// counts (since the scheduler started).
 const COUNTERS = [
-  ['kernels', 'kernels seen'],
-  ['at_once', 'went at once'],
-  ['held', 'held'],
-  ['filled', 'filled into gaps'],
-  ['fail_opens', 'fail-opens'],
-  ['went', 'went unasked'],
-  ['unprofiled', 'unprofiled'],
-  ['quiet', 'tasks quiet (launches not reported)'],
+  ['kernels', 'kernels seen', 'kernel launches its tasks\u2019 hooks reported'],
+  ['at_once', 'went at once', 'launches let go at once, without waiting'],
+  ['held', 'held', 'launches held for a higher-priority task'],
+  ['filled', 'filled into gaps', 'held launches let go into a higher-priority task\u2019s idle gap'],
+  ['fail_opens', 'fail-opens', 'held launches the hook let go when the scheduler did not answer in time'],
+  ['went', 'went unasked', 'launches of held tasks the hook let go without a decision'],
+  ['unprofiled', 'unprofiled', 'launches whose kernel the task\u2019s profile lacks'],
+  ['quiet', 'tasks quiet (launches not reported)', 'tasks whose launches the policy needs not now: their hooks report none'],
 ];
 
 let visible = false;
@@ -89,13 +91,15 @@ function card(key, name) {
     canvas: h('canvas', {class: 'timeline', height: ROW * 2 + 22}),
   };
   const el = h('article', {class: 'sched', dataset: {instance: key}},
-    h('div', {class: 'sched-head'}, h('b', {text: name}), ' ', parts.policy, ' ', parts.summary),
+    h('div', {class: 'sched-head'}, h('b', {class: 'ident', text: name}), ' ', parts.policy, ' ', parts.summary),
     h('div', {class: 'sched-body'},
       h('div', null, h('h4', {text: 'Counters'}), parts.counters),
       h('div', null, h('h4', {text: 'Held now, per priority'}), parts.queues),
       h('div', {class: 'grow'}, h('h4', {text: 'Connected tasks'}),
         h('table', {class: 'tasks'},
-          h('thead', null, h('tr', null, ['Task', 'PID', 'Prio', 'Type', 'Held', 'Profile'].map((t) => h('th', {text: t})))),
+          h('thead', null, h('tr', null, [['Task', 'the job whose process connected'], ['PID', 'its process id'], ['Prio', 'its priority, 0 (highest) to 9'],
+            ['Type', 'online: its kernels first; offline'], ['Held', 'its launches held now'], ['Profile', 'whether its kernels\u2019 durations and gaps are profiled']]
+            .map(([t, tip]) => h('th', {text: t, title: tip})))),
           parts.tasks))),
     h('h4', {text: 'Kernels over the last seconds'}),
     parts.canvas);
@@ -109,8 +113,10 @@ function fill(c, sc) {
   const idle = !(sc.tasks || []).length && !(sc.timeline || []).length;
   c.el.classList.toggle('idle', idle);
   setText(p.summary, idle ? 'no task connected · ' + (sc.counters.kernels || 0).toLocaleString('en-US') + ' kernels seen' : '');
+  p.summary.title = idle ? 'kernel launches its tasks\u2019 hooks reported since it started' : '';
   if (idle) return;
-  p.counters.replaceChildren(...COUNTERS.flatMap(([k, label]) => [h('dt', {text: label}), h('dd', {text: (sc.counters[k] || 0).toLocaleString('en-US')})]));
+  p.counters.replaceChildren(...COUNTERS.flatMap(([k, label, what]) => [h('dt', {text: label, title: what}),
+    h('dd', {text: (sc.counters[k] || 0).toLocaleString('en-US'), title: (sc.counters[k] || 0).toLocaleString('en-US') + ' ' + what + (k === 'quiet' ? ' now' : ', since the scheduler started')})]));
   const tasks = sc.tasks || [];
   const queues = sc.queues || [];
   const top = Math.max(1, ...queues);
@@ -121,9 +127,9 @@ function fill(c, sc) {
       h('span', {class: 'qprio', text: prio}), h('span', {class: 'qtrack'}, bar), h('span', {class: 'qn', text: n}));
   }));
   p.tasks.replaceChildren(...(tasks.length ? tasks.map((t) => h('tr', null,
-    h('td', {text: t.name}), h('td', {text: t.pid}), h('td', {text: t.priority}),
+    h('td', {class: 'ident', text: t.name}), h('td', {text: t.pid, title: 'process id ' + t.pid}), h('td', {text: t.priority, title: 'priority ' + t.priority + ' (0 highest, 9 lowest)'}),
     h('td', null, h('span', {class: 'kind ' + (t.online ? 'online' : 'offline'), text: t.online ? 'online' : 'offline'}), t.free ? ' free' : '', t.quiet ? ' quiet' : ''),
-    h('td', {text: t.held}), h('td', {text: t.profiled ? 'yes' : 'no'}))) :
+    h('td', {text: t.held, title: t.held + ' of its launches held now'}), h('td', {text: t.profiled ? 'yes' : 'no'}))) :
     [h('tr', null, h('td', {colspan: 6, class: 'muted', text: 'none connected'}))]));
   drawTimeline(p.canvas, sc);
 }

@@ -363,3 +363,22 @@ func (f *FakeNode) Fail(err error) {
 	defer f.mu.Unlock()
 	f.fail = err
 }
+
+// SetPlacement gives a job a placement and a process, as the placement
+// loop and the runner would (the start time too, if it has none).
+func (f *FakeNode) SetPlacement(id string, p jobs.Placement, pid int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j, ok := f.jobs[id]
+	if !ok {
+		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	}
+	now := f.tick()
+	j.Placement, j.PID, j.UpdatedAt = &p, pid, now
+	if j.StartedAt.IsZero() {
+		j.StartedAt = now
+	}
+	f.feed.Set(j)
+	f.notifyLocked()
+	return nil
+}
