@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -290,6 +291,9 @@ func TestCancel(t *testing.T) {
 	pending := ts.submit(t, `{"command":["x"]}`)
 	done := ts.submit(t, `{"command":["x"]}`)
 	must(t, ts.node.SetState(done.ID, jobs.Succeeded, ""))
+	claim, _, err := ts.node.Submit(context.Background(), jobs.Spec{Name: "pod", Kind: jobs.Offline,
+		Claim: &jobs.Claim{Namespace: "ml", Name: "c", UID: "u-1", Instance: "gpu0"}}, "", nil)
+	must(t, err)
 	tests := []struct {
 		name, id, body string
 		status         int
@@ -299,6 +303,7 @@ func TestCancel(t *testing.T) {
 		{"pending, without a body", pending.ID, ``, 200, `"state":"cancelled"`},
 		{"cancelled already", running.ID, ``, 409, "cannot go from cancelled to cancelled"},
 		{"finished", done.ID, `{}`, 409, "cannot go from succeeded to cancelled"},
+		{"a claim job", claim.ID, ``, 409, "a claim job ends when Kubernetes unprepares its claim"},
 		{"unknown", "0000000000000000", ``, 404, "no such job"},
 		{"malformed id", "x", ``, 400, `"field":"id"`},
 		{"unknown body field", done.ID, `{"force":true}`, 400, `"field":"force"`},

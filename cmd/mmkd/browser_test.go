@@ -988,3 +988,88 @@ func TestDashboardNumbersHaveUnitsAndTooltips(t *testing.T) {
 	}
 	checkPage(t, b, srv.URL, "")
 }
+
+// TestDashboardOwnersAndBulkCancel: the jobs table names each job's
+// owner; jobs selected by their boxes (the header's box selects every
+// shown job that has not ended; an ended job's box is disabled) are
+// cancelled with one click and a confirmation, each through the cancel
+// API, and the one mmkd refuses (a Kubernetes claim job) is reported by
+// its id with the refusal (issue 37, item 8).
+func TestDashboardOwnersAndBulkCancel(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	alice := &jobs.Owner{UID: 1000, GID: 1000, Name: "alice"}
+	bob := &jobs.Owner{UID: 1001, GID: 1001}
+	submit := func(spec jobs.Spec, owner *jobs.Owner) jobs.Job {
+		j, _, err := n.Submit(context.Background(), spec, "", owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	cmd := []string{"sleep", "600"}
+	done := submit(jobs.Spec{Name: "done", Command: cmd, Kind: jobs.Offline}, alice)
+	run := submit(jobs.Spec{Name: "run", Command: cmd, Kind: jobs.Offline}, alice)
+	wait := submit(jobs.Spec{Name: "wait", Command: cmd, Kind: jobs.Online}, bob)
+	claim := submit(jobs.Spec{Name: "pod-claim", Kind: jobs.Offline,
+		Claim: &jobs.Claim{Namespace: "ml", Name: "gpu-claim", UID: "c-1", Instance: "gpu1", Pods: []string{"ml/trainer"}}}, nil)
+	for id, st := range map[string]jobs.State{done.ID: jobs.Succeeded, run.ID: jobs.Running, claim.ID: jobs.Running} {
+		if err := n.SetState(id, st, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serveFakeNode(t, n)
+	page(t, b, "the jobs",
+		chromedp.Navigate(srv.URL+"/#/jobs"),
+		waitFor(`document.querySelectorAll('#jobs-body tr').length === 4`),
+	)
+	type row struct {
+		Name, Owner, OwnerTitle string
+		Box                     bool
+	}
+	rows := eval[[]row](t, b, `[...document.querySelectorAll('#jobs-body tr')].map(tr => ({Name: tr.querySelector('td.name').textContent,
+		Owner: tr.querySelector('td.owner').textContent, OwnerTitle: tr.querySelector('td.owner').title, Box: !tr.querySelector('td.sel input').disabled}))`)
+	self := jobs.Self()
+	selfName := self.Name
+	if selfName == "" {
+		selfName = "uid " + strconv.Itoa(self.UID)
+	}
+	want := []row{
+		{"pod-claim", selfName, "runs as " + self.String() + ", gid " + strconv.Itoa(self.GID), true},
+		{"wait", "uid 1001", "runs as uid 1001, gid 1001", true},
+		{"run", "alice", "runs as alice (uid 1000), gid 1000", true},
+		{"done", "alice", "runs as alice (uid 1000), gid 1000", false},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("rows\n got %+v\nwant %+v", rows, want)
+	}
+	page(t, b, "select all and cancel",
+		chromedp.Click(chromedp.ID("jobs-all")),
+		waitFor(`!document.querySelector('#bulk').hidden && document.querySelector('#bulk-cancel').textContent === 'Cancel 3 selected jobs'`),
+		chromedp.Click(chromedp.ID("bulk-cancel")),
+		chromedp.WaitVisible(chromedp.ID("bulk-yes")),
+		chromedp.Click(chromedp.ID("bulk-yes")),
+		waitFor(`document.querySelector('#bulk-result').textContent.startsWith('Cancelled 2 of 3')`),
+		waitFor(`document.querySelector('#jobs-body tr[data-job="`+run.ID+`"]').dataset.state === 'cancelled'`),
+		waitFor(`document.querySelector('#jobs-body tr[data-job="`+wait.ID+`"]').dataset.state === 'cancelled'`),
+	)
+	result := eval[string](t, b, `document.querySelector('#bulk-result').textContent`)
+	for _, w := range []string{"Refused: " + claim.ID + " (pod-claim): ", "a claim job ends when Kubernetes unprepares its claim"} {
+		if !strings.Contains(result, w) {
+			t.Errorf("the result %q does not say %q", result, w)
+		}
+	}
+	for id, st := range map[string]jobs.State{run.ID: jobs.Cancelled, wait.ID: jobs.Cancelled, claim.ID: jobs.Running, done.ID: jobs.Succeeded} {
+		if j, err := n.Job(id); err != nil || j.State != st {
+			t.Errorf("job %s: %s %v, want %s", id, j.State, err, st)
+		}
+	}
+	if ev, _ := n.Events(run.ID); ev[len(ev)-1].Reason != "cancelled from the dashboard" {
+		t.Errorf("the cancel's reason: %q", ev[len(ev)-1].Reason)
+	}
+	// What stays selected: the refused job, whose box is still on.
+	if sel := eval[int](t, b, `document.querySelectorAll('#jobs-body td.sel input:checked').length`); sel != 1 {
+		t.Errorf("%d boxes still checked, want the refused job's", sel)
+	}
+	checkPage(t, b, srv.URL, "")
+}

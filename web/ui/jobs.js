@@ -1,4 +1,5 @@
-// The jobs table, its filters and the submission form.
+// The jobs table, its filters, the cancelling of the jobs selected in it
+// and the submission form.
 //
 // The table shows at most `cap` rows (100, "Show more" adds 100). It is
 // drawn whole only when it opens or a filter changes; a stream update
@@ -22,6 +23,9 @@ let matching = 0; // jobs held that match the filter
 let shown = []; // ids of the rows, newest first
 const rows = new Map(); // id -> {tr, cells}
 let fetchedFor = ''; // the filter and cap older jobs were last fetched for
+// selected are the ids of the jobs whose boxes are checked: shown, not
+// ended.
+const selected = new Set();
 
 export const jobsView = {
   show(params) {
@@ -69,7 +73,73 @@ export function initJobs() {
     $('submit').hidden = true;
   });
   $('submit').addEventListener('submit', submit);
+  $('jobs-all').addEventListener('change', () => {
+    const on = $('jobs-all').checked;
+    for (const id of shown) {
+      const j = state.jobs.get(id);
+      if (!j || terminal(j.state)) continue;
+      if (on) selected.add(id);
+      else selected.delete(id);
+      rows.get(id).cells.sel.checked = on;
+    }
+    updateBulk();
+  });
+  $('bulk-cancel').addEventListener('click', () => bulkConfirm(true));
+  $('bulk-no').addEventListener('click', () => bulkConfirm(false));
+  $('bulk-yes').addEventListener('click', cancelSelected);
   setInterval(tick, 1000);
+}
+
+// updateBulk shows "Cancel N selected jobs" while any is selected, and
+// the header's box checked when every selectable row shown is.
+function updateBulk() {
+  const n = selected.size;
+  $('bulk').hidden = n === 0;
+  if (n === 0) bulkConfirm(false);
+  setText($('bulk-cancel'), 'Cancel ' + n + ' selected ' + (n === 1 ? 'job' : 'jobs'));
+  $('bulk-cancel').title = 'cancel the jobs whose boxes are checked: ' + [...selected].join(', ');
+  const open = shown.filter((id) => {
+    const j = state.jobs.get(id);
+    return j && !terminal(j.state);
+  });
+  $('jobs-all').checked = open.length > 0 && open.every((id) => selected.has(id));
+}
+
+function bulkConfirm(open) {
+  $('bulk-cancel').hidden = open;
+  $('bulk-confirm').hidden = !open;
+}
+
+// cancelSelected cancels the selected jobs, one cancel request each (in
+// the table's order), and says which mmkd refused, by id, and why.
+async function cancelSelected() {
+  const ids = shown.filter((id) => selected.has(id)).concat([...selected].filter((id) => !shown.includes(id)));
+  const out = $('bulk-result');
+  out.hidden = false;
+  out.className = 'result';
+  $('bulk-yes').disabled = true;
+  const refused = [];
+  let done = 0;
+  try {
+    for (const id of ids) {
+      setText(out, 'Cancelling ' + (done + refused.length + 1) + ' of ' + ids.length + '…');
+      try {
+        const j = await request('api/v1/jobs/' + encodeURIComponent(id) + '/cancel', {method: 'POST', body: {reason: 'cancelled from the dashboard'}});
+        putJobs([j]);
+        selected.delete(id);
+        done++;
+      } catch (e) {
+        const j = state.jobs.get(id);
+        refused.push(id + (j ? ' (' + j.spec.name + ')' : '') + ': ' + e.message);
+      }
+    }
+  } finally {
+    $('bulk-yes').disabled = false;
+  }
+  out.className = 'result ' + (refused.length ? 'error' : 'ok');
+  setText(out, 'Cancelled ' + done + ' of ' + ids.length + '.' + (refused.length ? ' Refused: ' + refused.join('; ') : ''));
+  bulkConfirm(false);
+  updateBulk();
 }
 
 // mayWeSubmit shows "New job" only where mmkd would run the jobs it
@@ -129,8 +199,11 @@ function render() {
   shown = list.slice(0, cap).map((j) => j.id);
   const keep = new Set(shown);
   for (const id of rows.keys()) if (!keep.has(id)) rows.delete(id);
+  // Only shown jobs stay selected: a filter that hides one unselects it.
+  for (const id of selected) if (!keep.has(id)) selected.delete(id);
   $('jobs-body').replaceChildren(...shown.map((id) => row(state.jobs.get(id)).tr));
   footer();
+  updateBulk();
   fetchOlder();
 }
 
@@ -147,6 +220,7 @@ function update(changed) {
       rows.get(j.id)?.tr.remove();
       rows.delete(j.id);
       shown.splice(i, 1);
+      selected.delete(j.id);
       hole = true;
     } else if (m && i < cap) {
       const r = row(j);
@@ -164,6 +238,7 @@ function update(changed) {
   // A row left the filter: pull up the next ones (rare: a redraw).
   if (hole && shown.length < Math.min(cap, matching)) render();
   else footer();
+  updateBulk();
 }
 
 // position finds id in shown (newest first): its index and whether it is
@@ -221,7 +296,9 @@ function row(j) {
     return r;
   }
   const cells = {
+    sel: h('input', {type: 'checkbox', title: 'select ' + j.id + ' to cancel it with others'}),
     name: h('td', {class: 'name'}),
+    owner: h('td', {class: 'owner'}),
     state: h('span'),
     type: h('td'),
     prio: h('td', {class: 'num'}),
@@ -231,8 +308,13 @@ function row(j) {
     start: h('td'),
     runtime: h('td', {class: 'num'}),
   };
+  cells.sel.addEventListener('change', () => {
+    if (cells.sel.checked) selected.add(j.id);
+    else selected.delete(j.id);
+    updateBulk();
+  });
   const tr = h('tr', {dataset: {job: j.id}},
-    h('td', {class: 'id'}, jobLink(j.id)), cells.name, h('td', null, cells.state), cells.type, cells.prio,
+    h('td', {class: 'sel'}, cells.sel), h('td', {class: 'id'}, jobLink(j.id)), cells.name, cells.owner, h('td', null, cells.state), cells.type, cells.prio,
     cells.inst, cells.mps, cells.mem, cells.start, cells.runtime);
   r = {tr, cells, updatedAt: ''};
   rows.set(j.id, r);
@@ -246,6 +328,13 @@ function fill(r, j) {
   r.updatedAt = j.updatedAt;
   const c = r.cells;
   setText(c.name, j.spec.name);
+  const o = j.owner;
+  setText(c.owner, o ? o.name || 'uid ' + o.uid : 'mmkd\u2019s user');
+  c.owner.title = o ? 'runs as ' + (o.name ? o.name + ' (uid ' + o.uid + ')' : 'uid ' + o.uid) + ', gid ' + o.gid : 'runs as mmkd\u2019s user (submitted before owners were recorded)';
+  // An ended job cannot be cancelled: its box is off.
+  c.sel.disabled = terminal(j.state);
+  if (c.sel.disabled) selected.delete(j.id);
+  c.sel.checked = selected.has(j.id);
   c.name.title = j.spec.claim ? 'Kubernetes claim ' + j.spec.claim.namespace + '/' + j.spec.claim.name : j.spec.command.join(' ');
   setText(c.state, j.state);
   c.state.className = stateClass(j.state);

@@ -2,7 +2,8 @@
 // for tests of the API and of clients of it (mmkctl). The fake keeps the
 // contracts of the real node: it validates specs, honours idempotency
 // keys, lists newest first, refuses to cancel a finished job with a
-// *jobs.TransitionError, and answers unknown ids with jobs.ErrNotFound.
+// *jobs.TransitionError and a claim job with node.ErrClaimJob, and
+// answers unknown ids with jobs.ErrNotFound.
 // It runs no process: tests move jobs between states with SetState and
 // write their logs under LogPath. It runs jobs as their owners under the
 // real node's rule (node.MayRunAs), as a node with jobs.allow_root on
@@ -179,7 +180,8 @@ func (f *FakeNode) Events(id string) ([]jobs.Event, error) {
 }
 
 // Cancel moves a job to cancelled; a finished one is a
-// *jobs.TransitionError.
+// *jobs.TransitionError, a claim job node.ErrClaimJob (it ends when
+// Kubernetes releases its claim), as the real node answers.
 func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -189,6 +191,9 @@ func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
 	j, err := f.get(id)
 	if err != nil {
 		return jobs.Job{}, err
+	}
+	if j.IsClaim() {
+		return jobs.Job{}, fmt.Errorf("cancel job %s: %w", id, node.ErrClaimJob)
 	}
 	if !j.State.CanMove(jobs.Cancelled) {
 		return jobs.Job{}, &jobs.TransitionError{ID: id, From: j.State, To: jobs.Cancelled}
