@@ -15,6 +15,7 @@ func TestAuth(t *testing.T) {
 		status                   int
 	}{
 		{"liveness needs no token", "GET", "/healthz", "", 200},
+		{"nor does the sign-in's hint", "GET", "/api/v1/signin", "", 200},
 		{"readiness does", "GET", "/readyz", "", 401},
 		{"jobs without a token", "GET", "/api/v1/jobs", "", 401},
 		{"submit without a token", "POST", "/api/v1/jobs", "", 401},

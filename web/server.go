@@ -45,6 +45,10 @@ type Options struct {
 	// requires of a TCP caller (a caller on the Unix socket is known by
 	// its user, see auth.go).
 	Token string
+	// TokenFile is the file on the node that holds Token, where it came
+	// from one ("": the configuration's server.token): the sign-in
+	// (GET /api/v1/signin) names it.
+	TokenFile string
 	// TokenOwner is the user the jobs of a TCP caller run as (nil:
 	// mmkd's own user, jobs.Self).
 	TokenOwner *jobs.Owner
@@ -65,6 +69,7 @@ type Server struct {
 	node         Node
 	log          *slog.Logger
 	token        string
+	tokenFile    string
 	tokenOwner   jobs.Owner
 	allowedHosts []string
 	origins      *http.CrossOriginProtection
@@ -93,6 +98,7 @@ func New(opts Options) *Server {
 		node:       opts.Node,
 		log:        opts.Log,
 		token:      opts.Token,
+		tokenFile:  opts.TokenFile,
 		maxBody:    opts.MaxBodyBytes,
 		maxStreams: int32(opts.MaxStreams),
 		origins:    http.NewCrossOriginProtection(),
@@ -137,6 +143,8 @@ func (s *Server) routes() {
 	// token, which the page then asks for (ui.go).
 	e.GET("/", s.uiIndex)
 	e.GET("/ui/*file", s.uiAsset)
+	// Where the token is, for the dashboard's sign-in: never the token.
+	e.GET("/api/v1/signin", s.hostOnly, s.handle(s.signIn))
 
 	authed := e.Group("", s.auth)
 	authed.GET("/readyz", s.handle(s.readyz))

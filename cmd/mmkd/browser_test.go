@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -193,10 +194,18 @@ func TestDashboard(t *testing.T) {
 	d := startTokenDaemon(t, token)
 	origin := "http://" + d.addr
 
-	// The page loads; the stream's 401 brings up the token dialog.
+	// The page loads; the stream's 401 brings up the token dialog,
+	// which says where the token is: here the configuration's
+	// server.token (MMK_SERVER_TOKEN), not in a file.
 	page(t, b, "load and sign in",
 		chromedp.Navigate(origin+"/"),
 		chromedp.WaitVisible(chromedp.ID("token-input")),
+		waitFor(`document.querySelector('#token-why').textContent.includes('server.token')`),
+	)
+	if why := eval[string](t, b, `document.querySelector('#token-why').textContent`); strings.Contains(why, "Authorization") || strings.Contains(why, "token file") {
+		t.Errorf("the dialog says %q: want the setting named, not the API's error", why)
+	}
+	page(t, b, "sign in",
 		chromedp.SendKeys(chromedp.ID("token-input"), token),
 		chromedp.Click(chromedp.ID("token-go")),
 		waitFor(`document.querySelector('#conn').dataset.state === 'live'`),
@@ -1072,4 +1081,55 @@ func TestDashboardOwnersAndBulkCancel(t *testing.T) {
 		t.Errorf("%d boxes still checked, want the refused job's", sel)
 	}
 	checkPage(t, b, srv.URL, "")
+}
+
+// TestDashboardSignInNamesTheTokenFile: signing in to an mmkd that made
+// its own token, the dialog names the file on the node that holds it
+// (and how to read it), not the API's error; a wrong token is refused
+// in words, the file named again; the right one signs in (issue 37,
+// item 8: the dialog showed "this mmkd requires a token: send
+// Authorization: Bearer <token>").
+func TestDashboardSignInNamesTheTokenFile(t *testing.T) {
+	b := startBrowser(t)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, freeAddr(t))
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		_ = d.cmd.Wait()
+	})
+	file := filepath.Join(dir, "token")
+	tok, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := "http://" + d.addr
+	page(t, b, "the dialog",
+		chromedp.Navigate(origin+"/"),
+		chromedp.WaitVisible(chromedp.ID("token-input")),
+		waitFor(`document.querySelector('#token-why').textContent.includes(`+jsString(file)+`)`),
+	)
+	why := eval[string](t, b, `document.querySelector('#token-why').textContent`)
+	for _, w := range []string{"in the file " + file + " on the node", "cat " + file} {
+		if !strings.Contains(why, w) {
+			t.Errorf("the dialog says %q, want %q in it", why, w)
+		}
+	}
+	if strings.Contains(why, "Authorization") || strings.Contains(why, "Bearer") {
+		t.Errorf("the dialog shows the API's error: %q", why)
+	}
+	page(t, b, "a wrong token",
+		chromedp.SendKeys(chromedp.ID("token-input"), "not-the-token"),
+		chromedp.Click(chromedp.ID("token-go")),
+		waitFor(`document.querySelector('#token-why').textContent.startsWith('That token was not accepted.')`),
+		waitFor(`document.querySelector('#token-dialog').open`),
+	)
+	if why := eval[string](t, b, `document.querySelector('#token-why').textContent`); !strings.Contains(why, file) || strings.Contains(why, "not valid") {
+		t.Errorf("after a wrong token the dialog says %q: want the file named again, in words", why)
+	}
+	page(t, b, "the right token",
+		chromedp.SendKeys(chromedp.ID("token-input"), strings.TrimSpace(string(tok))),
+		chromedp.Click(chromedp.ID("token-go")),
+		waitFor(`document.querySelector('#conn').dataset.state === 'live'`),
+	)
+	checkPage(t, b, origin, strings.TrimSpace(string(tok)))
 }

@@ -27,12 +27,16 @@ func newAPI(cfg *configs.Config, backend partitioner.Backend, n *node.Node, log 
 	if err != nil {
 		return nil, err
 	}
+	tokenFile, err := cli.TokenFile(cfg)
+	if err != nil {
+		return nil, err
+	}
 	self := jobs.Self()
 	if self.UID == 0 && !cfg.Jobs.AllowRoot {
 		log.Info("jobs of root are refused (jobs.allow_root is off): submit over the socket as the user the job should run as",
 			"tcpCallersRunAs", self.String())
 	}
-	return web.New(web.Options{Backend: backend, Node: n, Log: log, Token: token, TokenOwner: &self,
+	return web.New(web.Options{Backend: backend, Node: n, Log: log, Token: token, TokenFile: tokenFile, TokenOwner: &self,
 		AllowedHosts: cfg.Server.AllowedHosts, MaxStreams: cfg.Server.MaxStreams, MaxBodyBytes: cfg.Server.MaxBodyBytes}), nil
 }
 

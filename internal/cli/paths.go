@@ -157,6 +157,20 @@ func ServerToken(c *configs.Config, log *slog.Logger) (string, error) {
 	return tok, nil
 }
 
+// TokenFile is the file mmkd keeps its token in, as an absolute path:
+// the data directory's token file, or "" where the token is the
+// configuration's (server.token).
+func TokenFile(c *configs.Config) (string, error) {
+	if c.Server.Token != "" {
+		return "", nil
+	}
+	path, err := tokenPath(c)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(path)
+}
+
 // tokenPath is the token file in the data directory.
 func tokenPath(c *configs.Config) (string, error) {
 	dir, err := DataDir(c)

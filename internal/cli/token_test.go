@@ -135,3 +135,28 @@ func writeToken(tok string, mode os.FileMode, uid int) func(*testing.T, string) 
 		}
 	}
 }
+
+// TestTokenFile: the file the dashboard's sign-in names is the data
+// directory's token file as an absolute path, and none where the token
+// is the configuration's.
+func TestTokenFile(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, dataDir, token, want string
+	}{
+		{"absolute data directory", "/var/lib/mmk", "", "/var/lib/mmk/token"},
+		{"relative data directory", ".run", "", filepath.Join(wd, ".run", "token")},
+		{"the configuration's token", "/var/lib/mmk", "0123456789abcdef0123", ""},
+	}
+	for _, tt := range tests {
+		c := &configs.Config{DataDir: tt.dataDir}
+		c.Server.Token = tt.token
+		got, err := TokenFile(c)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %q %v, want %q", tt.name, got, err, tt.want)
+		}
+	}
+}

@@ -1,9 +1,10 @@
 // The API client: every request carries the bearer token (kept in this
-// tab's sessionStorage, never in a URL); a 401 asks for the token and
-// retries. The live stream is read with fetch() and a ReadableStream
-// rather than EventSource, which cannot send an Authorization header.
+// tab's sessionStorage, never in a URL); a 401 asks for the token, saying
+// where it is on the node (GET api/v1/signin), and retries. The live
+// stream is read with fetch() and a ReadableStream rather than
+// EventSource, which cannot send an Authorization header.
 
-import {$, setText} from './dom.js';
+import {h, $} from './dom.js';
 
 const TOKEN_KEY = 'mmk.token';
 
@@ -39,8 +40,9 @@ export async function request(path, {method = 'GET', body, signal, raw = false, 
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (resp.status === 401) {
-      const e = await resp.json().catch(() => ({}));
-      await askToken(e.error || 'The token was refused.');
+      await resp.body?.cancel().catch(() => {});
+      // With a token sent, it was refused.
+      await askToken(hs.has('Authorization'));
       continue;
     }
     if (raw && resp.ok) return resp;
@@ -51,15 +53,49 @@ export async function request(path, {method = 'GET', body, signal, raw = false, 
 }
 
 let asking = null;
+// where is what the daemon said of where its token is (GET
+// api/v1/signin), once read.
+let where = null;
+
+// whereIsTheToken asks the daemon where its token is (served without
+// the token; never the token itself); an mmkd without the route: {}.
+async function whereIsTheToken() {
+  if (where) return where;
+  try {
+    const resp = await fetch('api/v1/signin', {cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer'});
+    if (resp.ok) where = await resp.json();
+  } catch (e) {
+    console.debug('mmk: sign-in hint:', e);
+  }
+  return where || {};
+}
+
+// explain says in the dialog where the token is, and that the one sent
+// was refused.
+function explain(w, refused) {
+  const parts = [refused ? 'That token was not accepted. ' : ''];
+  if (w.tokenFile) {
+    parts.push('This mmkd asks for its token, which it keeps in the file ', h('code', {id: 'token-file', text: w.tokenFile}),
+      ' on the node: show it there with ', h('code', {text: 'cat ' + w.tokenFile}), ' (as mmkd\u2019s user, or root) and paste it here.');
+  } else if (w.tokenSetting) {
+    parts.push('This mmkd asks for its token: the ', h('code', {text: w.tokenSetting}),
+      ' setting of its configuration (or MMK_SERVER_TOKEN in its environment). Paste it here.');
+  } else {
+    parts.push('This mmkd asks for its token. Paste it here.');
+  }
+  $('token-why').replaceChildren(...parts);
+}
 
 // askToken shows the token dialog (once, however many requests wait on
-// it) and resolves when a token is entered.
-export function askToken(why) {
+// it), saying where the token is and, when refused, that the one sent
+// was; it resolves when a token is entered.
+export function askToken(refused) {
   if (asking) return asking;
   const dlg = $('token-dialog');
   const form = $('token-form');
   const input = $('token-input');
-  setText($('token-why'), why);
+  explain(where || {}, refused);
+  if (!where) whereIsTheToken().then((w) => explain(w, refused));
   asking = new Promise((resolve) => {
     const done = (ev) => {
       ev.preventDefault();
