@@ -113,7 +113,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime $(FUZZTIME) ./hook/handshake
 	$(GO) test -run '^$$' -fuzz FuzzReadWindows -fuzztime $(FUZZTIME) ./bench/pareto
 
-## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium), kernel scheduling on through the fake hook
+## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium): the overview, GPU cards (memory bars, health), waiting jobs, jobs, a job, kernel schedulers (on, through the fake hook), plan
 screenshots: build hook-fakes
 	$(GO) run ./bench/screenshots -mmkd bin/mmkd -fakes $(FAKE_DIR) -o docs/img
 

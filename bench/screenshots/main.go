@@ -1,17 +1,21 @@
 // Command screenshots takes the dashboard's screenshots for the docs: it
 // starts mmkd on the fake GPUs of the embedded defaults (a fresh data
-// directory, a loopback port), submits a few jobs, opens the dashboard in
-// headless Chromium and saves PNGs of the overview, the jobs, a job's
-// page, the kernel schedulers and the plan. Then it cancels the jobs and
-// stops mmkd.
+// directory, a loopback port), submits a few jobs (some of which wait,
+// each for its reason), opens the dashboard in headless Chromium and
+// saves PNGs of the overview, the GPU cards (the instances' memory bars
+// and the GPUs' health, its charts once they hold some samples), the
+// waiting jobs with their reasons, the jobs, a job's page, the kernel
+// schedulers and the plan. Then it cancels the jobs and stops mmkd. The
+// PNGs are stored at the best compression.
 //
 //	go run ./bench/screenshots -o docs/img                               # builds mmkd first
 //	go run ./bench/screenshots -mmkd bin/mmkd -fakes bin/fake -o docs/img  # make screenshots
 //
 // With -fakes (the folder make hook-fakes fills: the hook, a fake CUPTI
-// and the replay job), kernel scheduling is on and some jobs replay
-// kernel traces through the hook, so that the kernel scheduler page has
-// tasks, counters and a timeline; without it, kernel scheduling is off.
+// and the replay job), kernel scheduling is on (policy fikit+mmk) and
+// some jobs replay kernel traces through the hook, so that the kernel
+// scheduler page has tasks, counters and a timeline; without it, kernel
+// scheduling is off.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -87,10 +92,17 @@ func run(out, mmkd, fakes string, width, height int) error {
 	ctx, cancel := context.WithTimeout(b.Ctx, 2*time.Minute)
 	defer cancel()
 	base := "http://" + d.addr + "/"
+	// Each shot: the file, the page, a script that sets it up, what it
+	// must show, and the element to take (empty: the window).
 	shots := []struct {
-		file, hash, setup, ready string
+		file, hash, setup, ready, element string
 	}{
-		{"overview.png", "#/", "", `document.querySelectorAll('article.gpu').length === 3 && document.querySelectorAll('.inst .bar').length >= 4`},
+		{"overview.png", "#/", "", `document.querySelectorAll('article.gpu').length === 3 && document.querySelectorAll('.inst .job').length >= 4 &&
+			document.querySelectorAll('#gpus .health .hcell').length === 9`, ""},
+		// The health charts once they hold a few seconds of samples.
+		{"gpus.png", "#/", "", `[...document.querySelectorAll('#gpus svg.hchart[data-metric="powerW"]')].every(s => Number(s.dataset.points) >= ` + fmt.Sprint(healthSamples) + `) &&
+			document.querySelectorAll('#gpus .membar[data-measured="true"]').length === 6`, "#gpus"},
+		{"waiting.png", "#/", "", `document.querySelectorAll('#waiting .wait-reason').length >= 3`, "#view-overview .two > div"},
 		// The table under the submission form, filled in.
 		{"jobs.png", "#/jobs", `document.getElementById('new-job').click();
 			document.getElementById('s-command').value = 'python3\ntrain.py\n--epochs=90';
@@ -98,12 +110,12 @@ func run(out, mmkd, fakes string, width, height int) error {
 			document.getElementById('s-memory').value = '12GiB';
 			document.getElementById('s-env').value = 'DATA=/data/imagenet';
 			document.getElementById('s-model').value = 'resnet50';
-			document.getElementById('s-batch').value = '64';`, `document.querySelectorAll('#jobs-body tr').length >= 6`},
-		{"job.png", "#/jobs/" + ids.logged, "", `document.querySelector('#job-log').textContent.includes('epoch 30') && document.querySelectorAll('#job-events tr').length >= 3`},
+			document.getElementById('s-batch').value = '64';`, `document.querySelectorAll('#jobs-body tr').length >= 6`, ""},
+		{"job.png", "#/jobs/" + ids.logged, "", `document.querySelector('#job-log').textContent.includes('epoch 30') && document.querySelectorAll('#job-events tr').length >= 3`, ""},
 		// One second: single kernels, the online task's first.
 		{"kernelsched.png", "#/sched", `const w = document.getElementById('sched-window'); w.value = '1000'; w.dispatchEvent(new Event('change'));`,
-			`document.querySelectorAll('article.sched').length > 0 || document.querySelector('#scheds .empty') !== null`},
-		{"plan.png", "#/plan", "", `document.querySelectorAll('#plan-body tr').length >= 6`},
+			`document.querySelectorAll('article.sched').length > 0 || document.querySelector('#scheds .empty') !== null`, ""},
+		{"plan.png", "#/plan", "", `document.querySelectorAll('#plan-body tr').length >= 6`, ""},
 	}
 	// The page asks for mmkd's token; it keeps it in the tab's
 	// sessionStorage, where it is put before the page loads again.
@@ -121,7 +133,7 @@ func run(out, mmkd, fakes string, width, height int) error {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = `+jsString(s.hash)+`;`+s.setup)); err != nil {
 			return err
 		}
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](s.ready, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](s.ready, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 			return fmt.Errorf("%s: the page did not show what it should: %w", s.file, err)
 		}
 		if s.file == "kernelsched.png" {
@@ -133,9 +145,16 @@ func run(out, mmkd, fakes string, width, height int) error {
 		}
 		// Let the last update paint.
 		time.Sleep(300 * time.Millisecond)
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		shot := chromedp.CaptureScreenshot()
+		if s.element != "" {
+			shot = chromedp.Screenshot(chromedp.CSS(s.element))
+		}
+		png, err := chromedp.Run(ctx, shot)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", s.file, err)
+		}
+		if png, err = recompress(png); err != nil {
+			return fmt.Errorf("%s: %w", s.file, err)
 		}
 		p := filepath.Join(out, s.file)
 		if err := os.WriteFile(p, png, 0o644); err != nil {
@@ -150,6 +169,28 @@ func run(out, mmkd, fakes string, width, height int) error {
 		return fmt.Errorf("the page reported problems: %v", p)
 	}
 	return nil
+}
+
+// healthSamples is how many samples of the GPUs' health the charts of
+// gpus.png hold: some seconds of the fake GPUs' power and temperature.
+const healthSamples = 20
+
+// recompress encodes a PNG again at the best compression (Chromium's
+// are larger); it keeps the original where that is smaller.
+func recompress(b []byte) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("read the screenshot: %w", err)
+	}
+	var out bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&out, img); err != nil {
+		return nil, fmt.Errorf("write the screenshot: %w", err)
+	}
+	if out.Len() >= len(b) {
+		return b, nil
+	}
+	return out.Bytes(), nil
 }
 
 func jsString(s string) string {
@@ -181,8 +222,10 @@ func startMMKD(bin, dir, fakes string) (*daemon, error) {
 		if err != nil {
 			return nil, err
 		}
+		// fikit+mmk rather than the default fifo (whose hooks report
+		// nothing): the page shows what a kernel policy does.
 		cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=true", "MMK_KERNELSCHED_HOOK="+filepath.Join(abs, "libmmkhook.so"),
-			"MMK_KERNELSCHED_CUPTI="+filepath.Join(abs, "libfakecupti.so"), "MMK_JOBS_ALLOW_ROOT=true")
+			"MMK_KERNELSCHED_CUPTI="+filepath.Join(abs, "libfakecupti.so"), "MMK_KERNELSCHED_POLICY=fikit+mmk", "MMK_JOBS_ALLOW_ROOT=true")
 	}
 	d := &daemon{cmd: cmd, addr: addr, log: &bytes.Buffer{}}
 	cmd.Stderr = d.log
@@ -325,6 +368,10 @@ func (d *daemon) submitDemo(tmp, fakes string) (demo, error) {
 		{"name": "preprocess", "type": "offline", "memory": "2GiB", "command": []string{"sh", "-c", "echo tokenising shards; sleep 0.2; echo done"}},
 		{"name": "broken-config", "type": "offline", "memory": "2GiB", "command": []string{"sh", "-c", "echo 'config.yaml: no such file' >&2; exit 3"}},
 		{"name": "llm-train-xxl", "type": "offline", "memory": "130GiB", "command": long},
+		// Larger than any H100 instance, and the H200 is full: they wait,
+		// each saying so.
+		{"name": "vit-huge-train", "type": "offline", "memory": "48GiB", "command": long},
+		{"name": "sdxl-serve", "type": "online", "memory": "44GiB", "command": long},
 	}
 	// First two jobs too large for an H100 instance: they share the
 	// H200, the online one's kernels first.

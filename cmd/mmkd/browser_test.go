@@ -806,6 +806,15 @@ func TestDashboardGPUHealth(t *testing.T) {
 		waitFor(`document.querySelector('#gpus .health[data-gpu="1"] svg[data-metric="utilPct"]').dataset.points === '4'`),
 		waitFor(`document.querySelector('#gpus .health[data-gpu="1"] [data-metric="utilPct"]:not(svg)').textContent === '43 %'`),
 	)
+	// A chart spans the samples held (here 3 s, not the 10 minutes of
+	// the window): from its left edge to its right.
+	xs := eval[[]float64](t, b, `[...document.querySelector('#gpus .health[data-gpu="1"] svg[data-metric="utilPct"] polyline').points].map(p => p.x)`)
+	if len(xs) != 4 || xs[0] != 0 || xs[3] != 200 {
+		t.Errorf("the chart's points at x %v, want 4 from 0 to 200", xs)
+	}
+	if title := eval[string](t, b, `document.querySelector('#gpus .health[data-gpu="1"] svg[data-metric="utilPct"] title').textContent`); !strings.HasPrefix(title, "utilisation over the last 3 s (4 samples, 40 % to 43 %") {
+		t.Errorf("the chart's title %q", title)
+	}
 	checkPage(t, b, srv.URL, "")
 }
 

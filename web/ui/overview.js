@@ -311,9 +311,10 @@ function renderMemory() {
   }
 }
 
-// The health charts: each reading's samples over the window, on a fixed
-// scale (utilisation 0-100 %, power 0 to the limit, temperature 0 to
-// 100 °C or the most seen).
+// The health charts: each reading's samples over the window, on a scale
+// that fits them (utilisation 0-100 %; power and temperature from below
+// the least to above the most seen, at least `span` wide), written
+// beside the chart.
 const CHART_W = 200;
 const CHART_H = 36;
 const NVML_WHY = {
@@ -329,31 +330,46 @@ function unknownWhy(g, field) {
 }
 
 const METRICS = [
-  {key: 'utilPct', label: 'utilisation', unit: '%', fmt: (v) => v + ' %', top: () => 100,
+  {key: 'utilPct', label: 'utilisation', unit: '%', fmt: (v) => v + ' %', fixed: [0, 100],
     what: 'percent of the last sample period (about a second) during which a kernel ran on the GPU (NVML utilisation.gpu)'},
-  {key: 'powerW', label: 'power', unit: 'W', fmt: (v) => v.toFixed(0) + ' W', top: (g, hist) => Math.max(g.powerLimitW || 0, ...hist.map((p) => p.powerW || 0), 1),
+  {key: 'powerW', label: 'power', unit: 'W', fmt: (v) => v.toFixed(0) + ' W', span: 20,
     what: 'the board\u2019s power draw, in watts'},
-  {key: 'tempC', label: 'temperature', unit: '°C', fmt: (v) => v + ' °C', top: (g, hist) => Math.max(100, ...hist.map((p) => p.tempC || 0)),
+  {key: 'tempC', label: 'temperature', unit: '°C', fmt: (v) => v + ' °C', span: 10,
     what: 'the GPU die\u2019s temperature, in degrees Celsius'},
 ];
 
+// scale is a chart's range: fixed, or around the values seen, at least
+// the metric's span wide, on round numbers, not below 0.
+function scale(m, vals) {
+  if (m.fixed) return m.fixed;
+  const lo = Math.min(...vals);
+  const hi = Math.max(...vals);
+  const mid = (lo + hi) / 2;
+  const half = Math.max(m.span, (hi - lo) * 1.2) / 2;
+  const step = m.span / 2;
+  const a = Math.max(0, Math.floor((mid - half) / step) * step);
+  return [a, Math.max(a + m.span, Math.ceil((mid + half) / step) * step)];
+}
+
 // renderHealth writes each GPU's health: its readings with their units,
-// a chart of each over the window, and its error counts.
+// a chart of each over the samples held (the window, or less since mmkd
+// started), and its error counts.
 function renderHealth() {
-  const span = health.window >= 60e9 ? Math.round(health.window / 60e9) + ' minutes' : fmtDuration(health.window / 1e6);
   for (const el of document.querySelectorAll('#gpus .health')) {
     const hv = health.gpus.get(Number(el.dataset.gpu));
     el.parentElement.hidden = !hv;
     if (!hv) continue;
     const g = hv.last;
     const hist = hv.history;
+    const ms = hist.length ? Date.parse(health.at) - Date.parse(hist[0].t) : 0;
+    const span = ms >= 60e3 ? Math.round(ms / 60e3) + (Math.round(ms / 60e3) === 1 ? ' minute' : ' minutes') : fmtDuration(ms);
     const cells = METRICS.map((m) => {
       const v = g[m.key];
       const now = v === null || v === undefined ? h('span', {class: 'hv unknown', dataset: {metric: m.key}, text: '—', title: m.label + ' ' + unknownWhy(g, m.key)}) :
         h('span', {class: 'hv', dataset: {metric: m.key}, text: m.fmt(v), title: m.label + ': ' + m.fmt(v) + ', ' + m.what + ' at ' + fmtTimeOf(health.at)});
       const extra = m.key === 'powerW' && g.powerLimitW ? h('span', {class: 'muted', dataset: {metric: 'powerLimitW'}, text: ' of ' + g.powerLimitW.toFixed(0) + ' W',
         title: 'the power limit the driver enforces: ' + g.powerLimitW.toFixed(0) + ' W'}) : null;
-      return h('div', {class: 'hcell'}, h('div', {class: 'hhead'}, h('span', {class: 'muted', text: m.label + ' '}), now, extra), chart(m, g, hist, span));
+      return h('div', {class: 'hcell'}, h('div', {class: 'hhead'}, h('span', {class: 'muted', text: m.label + ' '}), now, extra), ...chart(m, hist, span));
     });
     const ecc = g.eccUncorrected;
     const xids = g.xids;
@@ -373,22 +389,28 @@ const fmtTimeOf = (t) => {
   return d ? d.toLocaleTimeString() : '';
 };
 
-// chart is a reading's samples as a line over the window, on its scale.
-function chart(m, g, hist, span) {
+// chart is a reading's samples as a line from the oldest sample held to
+// the last, on its scale, and the scale written beside it.
+function chart(m, hist, span) {
   const pts = hist.filter((p) => p[m.key] !== null && p[m.key] !== undefined);
   const svg = s('svg', {class: 'hchart', viewBox: '0 0 ' + CHART_W + ' ' + CHART_H, preserveAspectRatio: 'none', role: 'img',
     dataset: {metric: m.key, points: pts.length}});
-  const top = m.top(g, hist);
   const vals = pts.map((p) => p[m.key]);
-  const range = vals.length ? m.fmt(Math.min(...vals)) + ' to ' + m.fmt(Math.max(...vals)) : 'no reading';
-  svg.append(s('title', {text: m.label + ' over the last ' + span + ' (' + pts.length + ' samples, ' + range + '; the chart\u2019s top is ' + m.fmt(top) + ')'}));
-  if (!pts.length) return svg;
+  if (!vals.length) {
+    svg.append(s('title', {text: m.label + ': no reading'}));
+    return [svg];
+  }
+  const [lo, hi] = scale(m, vals);
+  const range = m.fmt(Math.min(...vals)) + ' to ' + m.fmt(Math.max(...vals));
+  svg.append(s('title', {text: m.label + ' over the last ' + span + ' (' + pts.length + ' samples, ' + range + '; the chart from ' + m.fmt(lo) + ' to ' + m.fmt(hi) + ')'}));
   const t1 = Date.parse(health.at);
-  const t0 = t1 - health.window / 1e6;
+  const t0 = Math.max(t1 - health.window / 1e6, Date.parse(hist[0].t));
   const x = (t) => ((Date.parse(t) - t0) / Math.max(1, t1 - t0)) * CHART_W;
-  const y = (v) => CHART_H - 1 - (Math.max(0, Math.min(v, top)) / top) * (CHART_H - 2);
+  const y = (v) => CHART_H - 1 - ((Math.max(lo, Math.min(v, hi)) - lo) / (hi - lo)) * (CHART_H - 2);
   svg.append(s('polyline', {class: 'hline ' + m.key, points: pts.map((p) => x(p.t).toFixed(1) + ',' + y(p[m.key]).toFixed(1)).join(' ')}));
-  return svg;
+  const sc = h('span', {class: 'hscale', text: m.fmt(lo).replace(' ' + m.unit, '') + '–' + m.fmt(hi),
+    title: 'the chart\u2019s scale: from ' + m.fmt(lo) + ' at its foot to ' + m.fmt(hi) + ' at its top'});
+  return [svg, sc];
 }
 
 function renderWaiting() {
