@@ -15,7 +15,7 @@ all: build
 # VERSION is what mmkd --version and mmkctl --version print and the .deb's
 # version (packaging/version.sh: the tag, else 0.0~gitDATE.HASH).
 VERSION ?= $(shell packaging/version.sh)
-LDFLAGS = -X github.com/mmkgpu/mmk/internal/buildinfo.version=$(VERSION)
+LDFLAGS = -X github.com/mmkgpu/mmk/cmd/internal/buildinfo.version=$(VERSION)
 
 ## help: this list: every target with a `## name: text` comment above it
 help:

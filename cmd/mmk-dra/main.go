@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
+	"github.com/mmkgpu/mmk/cmd/internal/buildinfo"
 	"github.com/mmkgpu/mmk/dra"
-	"github.com/mmkgpu/mmk/internal/buildinfo"
 )
 
 // options are the command's flags.

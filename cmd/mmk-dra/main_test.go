@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/buildinfo"
+	"github.com/mmkgpu/mmk/cmd/internal/buildinfo"
 )
 
 // TestRunRefusesBadFlags: each bad flag is refused, by name, before the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 )
 
 // serverFlags are the flags of the commands that talk to mmkd, and the

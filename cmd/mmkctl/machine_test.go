@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
+	"github.com/mmkgpu/mmk/cmd/internal/clitest"
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/cli"
-	"github.com/mmkgpu/mmk/internal/clitest"
 	"github.com/mmkgpu/mmk/jobs"
 )
 

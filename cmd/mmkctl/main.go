@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/buildinfo"
-	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/cmd/internal/buildinfo"
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/internal/atomicfile"
-	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/partitioner"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/mps"
 	"github.com/mmkgpu/mmk/predictor"
 	"github.com/mmkgpu/mmk/predictor/profiling"

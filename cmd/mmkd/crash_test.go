@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/clitest"
+	"github.com/mmkgpu/mmk/cmd/internal/clitest"
 	"github.com/mmkgpu/mmk/jobs"
 )
 

@@ -8,8 +8,8 @@ import (
 	"os/user"
 	"strconv"
 
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"

@@ -29,9 +29,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mmkgpu/mmk/cmd/internal/buildinfo"
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/buildinfo"
-	"github.com/mmkgpu/mmk/internal/cli"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mmkgpu/mmk/internal/cli"
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 )
 
 func flagsFor(t *testing.T, args ...string) *cli.Flags {

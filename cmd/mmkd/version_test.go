@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mmkgpu/mmk/internal/buildinfo"
+	"github.com/mmkgpu/mmk/cmd/internal/buildinfo"
 )
 
 // TestVersionFlag: mmkd --version prints the build's version and starts

@@ -9,7 +9,7 @@ import (
 )
 
 // version is set at build time:
-// -ldflags "-X github.com/mmkgpu/mmk/internal/buildinfo.version=..."
+// -ldflags "-X github.com/mmkgpu/mmk/cmd/internal/buildinfo.version=..."
 var version string
 
 // Version is the binary's version: the stamped one, else the commit Go

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/cli"
 )
 
 // MachineToken is the token the sandbox plants where the machine's

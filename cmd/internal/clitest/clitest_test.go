@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mmkgpu/mmk/cmd/internal/cli"
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/cli"
 )
 
 func TestMain(m *testing.M) {
