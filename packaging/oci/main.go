@@ -1,6 +1,6 @@
 // Command oci writes a container image of static binaries on an empty
-// base as an OCI image layout tar archive (internal/ociimage), offline:
-// `make image` runs it for mmk-dra and mmkd. Load the archive with
+// base as an OCI image layout tar archive (packaging/internal/ociimage),
+// offline: `make image` runs it for mmk-dra and mmkd. Load the archive with
 // `ctr -n k8s.io images import FILE`, `docker load -i FILE` or
 // `podman load -i FILE`.
 //
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
-	"github.com/mmkgpu/mmk/internal/ociimage"
+	"github.com/mmkgpu/mmk/packaging/internal/ociimage"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mmkgpu/mmk/internal/ociimage"
+	"github.com/mmkgpu/mmk/packaging/internal/ociimage"
 )
 
 // checkImage reads the image archive at path and checks what a runtime
