@@ -29,10 +29,10 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/mmkgpu/mmk/internal/mmkdtest"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/web/mmkdtest"
 )
 
 const (

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mmkgpu/mmk/internal/mmkdtest"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/web"
+	"github.com/mmkgpu/mmk/web/mmkdtest"
 )
 
 // call sends a request to the daemon and returns the status and body.

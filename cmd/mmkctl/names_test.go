@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/mmkdtest"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/web/mmkdtest"
 )
 
 // get is the body of GET url, which must answer 200.

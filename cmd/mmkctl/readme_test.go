@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/mmkdtest"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
+	"github.com/mmkgpu/mmk/web/mmkdtest"
 )
 
 // readmeSubmits are the `bin/mmkctl submit` lines of the README's quick

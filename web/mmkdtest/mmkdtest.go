@@ -1,8 +1,11 @@
 // Package mmkdtest runs a real mmkd in a test's process: the placement
 // loop (node) on fake GPUs, its store in the test's directory, MPS
 // through the stand-in control program (mps/mpstest) with priority shares,
-// and the REST API (web) on a loopback listener. The DRA driver's and
-// the claim API's tests talk to it as they would to mmkd.
+// and the REST API (web) on a loopback listener. The claim API's tests
+// (web), the DRA driver's (dra) and mmkctl's talk to it as they would to
+// mmkd. It lives beside the API it serves, on web's floor: it imports
+// node and web, so neither of them nor anything below them may use it
+// (layers_test.go); webtest is the fake node, this the real one.
 package mmkdtest
 
 import (
