@@ -3,6 +3,10 @@
 // else (a log file, a pipe, a CI log) it writes plain lines: one when a
 // piece of work is done, and in between at most one every Interval, so a
 // log holds a few lines instead of one redrawn line a step.
+//
+// It stays under internal/, the bottom floor (layers_test.go), rather
+// than beside a user: it imports nothing of mmk, and its users, mmkctl
+// and the commands under bench/, share no folder below the module's root.
 package progress
 
 import (
