@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"slices"
 	"time"
 
@@ -80,28 +79,6 @@ func (n *Node) Health(since time.Time) HealthView {
 		v.GPUs = append(v.GPUs, GPUHealthView{GPUHealth: g, History: slices.Clone(hist[i:])})
 	}
 	return v
-}
-
-// runHealth reads the GPUs' health every UsageEvery until ctx ends.
-func (n *Node) runHealth(ctx context.Context, r partitioner.HealthReader) {
-	t := time.NewTicker(n.cfg.UsageEvery)
-	defer t.Stop()
-	lastErr := ""
-	for {
-		err := n.sampleHealth(r)
-		switch {
-		case err != nil && err.Error() != lastErr:
-			n.cfg.Log.Warn("GPU health: read the GPUs; trying again", "err", err)
-			lastErr = err.Error()
-		case err == nil:
-			lastErr = ""
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // sampleHealth reads the GPUs' health once and adds it to the history,

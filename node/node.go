@@ -167,14 +167,14 @@ type Node struct {
 	// managed, any GPU) can hold, read at start.
 	maxMemoryMiB int64
 
-	// usage is each job's GPU use, sampled by runUsage; usageAt is when.
+	// usage is each job's GPU use, sampled by sampleUsage; usageAt is when.
 	usageMu sync.Mutex
 	usage   map[string]*jobUsage
 	usageAt time.Time
 	// usageDevices is the memory in use on each device at usageAt.
 	usageDevices []DeviceMemory
 
-	// health is the GPUs' health, sampled by runHealth.
+	// health is the GPUs' health, sampled by sampleHealth.
 	healthMu sync.Mutex
 	health   healthState
 
@@ -367,10 +367,10 @@ func (n *Node) Run(ctx context.Context) error {
 		sampling.Wait()
 	}()
 	if r := n.usageReader(); r != nil && n.cfg.UsageEvery > 0 {
-		sampling.Go(func() { n.runUsage(loopCtx, r) })
+		sampling.Go(func() { n.poll(loopCtx, "GPU use of jobs: read the devices", func() error { return n.sampleUsage(r) }) })
 	}
 	if r := n.healthReader(); r != nil && n.cfg.UsageEvery > 0 {
-		sampling.Go(func() { n.runHealth(loopCtx, r) })
+		sampling.Go(func() { n.poll(loopCtx, "GPU health: read the GPUs", func() error { return n.sampleHealth(r) }) })
 	}
 	n.recover(loopCtx)
 	n.serveAdopted(loopCtx)

@@ -158,16 +158,17 @@ func (n *Node) usageReader() partitioner.UsageReader {
 	return r
 }
 
-// runUsage samples the jobs' GPU use every UsageEvery until ctx ends.
-func (n *Node) runUsage(ctx context.Context, r partitioner.UsageReader) {
+// poll calls sample every UsageEvery until ctx ends, logging a failure
+// once until it changes or clears (what says what was read).
+func (n *Node) poll(ctx context.Context, what string, sample func() error) {
 	t := time.NewTicker(n.cfg.UsageEvery)
 	defer t.Stop()
 	lastErr := ""
 	for {
-		err := n.sampleUsage(r)
+		err := sample()
 		switch {
 		case err != nil && err.Error() != lastErr:
-			n.cfg.Log.Warn("GPU use of jobs: read the devices; trying again", "err", err)
+			n.cfg.Log.Warn(what+"; trying again", "err", err)
 			lastErr = err.Error()
 		case err == nil:
 			lastErr = ""
