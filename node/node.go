@@ -187,11 +187,14 @@ const pruneEvery = time.Hour
 
 // prune removes the jobs that finished more than Retention ago: their
 // store records, directories (log, checkpoint) and memory.
-func (n *Node) prune() {
+func (n *Node) prune() { n.pruneAt(n.cfg.Now()) }
+
+// pruneAt is prune as of now.
+func (n *Node) pruneAt(now time.Time) {
 	if n.cfg.Retention <= 0 {
 		return
 	}
-	cutoff := n.cfg.Now().Add(-n.cfg.Retention)
+	cutoff := now.Add(-n.cfg.Retention)
 	var old []string
 	n.mu.RLock()
 	for _, j := range n.order {

@@ -611,9 +611,7 @@ func TestRetention(t *testing.T) {
 	dir := filepath.Dir(h.n.cfg.Runner.LogPath(old.ID))
 	if err := h.n.onLoop(context.Background(), func() {
 		h.n.cfg.Retention = time.Hour
-		h.n.cfg.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-		h.n.prune()
-		h.n.cfg.Now = time.Now
+		h.n.pruneAt(time.Now().Add(2 * time.Hour))
 	}); err != nil {
 		t.Fatal(err)
 	}
