@@ -181,3 +181,122 @@ func TestRecoverClaims(t *testing.T) {
 		t.Errorf("placed claim after recovery: %s, placement %v", j.State, j.Placement)
 	}
 }
+
+// TestClaimNamesItsInstance (issue 37, item 5): a claim names its
+// instance as everywhere ("gpu0/gi2"); the key drivers sent before
+// ("gpu0-3g.40gb-at4") is still taken, and either way the job records the
+// name, is granted there, and is the same live job for both (no
+// conflict). A claim job recorded with a key before (the store keeps it
+// across restarts) is still pinned to its instance; an unknown instance
+// is refused naming the node's instances by name.
+func TestClaimNamesItsInstance(t *testing.T) {
+	m := fakeMPS(t)
+	h := newHarnessWith(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, false, curveEstimator{}, nil,
+		func(c *Config) { c.MPS, c.PriorityShares = m, true })
+	var name, key string
+	for _, in := range h.n.Plan().GPUs[0].Instances {
+		if in.Profile == "3g.40gb" {
+			name, key = in.Name, in.Key
+		}
+	}
+	if !strings.HasPrefix(name, "gpu0/gi") || key != "gpu0-3g.40gb-at4" {
+		t.Fatalf("the 3g instance is %q, key %q", name, key)
+	}
+	byName, created, err := h.n.PrepareClaim(context.Background(), claimSpec("u-name", name, jobs.Offline, 1024))
+	if err != nil || !created {
+		t.Fatalf("prepare by name: %v %v", created, err)
+	}
+	byKey, _, err := h.n.PrepareClaim(context.Background(), claimSpec("u-key", key, jobs.Offline, 1024))
+	if err != nil {
+		t.Fatalf("prepare by key: %v", err)
+	}
+	for _, id := range []string{byName.ID, byKey.ID} {
+		j := h.state(id, jobs.Running)
+		if j.Spec.Claim.Instance != name || j.Placement.InstanceName != name {
+			t.Errorf("claim job %s: instance %q, granted in %q; want %s", j.Spec.Claim.UID, j.Spec.Claim.Instance, j.Placement.InstanceName, name)
+		}
+	}
+	// Prepared again under the other name of the same instance: the same
+	// live job.
+	for uid, ref := range map[string]string{"u-name": key, "u-key": name} {
+		j, created, err := h.n.PrepareClaim(context.Background(), claimSpec(uid, ref, jobs.Offline, 1024))
+		if err != nil || created {
+			t.Errorf("prepare %s again as %s: created %v, %v", uid, ref, created, err)
+		}
+		if want, _ := h.n.Claim(uid); j.ID != want.ID {
+			t.Errorf("prepare %s again as %s: job %s, want %s", uid, ref, j.ID, want.ID)
+		}
+	}
+	var fe *jobs.FieldError
+	if _, _, err := h.n.PrepareClaim(context.Background(), claimSpec("u-x", "gpu0/gi99", jobs.Online, 1)); !errors.As(err, &fe) || fe.Field != "claim.instance" || !strings.Contains(fe.Reason, name) || strings.Contains(fe.Reason, key) {
+		t.Errorf("unknown instance: %v, want claim.instance naming %s", err, name)
+	}
+	// A claim job of before: pinned by its key as by its name.
+	gpus, err := h.n.readGPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{name, key} {
+		j := jobs.Job{Spec: claimSpec("u-old", ref, jobs.Offline, 1024)}
+		if pin := claimPin(&j, gpus, []int{0}); pin == nil || gpus[0].names[pin.Instance] != name {
+			t.Errorf("claim job pinned to %q: pin %+v, want %s", ref, pin, name)
+		}
+	}
+	for _, uid := range []string{"u-name", "u-key"} {
+		if _, _, err := h.n.ReleaseClaim(uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClaimJobsRecordedByKey: claim jobs an mmkd before issue 37 recorded
+// with the instance's key (the store keeps them across the upgrade's
+// restart) go on: the granted one stays granted, the pending one is
+// granted in its instance, and the driver, which now names the instance,
+// prepares both again as the same jobs (no conflict).
+func TestClaimJobsRecordedByKey(t *testing.T) {
+	gpus := []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}
+	key := "gpu0-3g.40gb-at4"
+	store, _ := offlineParts(t)
+	now := time.Now()
+	ids := map[jobs.State]string{}
+	for k, st := range []jobs.State{jobs.Running, jobs.Pending} {
+		spec := claimSpec("u-"+string(st), key, jobs.Offline, 1024)
+		spec.Name = "claim"
+		id := jobs.NewID(now.Add(time.Duration(k) * time.Millisecond))
+		if _, _, err := store.Create(jobs.Job{ID: id, Spec: spec, State: jobs.Pending, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if st == jobs.Running {
+			pl := &jobs.Placement{GPU: 0, Instance: 1, Profile: "3g.40gb", InstanceKey: key, MPSPercent: 100}
+			if _, err := store.Transition(id, jobs.Placed, now, "", func(j *jobs.Job) { j.Placement = pl }); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.Transition(id, jobs.Running, now, "", func(j *jobs.Job) { j.Grant = &jobs.Grant{Env: []string{"A=b"}} }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids[st] = id
+	}
+	m := fakeMPS(t)
+	h := newHarnessWith(t, gpus, false, curveEstimator{}, nil, func(c *Config) { c.Store, c.MPS, c.PriorityShares = store, m, true })
+	var name string
+	for _, in := range h.n.Plan().GPUs[0].Instances {
+		if in.Key == key {
+			name = in.Name
+		}
+	}
+	for st, id := range ids {
+		j := h.state(id, jobs.Running)
+		if j.Placement.InstanceKey != key {
+			t.Errorf("the %s claim job of before runs in %s, want %s", st, j.Placement.InstanceKey, key)
+		}
+		again, created, err := h.n.PrepareClaim(context.Background(), claimSpec(j.Spec.Claim.UID, name, jobs.Offline, 1024))
+		if err != nil || created || again.ID != id {
+			t.Errorf("the %s claim job of before prepared again as %s: job %s, created %v, %v; want %s", st, name, again.ID, created, err, id)
+		}
+		if _, _, err := h.n.ReleaseClaim(j.Spec.Claim.UID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

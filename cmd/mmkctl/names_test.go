@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mmkgpu/mmk/dra"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"
@@ -69,7 +71,8 @@ func streamSnapshot(t *testing.T, base string) string {
 // on a GPU without MIG; each instance's name is worked out from the
 // backend (NVML's GPU-instance id: "gpu0/gi2"; "gpu1" for the whole GPU)
 // and must be what mmkctl's JSON and tables, the API (the job, the plan,
-// the GPUs), /metrics and the dashboard's stream show. Before, the same
+// the GPUs), /metrics, the dashboard's stream and the DRA driver's devices
+// (as DNS labels: "gpu0-gi2") show. Before, the same
 // instance was "GI 1" (gpus), "GI 0" (plan), "instance 0" (jobs),
 // "gpu0-4g.40gb-at0" (/metrics) and "4g.40gb@0" (dashboard), and the
 // GPU without MIG had the profile 7g.141gb.
@@ -226,6 +229,29 @@ func TestOneInstanceName(t *testing.T) {
 				t.Errorf("/api/v1/gpus: GPU %d instance %d is named %q, want %q", g.Index, in.ID, in.Name, w)
 			}
 		}
+	}
+	// The DRA driver's devices: every instance under its name as a DNS
+	// label (gpu0/gi1 is the device gpu0-gi1).
+	drvPlan, err := (&dra.RESTClient{Base: d.URL}).Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devices, wantDevices []string
+	for _, dev := range dra.Resources("node-1", drvPlan, 4096).Pools["node-1"].Slices[0].Devices {
+		devices = append(devices, dev.Name)
+	}
+	for _, g := range inv {
+		if len(g.Instances) == 0 {
+			wantDevices = append(wantDevices, "gpu"+strconv.Itoa(g.Index))
+		}
+		for _, in := range g.Instances {
+			wantDevices = append(wantDevices, "gpu"+strconv.Itoa(g.Index)+"-gi"+strconv.Itoa(in.ID))
+		}
+	}
+	slices.Sort(devices)
+	slices.Sort(wantDevices)
+	if !slices.Equal(devices, wantDevices) {
+		t.Errorf("the DRA driver publishes the devices %v, want %v (the instances' names as DNS labels)", devices, wantDevices)
 	}
 	// /metrics: the instance label.
 	metrics := get(t, d.URL+"/metrics")
