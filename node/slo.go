@@ -47,8 +47,9 @@ type sloState struct {
 // JobSLO is an online job against its latency target, as its instance's
 // kernel scheduler measures it.
 type JobSLO struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Instance is its instance's name ("gpu0/gi1", InstanceView.Name).
 	Instance string `json:"instance"`
 	// GPU, GPUUUID, Profile and GPUInstance place it as DCGM exporter
 	// names devices (GPUInstance -1 and Profile "" without MIG, or before
@@ -96,11 +97,12 @@ type JobSLO struct {
 // SLOView is every online job's standing (GET /api/v1/slo).
 type SLOView struct {
 	Jobs []JobSLO `json:"jobs"`
-	// Instances are the controllers' rungs by instance key.
+	// Instances are the controllers' rungs, by instance name.
 	Instances []InstanceSLO `json:"instances"`
 }
 
-// InstanceSLO is one instance's latency controller.
+// InstanceSLO is one instance's latency controller; Instance is the
+// instance's name ("gpu0/gi1", InstanceView.Name).
 type InstanceSLO struct {
 	Instance string   `json:"instance"`
 	Active   bool     `json:"active"`
@@ -293,8 +295,9 @@ func (n *Node) note(id, reason string) {
 func (n *Node) SLO() SLOView {
 	v := SLOView{Jobs: []JobSLO{}, Instances: []InstanceSLO{}}
 	live := map[string]bool{}
-	for key, sv := range n.sloViews(false) {
-		is := InstanceSLO{Instance: key, Active: sv.Active, Ladder: sv.Ladder, Level: sv.Level, Rung: sv.Rung}
+	for key, in := range n.sloInstances(false) {
+		sv := in.SLOView
+		is := InstanceSLO{Instance: in.name, Active: sv.Active, Ladder: sv.Ladder, Level: sv.Level, Rung: sv.Rung}
 		n.slo.mu.Lock()
 		for id := range n.slo.suspended {
 			if j, ok := n.get(id); ok && j.Placement != nil && j.Placement.InstanceKey == key {
@@ -308,7 +311,7 @@ func (n *Node) SLO() SLOView {
 			if s.Job == "" {
 				continue
 			}
-			js := jobSLO(key, sv, s)
+			js := jobSLO(in.name, sv, s)
 			if j, ok := n.get(s.Job); ok {
 				n.placeSLO(&js, j)
 			}
@@ -348,9 +351,9 @@ func (n *Node) JobSLO(id string) (JobSLOView, error) {
 	if j.Placement == nil {
 		return v, nil
 	}
-	key := j.Placement.InstanceKey
-	sv, ok := n.sloViews(true)[key]
+	in, ok := n.sloInstances(true)[j.Placement.InstanceKey]
 	if ok {
+		sv := in.SLOView
 		for _, d := range sv.Decisions {
 			v.Decisions = append(v.Decisions, SLODecision{Time: d.Wall, From: d.From, To: d.To, Rung: d.Rung.String(), Reason: d.Reason, Error: d.Err})
 		}
@@ -358,7 +361,7 @@ func (n *Node) JobSLO(id string) (JobSLOView, error) {
 			if s.Job != id {
 				continue
 			}
-			js := jobSLO(key, sv, s)
+			js := jobSLO(in.name, sv, s)
 			n.placeSLO(&js, j)
 			v.SLO = &js
 			for _, p := range sv.History[s.PID] {
@@ -391,13 +394,14 @@ func (n *Node) placeSLO(js *JobSLO, j jobs.Job) {
 	n.usageMu.Unlock()
 }
 
-// jobSLO is a service's view as the API shows it.
-func jobSLO(key string, sv server.SLOView, s server.ServiceView) JobSLO {
+// jobSLO is a service's view as the API shows it, on the instance of
+// that name.
+func jobSLO(name string, sv server.SLOView, s server.ServiceView) JobSLO {
 	src := slo.Hook
 	if s.Reported {
 		src = slo.Reported
 	}
-	js := JobSLO{ID: s.Job, Instance: key, Target: s.Target.String(), BoundMs: ms(s.Bound), Source: src.String(),
+	js := JobSLO{ID: s.Job, Instance: name, Target: s.Target.String(), BoundMs: ms(s.Bound), Source: src.String(),
 		Requests: s.Total, Late: s.Late, Attainment: 1, Recent: s.Recent, RecentN: s.Recent.N, RecentLate: s.Recent.Late,
 		P50Ms: ms(s.Recent.P50), PctMs: ms(s.Recent.Pct), Rate: s.Recent.Rate, AloneMs: ms(s.Alone), AloneN: s.AloneN,
 		State: s.State, Detail: s.Detail, Rung: sv.Rung, Live: true, At: time.Now()}
@@ -407,15 +411,32 @@ func jobSLO(key string, sv server.SLOView, s server.ServiceView) JobSLO {
 	return js
 }
 
-// sloViews are the instances' controllers' views, by instance key.
-func (n *Node) sloViews(history bool) map[string]server.SLOView {
+// instanceSLO is an instance's controller's view and the instance's name.
+type instanceSLO struct {
+	server.SLOView
+	name string
+}
+
+// sloInstances are the instances' controllers' views, by instance key
+// (the key of the instance's scheduler and of its jobs' placements),
+// each with its instance's name, which the API and /metrics show.
+func (n *Node) sloInstances(history bool) map[string]instanceSLO {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	out := map[string]server.SLOView{}
+	out := map[string]instanceSLO{}
 	for k, s := range n.scheds {
 		if v := s.srv.SLO(history); v.Ladder != nil {
-			out[k] = v
+			out[k] = instanceSLO{SLOView: v, name: n.instanceName(k)}
 		}
+	}
+	return out
+}
+
+// sloViews are the instances' controllers' views, by instance key.
+func (n *Node) sloViews(history bool) map[string]server.SLOView {
+	out := map[string]server.SLOView{}
+	for k, in := range n.sloInstances(history) {
+		out[k] = in.SLOView
 	}
 	return out
 }
@@ -425,10 +446,10 @@ func (n *Node) sloViews(history bool) map[string]server.SLOView {
 // the node's lock held.
 func (n *Node) sloMeasured() map[string]JobSLO {
 	out := map[string]JobSLO{}
-	for key, sv := range n.sloViews(false) {
-		for _, s := range sv.Services {
+	for _, in := range n.sloInstances(false) {
+		for _, s := range in.Services {
 			if s.Job != "" {
-				out[s.Job] = jobSLO(key, sv, s)
+				out[s.Job] = jobSLO(in.name, in.SLOView, s)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/slo"
 )
 
@@ -122,4 +123,28 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.until(off.ID, "ended", func(j jobs.Job) bool { return j.ExitCode != nil || j.Signal != "" })
+}
+
+// TestSLOInstanceNames (issue 37, item 5): the latency view names each
+// instance as everywhere ("gpu0/gi2", the placement's instanceName), not
+// by the key of its kernel scheduler. A job on a MIG instance starts the
+// instance's scheduler and its controller (the job runs no CUDA, so the
+// hook it is given is never loaded).
+func TestSLOInstanceNames(t *testing.T) {
+	dir := t.TempDir()
+	sc := &SchedConfig{Policy: "fifo", Hook: filepath.Join(dir, "libmmkhook.so"), SocketDir: filepath.Join(dir, "run")}
+	h := newHarnessWith(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}}, false, curveEstimator{}, sc,
+		func(c *Config) { c.SLO = &SLOConfig{} })
+	script, gate := gated(t, "0")
+	j := h.state(h.submit(sh("svc", script, "")).ID, jobs.Running)
+	name := j.Placement.InstanceName
+	if !strings.HasPrefix(name, "gpu0/gi") {
+		t.Fatalf("the job runs in %q", name)
+	}
+	v := h.n.SLO()
+	if len(v.Instances) != 1 || v.Instances[0].Instance != name {
+		t.Errorf("the latency controllers are on %+v, want one on %s", v.Instances, name)
+	}
+	open(t, gate)
+	h.state(j.ID, jobs.Succeeded)
 }

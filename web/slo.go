@@ -79,7 +79,7 @@ func newSLOCollector(n SLONode) *sloCollector {
 		p50:              d("mmk_job_latency_p50_seconds", "Median request latency over the controller's window.", sloLabels...),
 		pct:              d("mmk_job_latency_target_percentile_seconds", "Request latency at the target's percentile (p99 for p99=...) over the controller's window.", sloLabels...),
 		bound:            d("mmk_job_latency_bound_seconds", "The latency bound in force (a ratio target once the job's latency alone is measured).", sloLabels...),
-		rung:             d("mmk_instance_slo_rung", "The latency controller's rung on the instance: 0 is MPS client priority alone, higher rungs restrain the offline jobs more.", "instance", "rung"),
+		rung:             d("mmk_instance_slo_rung", "The latency controller's rung on the instance (instance: gpu0/gi1, as mmk_instance_jobs): 0 is MPS client priority alone, higher rungs restrain the offline jobs more.", "instance", "rung"),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,8 +72,9 @@ func streamSnapshot(t *testing.T, base string) string {
 // on a GPU without MIG; each instance's name is worked out from the
 // backend (NVML's GPU-instance id: "gpu0/gi2"; "gpu1" for the whole GPU)
 // and must be what mmkctl's JSON and tables, the API (the job, the plan,
-// the GPUs), /metrics, the dashboard's stream and the DRA driver's devices
-// (as DNS labels: "gpu0-gi2") show. Before, the same
+// the GPUs, the latency controllers), /metrics (the instance label, the
+// latency controllers' too), the dashboard's stream and the DRA driver's
+// devices (as DNS labels: "gpu0-gi2") show. Before, the same
 // instance was "GI 1" (gpus), "GI 0" (plan), "instance 0" (jobs),
 // "gpu0-4g.40gb-at0" (/metrics) and "4g.40gb@0" (dashboard), and the
 // GPU without MIG had the profile 7g.141gb.
@@ -80,9 +82,16 @@ func TestOneInstanceName(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts jobs")
 	}
-	d := mmkdtest.Start(t, []fakegpu.GPUSpec{
+	// Kernel scheduling and the latency controller on: each instance
+	// that runs a job has a controller (the jobs run no CUDA: the hook
+	// they are given is never loaded).
+	dir := t.TempDir()
+	d := mmkdtest.StartWith(t, []fakegpu.GPUSpec{
 		{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+2g.20gb@4+1g.10gb@6"},
 		{Model: "H200-141GB"},
+	}, func(c *node.Config) {
+		c.Sched = &node.SchedConfig{Policy: "fifo", Hook: filepath.Join(dir, "libmmkhook.so"), SocketDir: filepath.Join(dir, "run")}
+		c.SLO = &node.SLOConfig{}
 	})
 	// The names as the backend has them, by device.
 	inv, err := partitioner.ReadInventory(d.Backend)
@@ -259,6 +268,26 @@ func TestOneInstanceName(t *testing.T) {
 		if !strings.Contains(metrics, `instance="`+n+`"`) {
 			t.Errorf("/metrics has no instance=%q:\n%s", n, grepLines(metrics, "mmk_instance_jobs"))
 		}
+	}
+	// The latency controllers: /api/v1/slo and their /metrics label.
+	var sloView node.SLOView
+	if err := json.Unmarshal([]byte(get(t, d.URL+"/api/v1/slo")), &sloView); err != nil {
+		t.Fatal(err)
+	}
+	var sloNames, wantNames []string
+	for _, is := range sloView.Instances {
+		sloNames = append(sloNames, is.Instance)
+	}
+	for _, n := range want {
+		wantNames = append(wantNames, n)
+		if !strings.Contains(metrics, `mmk_instance_slo_rung{instance="`+n+`",`) {
+			t.Errorf("/metrics has no mmk_instance_slo_rung of instance %q:\n%s", n, grepLines(metrics, "mmk_instance_slo_rung"))
+		}
+	}
+	slices.Sort(sloNames)
+	slices.Sort(wantNames)
+	if !slices.Equal(sloNames, wantNames) {
+		t.Errorf("/api/v1/slo: controllers on %v, want %v", sloNames, wantNames)
 	}
 	// The dashboard's data: the stream's snapshot (its plan and jobs).
 	snap := streamSnapshot(t, d.URL)

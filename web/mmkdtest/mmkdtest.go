@@ -50,6 +50,13 @@ func (Estimator) Speed(_ partitioner.Job, sms, gpuSMs, percent int, _ []partitio
 // calls jobs.ShimMain when MMK_MMKDTEST_SHIM is 1; claim jobs need none.
 func Start(t testing.TB, gpus []fakegpu.GPUSpec) *Daemon {
 	t.Helper()
+	return StartWith(t, gpus, nil)
+}
+
+// StartWith is Start with edit changing the node's configuration first
+// (kernel scheduling, the latency controller, ...).
+func StartWith(t testing.TB, gpus []fakegpu.GPUSpec, edit func(*node.Config)) *Daemon {
+	t.Helper()
 	dir := t.TempDir()
 	backend, err := nvmlbackend.Open(nvmlbackend.Options{Kind: "fake", FakeSeed: 1, FakeGPUs: gpus})
 	if err != nil {
@@ -75,10 +82,14 @@ func Start(t testing.TB, gpus []fakegpu.GPUSpec) *Daemon {
 	if err != nil {
 		t.Fatalf("mmkdtest: MPS: %v", err)
 	}
-	n, err := node.New(node.Config{Backend: backend, Store: store, Runner: runner, Estimator: Estimator{},
+	cfg := node.Config{Backend: backend, Store: store, Runner: runner, Estimator: Estimator{},
 		MPS: m, PriorityShares: true, Spread: true, Log: log,
 		// Jobs run as the test's user, root in a container.
-		AllowRoot: true})
+		AllowRoot: true}
+	if edit != nil {
+		edit(&cfg)
+	}
+	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatalf("mmkdtest: node: %v", err)
 	}

@@ -56,11 +56,11 @@ function draw(v, j) {
     let text = (o.target ? o.target + (o.boundMs ? ' (' + ms(o.boundMs) + ')' : ' (bound not known yet)') : 'no target') + ' · ';
     text += o.requests ? (100 * o.attainment).toFixed(2) + ' % of ' + o.requests + ' requests within' : 'no request yet';
     if (o.recentRequests) text += ' · now ' + ms(o.pctMs) + ' at its percentile, p50 ' + ms(o.p50Ms);
-    text += ' · ' + o.state + ' · measured by the ' + o.source + ' · offline jobs: ' + o.rung;
+    text += ' · ' + o.state + ' · measured by the ' + o.source + ' · offline jobs' + (o.instance ? ' of ' + o.instance : '') + ': ' + o.rung;
     if (!o.live) text += ' · (last seen)';
     setText($('job-slo-now'), text);
     $('job-slo-now').title = 'its latency target and bound; the share of its requests within the bound since it connected, of how many; its latency now at the target\u2019s percentile and its median; ' +
-      'whether the target holds; who measured (the hook or the service); what the controller does to the offline jobs beside it';
+      'whether the target holds; who measured (the hook or the service); what the controller does to the offline jobs beside it, in its instance';
     $('job-slo-now').dataset.state = o.state;
   }
   const hist = (v.history || []).filter((p) => p.requests > 0);
