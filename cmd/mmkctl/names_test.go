@@ -72,9 +72,10 @@ func streamSnapshot(t *testing.T, base string) string {
 // on a GPU without MIG; each instance's name is worked out from the
 // backend (NVML's GPU-instance id: "gpu0/gi2"; "gpu1" for the whole GPU)
 // and must be what mmkctl's JSON and tables, the API (the job, the plan,
-// the GPUs, the latency controllers), /metrics (the instance label, the
-// latency controllers' too), the dashboard's stream and the DRA driver's
-// devices (as DNS labels: "gpu0-gi2") show. Before, the same
+// the GPUs, the latency controllers, and the schemas of openapi.json),
+// /metrics (the instance label, the latency controllers' too), the
+// dashboard's stream and the DRA driver's devices (as DNS labels:
+// "gpu0-gi2") show. Before, the same
 // instance was "GI 1" (gpus), "GI 0" (plan), "instance 0" (jobs),
 // "gpu0-4g.40gb-at0" (/metrics) and "4g.40gb@0" (dashboard), and the
 // GPU without MIG had the profile 7g.141gb.
@@ -289,6 +290,23 @@ func TestOneInstanceName(t *testing.T) {
 	if !slices.Equal(sloNames, wantNames) {
 		t.Errorf("/api/v1/slo: controllers on %v, want %v", sloNames, wantNames)
 	}
+	// The API's document names the field on each answer that has it.
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(get(t, d.URL+"/api/v1/openapi.json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range [][]string{
+		{"GPUState", "instances", "[]", "name"}, // /api/v1/gpus
+		{"InstanceView", "name"},                // /api/v1/plan
+		{"Placement", "instanceName"},           // a job's
+		{"Scheduler", "name"},                   // /api/v1/kernelsched
+		{"InstanceSLO", "instance"},             // /api/v1/slo
+		{"JobSLO", "instance"},
+	} {
+		if !documented(doc, field) {
+			t.Errorf("openapi.json: schema %s has no %s", field[0], strings.Join(field[1:], "."))
+		}
+	}
 	// The dashboard's data: the stream's snapshot (its plan and jobs).
 	snap := streamSnapshot(t, d.URL)
 	for _, n := range want {
@@ -309,4 +327,43 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// documented reports whether openapi.json's schema path[0] has the
+// property path[1:] ("[]" for an array's items), through $refs and allOf.
+func documented(doc map[string]any, path []string) bool {
+	var at any = map[string]any{"$ref": "#/components/schemas/" + path[0]}
+	for _, step := range path[1:] {
+		at = schemaStep(doc, at, step)
+		if at == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// schemaStep is the schema of a property (or "[]": the items) of schema.
+func schemaStep(doc map[string]any, schema any, step string) any {
+	m, _ := schema.(map[string]any)
+	if ref, ok := m["$ref"].(string); ok {
+		var v any = doc
+		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			mm, _ := v.(map[string]any)
+			v = mm[part]
+		}
+		return schemaStep(doc, v, step)
+	}
+	if step == "[]" {
+		return m["items"]
+	}
+	if props, _ := m["properties"].(map[string]any); props[step] != nil {
+		return props[step]
+	}
+	subs, _ := m["allOf"].([]any)
+	for _, sub := range subs {
+		if s := schemaStep(doc, sub, step); s != nil {
+			return s
+		}
+	}
+	return nil
 }

@@ -114,6 +114,19 @@ func (f *FakeNode) Submit(_ context.Context, spec jobs.Spec, idempotencyKey stri
 	return *j, true, nil
 }
 
+// Put stores a job record as it is, in whatever state and with whatever
+// fields (a placement, a grant, an exit), as the placement loop and the
+// runner would have left it; its id must be new.
+func (f *FakeNode) Put(j jobs.Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs[j.ID] = &j
+	f.order = append(f.order, j.ID)
+	f.feed.Set(&j)
+	f.events[j.ID] = []jobs.Event{{Seq: 1, Time: j.CreatedAt, To: j.State, Reason: "put"}}
+	f.notifyLocked()
+}
+
 // Jobs lists the jobs the filter selects, newest first.
 func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 	f.mu.Lock()
