@@ -163,6 +163,7 @@ func NewSpeedModel(samples []predictor.Sample) (*SpeedModel, error) {
 			best.fit = f
 		}
 	}
+	best.addBatch1()
 	return best, nil
 }
 
