@@ -121,13 +121,15 @@ screenshots: build hook-fakes
 PROFILES ?= data/profiles/h200-2026-11-22.csv
 PROFILES_H100 ?= data/profiles/h100-2026-11-25.csv
 SIMCASE ?= docs/results/simcase-h100-2026-11-25/e2e.jsonl
+SLORUNS ?= H200-141GB=docs/results/slo-h200-2026-11-26/round0,H200-141GB=docs/results/slo-h200-2026-11-26/round1,H100-80GB=docs/results/slo-h100-2026-11-26/round0,H100-80GB=docs/results/slo-h100-2026-11-26/rounds
 results: results-kernelsched results-predictor results-partition results-simcheck
 ## results-partition: the job-level policies on testbed and large (seeds 1-5: ablation, load sweep, MIG change cost), openb (needs ../shared/cluster-traces), and the map of which policy wins over latency targets and load; about 35 minutes on 2 cores (`go run ./bench/partition -map=false`: a few, without the map)
 results-partition:
 	$(GO) run ./bench/partition -o docs/results/partition.md
-## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs, and its replay of a JOBSET=sim run (SIMCASE: that run's e2e.jsonl; "" leaves the replay out)
+## results-simcheck: the job simulator's ground truth against mmkd's H100 end-to-end rounds (the same jobs, measured) and the H100 campaign's co-located runs, and its replay of a JOBSET=sim run (SIMCASE: that run's e2e.jsonl; "" leaves the replay out); and services against services: the SLO benchmark's services together without trainers (SLORUNS: GPU=DIR,...)
 results-simcheck:
 	$(GO) run ./bench/simcheck -campaign $(PROFILES_H100) -replay "$(SIMCASE)" -o docs/results/simcheck-h100.md
+	$(GO) run ./bench/simcheck -services $(SLORUNS) -o docs/results/simcheck-services.md
 ## restart-costs: the simulator's checkpoint costs per job type from the H100 lines of bench/gpu/ckpt_cost.py
 restart-costs:
 	$(GO) run ./bench/restartcost -in docs/results/restart-cost-h100/ckpt.jsonl -o sim/jobsim/data/restart-cost.json

@@ -14,6 +14,14 @@
 //	go run ./bench/simcheck -e2e docs/results/mmkd-e2e-h100-2026-11-25/e2e.jsonl \
 //	  -campaign data/profiles/h100-2026-11-25.csv \
 //	  -replay docs/results/simcase-h100-2026-11-25/e2e.jsonl -o docs/results/simcheck-h100.md
+//
+// With -services GPU=DIR,... it checks instead services against services:
+// the SLO benchmark's two services together under MPS without trainers
+// (bench/gpu/slo.py, setting together), their p50 and p99 over alone as
+// measured and as jobsim.Simulate predicts them (services.go):
+//
+//	go run ./bench/simcheck -services H200-141GB=docs/results/slo-h200-2026-11-26/round0,... \
+//	  -o docs/results/simcheck-services.md
 package main
 
 import (
@@ -136,9 +144,16 @@ func main() {
 	e2e := flag.String("e2e", "docs/results/mmkd-e2e-h100-2026-11-25/e2e.jsonl", "the e2e rounds' lines")
 	campaign := flag.String("campaign", "data/profiles/h100-2026-11-25.csv", "the H100 profiling campaign's samples (\"\": leave that check out)")
 	replayPath := flag.String("replay", "", "a JOBSET=sim run's e2e.jsonl (bench/gpu/mmkd-e2e.sh) for the simulator to replay on one H100 (\"\": none)")
+	services := flag.String("services", "", "GPU=DIR,...: SLO benchmark runs (bench/gpu/slo.py) and their GPU models; writes only the services-against-services check")
 	out := flag.String("o", "", "write the report here (default: standard output)")
 	flag.Parse()
-	if err := run(*e2e, *campaign, *replayPath, *out); err != nil {
+	var err error
+	if *services != "" {
+		err = runServices(strings.Split(*services, ","), *out)
+	} else {
+		err = run(*e2e, *campaign, *replayPath, *out)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "simcheck:", err)
 		os.Exit(1)
 	}
