@@ -309,6 +309,7 @@ func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
 	c.rises, c.fellAt = nil, -1<<62
+	c.trial, c.unproven = false, false
 	clear(c.fails)
 	clear(c.held)
 	c.settle = c.cfg.Settle
@@ -895,10 +896,7 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 		for _, sv := range c.services {
 			rate += sv.tr.Window(now-c.cfg.Window, now).Rate
 		}
-		h := c.held[to]
-		c.trial = !h.set || now-h.at >= c.cfg.Remember || h.rate*heldMargin < rate
-	}
-	if to < c.level {
+		c.trial = !c.heldAt(to, now, rate)
 		// A rise begun on this rung or above it is over.
 		c.rises = slices.DeleteFunc(c.rises, func(r rise) bool { return r.from >= to })
 	}
@@ -970,14 +968,20 @@ func (c *Controller) nearing(sv *service, now time.Duration, v verdict, st Stats
 // still count as held there: a tenth, the noise of the rates kept.
 const heldMargin = 1.1
 
+// heldAt reports whether rung to held every target within Remember at a
+// request rate at least near rate (within heldMargin).
+func (c *Controller) heldAt(to int, now time.Duration, rate float64) bool {
+	h := c.held[to]
+	return h.set && now-h.at < c.cfg.Remember && h.rate*heldMargin >= rate
+}
+
 // heldBelow is the cheapest rung below the one in force that held every
 // target within Remember at a request rate at least near rate (within
 // heldMargin), with no rung from it up to the one in force refused at
 // rate.
 func (c *Controller) heldBelow(now time.Duration, rate float64) (int, bool) {
 	for to := 0; to < c.level; to++ {
-		h := c.held[to]
-		if !h.set || now-h.at >= c.cfg.Remember || h.rate*heldMargin < rate {
+		if !c.heldAt(to, now, rate) {
 			continue
 		}
 		ok := true
