@@ -44,11 +44,8 @@ type GPU struct {
 	Instances []Instance `json:"instances"`
 }
 
-// Instance is a MIG instance, or a whole GPU without MIG. Name is how mmk
-// shows it everywhere ("gpu0/gi1", "gpu2"); Key is mmkd's own key of it
-// ("gpu0-3g.40gb-at4"), which device names came from before issue 37.
+// Instance is a MIG instance, or a whole GPU without MIG.
 type Instance struct {
-	Name      string `json:"name"`
 	Key       string `json:"key"`
 	Profile   string `json:"profile"`
 	SMs       int    `json:"sms"`

@@ -37,13 +37,11 @@ const (
 // mib is a quantity of n MiB.
 func mib(n int64) resource.Quantity { return *resource.NewQuantity(n<<20, resource.BinarySI) }
 
-// DeviceName is the device an instance is published as: its name as a
-// DNS label, which a ResourceSlice's device names must be ("gpu0/gi1"
-// becomes "gpu0-gi1"; "gpu2", a GPU without MIG, stays). Lower-case
-// letters and digits stay, anything else becomes "-".
-func DeviceName(name string) string {
+// DeviceName is the device an instance key is published as: a DNS label
+// ("gpu0-3g.40gb-at4" becomes "gpu0-3g-40gb-at4").
+func DeviceName(key string) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(name) {
+	for _, r := range strings.ToLower(key) {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 			b.WriteRune(r)
@@ -51,11 +49,11 @@ func DeviceName(name string) string {
 			b.WriteByte('-')
 		}
 	}
-	label := strings.Trim(b.String(), "-")
-	if len(label) > 63 {
-		label = strings.TrimRight(label[:63], "-")
+	name := strings.Trim(b.String(), "-")
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
 	}
-	return label
+	return name
 }
 
 // Resources is the node's pool (named after the node): one device per
@@ -72,7 +70,7 @@ func Resources(nodeName string, p Plan, defaultMemoryMiB int64) resourceslice.Dr
 			}
 			def := mib(max(1, min(defaultMemoryMiB, in.MemoryMiB)))
 			devices = append(devices, resourceapi.Device{
-				Name: DeviceName(in.shown()),
+				Name: DeviceName(in.Key),
 				Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 					AttrModel:   {StringValue: ptr.To(g.Model)},
 					AttrProfile: {StringValue: ptr.To(profile)},
@@ -96,30 +94,12 @@ func Resources(nodeName string, p Plan, defaultMemoryMiB int64) resourceslice.Dr
 	}}
 }
 
-// shown is the instance's name; its key from an mmkd that names none.
-func (in Instance) shown() string {
-	if in.Name != "" {
-		return in.Name
-	}
-	return in.Key
-}
-
-// instanceOf is the plan's instance published as device: by its name
-// ("gpu0-gi1"), else by its key as drivers before issue 37 published it
-// ("gpu0-3g-40gb-at4"): a claim allocated then is prepared again after a
-// restart of the kubelet or of the node, and its allocation keeps the old
-// name.
+// instanceOf is the key of the plan's instance published as device.
 func instanceOf(p Plan, device string) (Instance, bool) {
-	for _, legacy := range []bool{false, true} {
-		for _, g := range p.GPUs {
-			for _, in := range g.Instances {
-				name := in.shown()
-				if legacy {
-					name = in.Key
-				}
-				if DeviceName(name) == device {
-					return in, true
-				}
+	for _, g := range p.GPUs {
+		for _, in := range g.Instances {
+			if DeviceName(in.Key) == device {
+				return in, true
 			}
 		}
 	}

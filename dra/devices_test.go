@@ -7,35 +7,31 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// TestDeviceName: instance names become DNS labels, one per name (the
-// mapping docs/kubernetes.md gives); so do the keys device names came
-// from before issue 37.
+// TestDeviceName: instance keys become DNS labels, one per key.
 func TestDeviceName(t *testing.T) {
-	for name, want := range map[string]string{
-		"gpu0":             "gpu0",
-		"gpu0/gi1":         "gpu0-gi1",
-		"gpu12/gi14":       "gpu12-gi14",
-		"GPU1/gi0":         "gpu1-gi0",
-		"gpu0-3g.40gb-at4": "gpu0-3g-40gb-at4",
+	for key, want := range map[string]string{
+		"gpu0":              "gpu0",
+		"gpu0-3g.40gb-at4":  "gpu0-3g-40gb-at4",
+		"gpu12-1g.18gb-at6": "gpu12-1g-18gb-at6",
+		"GPU1-7g.80gb-at0":  "gpu1-7g-80gb-at0",
 	} {
-		if got := DeviceName(name); got != want || len(validation.IsDNS1123Label(got)) > 0 {
-			t.Errorf("DeviceName(%q) = %q, want %q (a DNS label)", name, got, want)
+		if got := DeviceName(key); got != want || len(validation.IsDNS1123Label(got)) > 0 {
+			t.Errorf("DeviceName(%q) = %q, want %q (a DNS label)", key, got, want)
 		}
 	}
 }
 
-// TestResources: one shared device per instance, named after the
-// instance (its name as a DNS label), with the GPU's model,
+// TestResources: one shared device per instance, with the GPU's model,
 // the profile ("whole" without MIG), the instance's SMs, its memory as
 // consumable capacity and the default a request consumes (never more
 // than the instance has).
 func TestResources(t *testing.T) {
 	p := Plan{GPUs: []GPU{
 		{Index: 0, Model: "H100-80GB", MIG: true, Instances: []Instance{
-			{Name: "gpu0/gi1", Key: "gpu0-4g.40gb-at0", Profile: "4g.40gb", SMs: 64, MemoryMiB: 40192, Device: "MIG-a"},
-			{Name: "gpu0/gi13", Key: "gpu0-1g.10gb-at6", Profile: "1g.10gb", SMs: 16, MemoryMiB: 2048, Device: "MIG-b"},
+			{Key: "gpu0-4g.40gb-at0", Profile: "4g.40gb", SMs: 64, MemoryMiB: 40192, Device: "MIG-a"},
+			{Key: "gpu0-1g.10gb-at6", Profile: "1g.10gb", SMs: 16, MemoryMiB: 2048, Device: "MIG-b"},
 		}},
-		{Index: 1, Model: "H200-141GB", Instances: []Instance{{Name: "gpu1", Key: "gpu1", Profile: "7g.141gb", SMs: 132, MemoryMiB: 143771, Device: "GPU-c"}}},
+		{Index: 1, Model: "H200-141GB", Instances: []Instance{{Key: "gpu1", Profile: "7g.141gb", SMs: 132, MemoryMiB: 143771, Device: "GPU-c"}}},
 	}}
 	pool := Resources("n1", p, 4096).Pools["n1"]
 	if len(pool.Slices) != 1 {
@@ -48,8 +44,8 @@ func TestResources(t *testing.T) {
 		mig                 bool
 		memMiB, defMiB      int64
 	}{
-		{"gpu0-gi1", "4g.40gb", "MIG-a", 64, 0, true, 40192, 4096},
-		{"gpu0-gi13", "1g.10gb", "MIG-b", 16, 0, true, 2048, 2048},
+		{"gpu0-4g-40gb-at0", "4g.40gb", "MIG-a", 64, 0, true, 40192, 4096},
+		{"gpu0-1g-10gb-at6", "1g.10gb", "MIG-b", 16, 0, true, 2048, 2048},
 		{"gpu1", "whole", "GPU-c", 132, 1, false, 143771, 4096},
 	} {
 		d := devs[i]
@@ -66,16 +62,10 @@ func TestResources(t *testing.T) {
 			t.Errorf("device %s: %d attributes and capacities", d.Name, n)
 		}
 	}
-	// A device is found by its name, and by the name the driver gave it
-	// before issue 37 (its key's): claims allocated then keep it.
-	for device, want := range map[string]string{"gpu0-gi13": "gpu0/gi13", "gpu0-1g-10gb-at6": "gpu0/gi13", "gpu1": "gpu1"} {
-		if in, ok := instanceOf(p, device); !ok || in.Name != want {
-			t.Errorf("instanceOf(%s) = %+v %v, want %s", device, in, ok, want)
-		}
+	if in, ok := instanceOf(p, "gpu0-1g-10gb-at6"); !ok || in.Key != "gpu0-1g.10gb-at6" {
+		t.Errorf("instanceOf = %+v %v", in, ok)
 	}
-	for _, device := range []string{"gpu9", "gpu0-gi2", "gpu0-4g-40gb-at4"} {
-		if in, ok := instanceOf(p, device); ok {
-			t.Errorf("instanceOf(%s) found %s, which the plan lacks", device, in.Name)
-		}
+	if _, ok := instanceOf(p, "gpu9"); ok {
+		t.Error("instanceOf found a device the plan lacks")
 	}
 }

@@ -122,7 +122,7 @@ func (d *Driver) prepare(ctx context.Context, plan Plan, c *resourceapi.Resource
 		return nil, fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if job.State != jobs.Running || job.Grant == nil {
-		return nil, fmt.Errorf("claim %s/%s: mmkd's job %s is %s in %s: %s", c.Namespace, c.Name, job.ID, job.State, in.shown(), job.Reason)
+		return nil, fmt.Errorf("claim %s/%s: mmkd's job %s is %s in %s: %s", c.Namespace, c.Name, job.ID, job.State, in.Key, job.Reason)
 	}
 	ids := []string{}
 	id, err := d.cdi.write(string(c.UID), *job.Grant)
@@ -133,7 +133,7 @@ func (d *Driver) prepare(ctx context.Context, plan Plan, c *resourceapi.Resource
 	if d.opt.NvidiaCDIKind != "" {
 		ids = append(ids, d.opt.NvidiaCDIKind+"="+in.Device)
 	}
-	d.opt.Log.Info("claim prepared", "claim", c.Namespace+"/"+c.Name, "job", job.ID, "instance", in.shown(), "mpsPercent", job.Placement.MPSPercent, "type", job.Spec.Kind)
+	d.opt.Log.Info("claim prepared", "claim", c.Namespace+"/"+c.Name, "job", job.ID, "instance", in.Key, "mpsPercent", job.Placement.MPSPercent, "type", job.Spec.Kind)
 	return []kubeletplugin.Device{{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: ids, ShareID: r.ShareID}}, nil
 }
 
@@ -141,7 +141,7 @@ func (d *Driver) prepare(ctx context.Context, plan Plan, c *resourceapi.Resource
 // pods, its instance, its memory (what the allocation consumed) and the
 // configuration's kind, priorities and workload.
 func claimSpec(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult, in Instance, cfg ClaimConfig) jobs.Spec {
-	claim := &jobs.Claim{Namespace: c.Namespace, Name: c.Name, UID: string(c.UID), Instance: in.shown(), Device: r.Pool + "/" + r.Device}
+	claim := &jobs.Claim{Namespace: c.Namespace, Name: c.Name, UID: string(c.UID), Instance: in.Key, Device: r.Pool + "/" + r.Device}
 	for _, ref := range c.Status.ReservedFor {
 		if ref.Resource == "pods" && ref.APIGroup == "" {
 			claim.Pods = append(claim.Pods, c.Namespace+"/"+ref.Name)

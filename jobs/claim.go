@@ -18,11 +18,8 @@ type Claim struct {
 	UID       string `json:"uid"`
 	// Pods are the pods the claim is reserved for, as namespace/name.
 	Pods []string `json:"pods,omitempty"`
-	// Instance is the instance (MIG instance, or a GPU without MIG) the
-	// scheduler allocated, by its name ("gpu0/gi1", "gpu2"): the job is
-	// placed there or waits. mmkd also takes its key
-	// ("gpu0-3g.40gb-at4"), as drivers and claim jobs before issue 37
-	// named it, and records the name.
+	// Instance is the key of the instance (GPU or MIG instance) the
+	// scheduler allocated: the job is placed there or waits.
 	Instance string `json:"instance"`
 	// Device is the allocated device as the DRA driver published it
 	// (pool/device), shown to people.

@@ -35,10 +35,7 @@ var ErrClaimConflict = errors.New("the claim is prepared on another instance")
 // PrepareClaim submits the claim job of spec.Claim, or returns the live
 // one the claim already has (false): preparing is idempotent, as the
 // kubelet asks again after a restart. A claim whose earlier job ended (it
-// was unprepared) gets a new job. The instance must exist on the node:
-// named as everywhere ("gpu0/gi1", InstanceView.Name) or by its key
-// ("gpu0-3g.40gb-at4"), as drivers before issue 37 named it; the job
-// records its name.
+// was unprepared) gets a new job. The instance must exist on the node.
 func (n *Node) PrepareClaim(ctx context.Context, spec jobs.Spec) (jobs.Job, bool, error) {
 	c := spec.Claim
 	if c == nil {
@@ -50,25 +47,15 @@ func (n *Node) PrepareClaim(ctx context.Context, spec jobs.Spec) (jobs.Job, bool
 	if err := spec.Validate(); err != nil {
 		return jobs.Job{}, false, err
 	}
-	name, ok := n.claimInstance(c.Instance)
-	if !ok {
+	if keys := n.instanceKeys(); !slices.Contains(keys, c.Instance) {
 		return jobs.Job{}, false, &jobs.FieldError{Field: "claim.instance", Value: c.Instance,
-			Reason: fmt.Sprintf("no such instance on this node (it has %s)", strings.Join(n.instanceNames(), ", "))}
+			Reason: fmt.Sprintf("no such instance on this node (it has %s)", strings.Join(keys, ", "))}
 	}
-	// The job records the instance by its name, whichever way it was
-	// asked for.
-	named := *c
-	named.Instance = name
-	spec.Claim = &named
 	n.claimMu.Lock()
 	defer n.claimMu.Unlock()
 	if j, ok := n.liveClaim(c.UID); ok {
-		held := j.Spec.Claim.Instance
-		if h, ok := n.claimInstance(held); ok {
-			held = h
-		}
-		if held != name {
-			return jobs.Job{}, false, fmt.Errorf("claim %s: job %s holds instance %s, asked for %s: %w", c.UID, j.ID, held, name, ErrClaimConflict)
+		if j.Spec.Claim.Instance != c.Instance {
+			return jobs.Job{}, false, fmt.Errorf("claim %s: job %s holds instance %s, asked for %s: %w", c.UID, j.ID, j.Spec.Claim.Instance, c.Instance, ErrClaimConflict)
 		}
 		return j, false, nil
 	}
@@ -191,47 +178,27 @@ func claimGrant(env []string) jobs.Grant {
 }
 
 // claimPin is where a claim job must go: the request position of the GPU
-// holding its instance (by name, or by key for a job recorded before
-// issue 37) and the instance's index; nil when the instance is gone (the
-// job waits, and its driver republishes the devices).
+// holding its instance and the instance's index; nil when the instance is
+// gone (the job waits, and its driver republishes the devices).
 func claimPin(j *jobs.Job, gpus []gpuInfo, placedOn []int) *partitioner.Pin {
-	ref := j.Spec.Claim.Instance
 	for p, g := range placedOn {
-		i := slices.Index(gpus[g].names, ref)
-		if i < 0 {
-			// A claim job recorded before issue 37 holds the key.
-			i = slices.Index(gpus[g].keys, ref)
-		}
-		if i >= 0 {
+		if i := slices.Index(gpus[g].keys, j.Spec.Claim.Instance); i >= 0 {
 			return &partitioner.Pin{GPU: p, Instance: i}
 		}
 	}
 	return nil
 }
 
-// claimInstance is the name of the instance a claim refers to by its
-// name or by its key (claims of drivers and claim jobs from before issue
-// 37); false when the node has no such instance.
-func (n *Node) claimInstance(ref string) (string, bool) {
-	for _, g := range n.Plan().GPUs {
+// instanceKeys are the keys of the instances the node places on.
+func (n *Node) instanceKeys() []string {
+	v := n.Plan()
+	var keys []string
+	for _, g := range v.GPUs {
 		for _, in := range g.Instances {
-			if in.Name == ref || in.Key == ref {
-				return in.Name, true
-			}
+			keys = append(keys, in.Key)
 		}
 	}
-	return "", false
-}
-
-// instanceNames are the names of the instances the node places on.
-func (n *Node) instanceNames() []string {
-	var names []string
-	for _, g := range n.Plan().GPUs {
-		for _, in := range g.Instances {
-			names = append(names, in.Name)
-		}
-	}
-	return names
+	return keys
 }
 
 // recoverClaim adopts a claim job the last mmkd left: a granted one goes

