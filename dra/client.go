@@ -46,7 +46,10 @@ type GPU struct {
 
 // Instance is a MIG instance, or a whole GPU without MIG.
 type Instance struct {
-	Key       string `json:"key"`
+	Key string `json:"key"`
+	// Name is the instance's name as mmkctl, the API and the dashboard
+	// show it (gpu0/gi2; gpu1 without MIG).
+	Name      string `json:"name"`
 	Profile   string `json:"profile"`
 	SMs       int    `json:"sms"`
 	MemoryMiB int64  `json:"memoryMiB"`

@@ -28,6 +28,11 @@ const (
 	AttrSMs = "sms"
 	// AttrMIG says whether the GPU runs MIG.
 	AttrMIG = "mig"
+	// AttrName is the instance's name as mmkctl, the API and the
+	// dashboard show it (gpu0/gi2). The device's own name is its stable
+	// key (profile and placement), which a MIG change never gives to
+	// another instance, while NVML may reuse a GPU-instance id.
+	AttrName = "name"
 	// CapMemory is the instance's memory, consumed by each claim: the
 	// cluster's scheduler puts claims on an instance while their memory
 	// fits, as mmkd does with its own jobs.
@@ -78,6 +83,7 @@ func Resources(nodeName string, p Plan, defaultMemoryMiB int64) resourceslice.Dr
 					AttrUUID:    {StringValue: ptr.To(in.Device)},
 					AttrSMs:     {IntValue: ptr.To(int64(in.SMs))},
 					AttrMIG:     {BoolValue: ptr.To(g.MIG)},
+					AttrName:    {StringValue: ptr.To(in.Name)},
 				},
 				Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 					CapMemory: {Value: mib(in.MemoryMiB), RequestPolicy: &resourceapi.CapacityRequestPolicy{

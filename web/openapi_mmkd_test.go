@@ -31,7 +31,7 @@ func TestOpenAPIDocumentsMmkd(t *testing.T) {
 	var mig string
 	for _, in := range d.Node.Plan().GPUs[0].Instances {
 		if in.Profile == "3g.40gb" {
-			mig = in.Name
+			mig = in.Key
 		}
 	}
 	var id string

@@ -74,8 +74,8 @@ func streamSnapshot(t *testing.T, base string) string {
 // and must be what mmkctl's JSON and tables, the API (the job, the plan,
 // the GPUs, the latency controllers, and the schemas of openapi.json),
 // /metrics (the instance label, the latency controllers' too), the
-// dashboard's stream and the DRA driver's devices (as DNS labels:
-// "gpu0-gi2") show. Before, the same
+// dashboard's stream and the DRA driver's devices (their name
+// attribute) show. Before, the same
 // instance was "GI 1" (gpus), "GI 0" (plan), "instance 0" (jobs),
 // "gpu0-4g.40gb-at0" (/metrics) and "4g.40gb@0" (dashboard), and the
 // GPU without MIG had the profile 7g.141gb.
@@ -240,28 +240,32 @@ func TestOneInstanceName(t *testing.T) {
 			}
 		}
 	}
-	// The DRA driver's devices: every instance under its name as a DNS
-	// label (gpu0/gi1 is the device gpu0-gi1).
+	// The DRA driver's devices: each instance's name in its "name"
+	// attribute (the device's own name is its stable key: NVML may give
+	// a GPU-instance id to another instance after a MIG change).
 	drvPlan, err := (&dra.RESTClient{Base: d.URL}).Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var devices, wantDevices []string
+	var devices []string
 	for _, dev := range dra.Resources("node-1", drvPlan, 4096).Pools["node-1"].Slices[0].Devices {
-		devices = append(devices, dev.Name)
+		if a := dev.Attributes[dra.AttrName].StringValue; a != nil {
+			devices = append(devices, *a)
+		}
 	}
+	var wantDevices []string
 	for _, g := range inv {
 		if len(g.Instances) == 0 {
 			wantDevices = append(wantDevices, "gpu"+strconv.Itoa(g.Index))
 		}
 		for _, in := range g.Instances {
-			wantDevices = append(wantDevices, "gpu"+strconv.Itoa(g.Index)+"-gi"+strconv.Itoa(in.ID))
+			wantDevices = append(wantDevices, "gpu"+strconv.Itoa(g.Index)+"/gi"+strconv.Itoa(in.ID))
 		}
 	}
 	slices.Sort(devices)
 	slices.Sort(wantDevices)
 	if !slices.Equal(devices, wantDevices) {
-		t.Errorf("the DRA driver publishes the devices %v, want %v (the instances' names as DNS labels)", devices, wantDevices)
+		t.Errorf("the DRA driver's devices are named %v, want %v (the name attribute)", devices, wantDevices)
 	}
 	// /metrics: the instance label.
 	metrics := get(t, d.URL+"/metrics")
