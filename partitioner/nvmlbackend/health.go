@@ -9,11 +9,15 @@ import (
 var _ partitioner.HealthReader = (*Backend)(nil)
 
 // xidWatch is what the backend keeps of XID events: one event set,
-// registered for XID critical errors on every GPU that supports them at
-// the first Health, and the errors it has delivered since, by GPU UUID.
+// registered for XID critical errors on every GPU that supports them,
+// and the errors it has delivered since, by GPU UUID. What failed (the
+// set, a GPU's handle or registration) is tried again at the next
+// Health; a GPU that reports no XID events is not.
 type xidWatch struct {
-	started bool
-	set     nvml.EventSet
+	set nvml.EventSet
+	// done marks, by GPU index, a GPU registered or that cannot report
+	// XID events.
+	done map[int]bool
 	// why says, by GPU index, why its XIDs are not watched (the set could
 	// not be made, or the GPU cannot report them).
 	why   map[int]string
@@ -101,23 +105,28 @@ func (b *Backend) Health() ([]partitioner.GPUHealth, error) {
 func ptr[T any](v T) *T { return &v }
 
 // watchXIDs makes the event set and registers each of the n GPUs for
-// XID critical errors, once; what cannot be watched is noted in why.
+// XID critical errors, trying again what failed before; what cannot be
+// watched is noted in why.
 func (b *Backend) watchXIDs(n int) {
 	w := &b.xids
-	if w.started {
-		return
+	if w.done == nil {
+		w.done, w.why, w.count, w.last = map[int]bool{}, map[int]string{}, map[string]uint64{}, map[string]uint64{}
 	}
-	w.started = true
-	w.why, w.count, w.last = map[int]string{}, map[string]uint64{}, map[string]uint64{}
-	set, ret := b.lib.EventSetCreate()
-	if ret != nvml.SUCCESS {
-		for i := range n {
-			w.why[i] = "event set: " + CodeName(ret)
+	if w.set == nil {
+		set, ret := b.lib.EventSetCreate()
+		if ret != nvml.SUCCESS {
+			for i := range n {
+				w.why[i] = "event set: " + CodeName(ret)
+			}
+			return
 		}
-		return
+		w.set = set
+		clear(w.why)
 	}
-	w.set = set
 	for i := range n {
+		if w.done[i] {
+			continue
+		}
 		d, ret := b.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			w.why[i] = CodeName(ret)
@@ -129,12 +138,15 @@ func (b *Backend) watchXIDs(n int) {
 			w.why[i] = "supported events: " + CodeName(ret)
 			continue
 		case types&nvml.EventTypeXidCriticalError == 0:
-			w.why[i] = "the GPU reports no XID events"
+			w.why[i], w.done[i] = "the GPU reports no XID events", true
 			continue
 		}
-		if ret := d.RegisterEvents(nvml.EventTypeXidCriticalError, set); ret != nvml.SUCCESS {
+		if ret := d.RegisterEvents(nvml.EventTypeXidCriticalError, w.set); ret != nvml.SUCCESS {
 			w.why[i] = "register XID events: " + CodeName(ret)
+			continue
 		}
+		delete(w.why, i)
+		w.done[i] = true
 	}
 }
 

@@ -156,3 +156,53 @@ func show(hs []partitioner.GPUHealth) string {
 	}
 	return b.String()
 }
+
+// TestXIDWatchRetries: the event set that could not be made at the first
+// Health is made at the next, and the XIDs are watched from then on
+// (before, one failure left them unknown until mmkd restarted).
+func TestXIDWatchRetries(t *testing.T) {
+	f, err := fakegpu.New(1, []fakegpu.GPUSpec{{Model: "H100-80GB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := &flakySet{Fake: f, fails: 1}
+	b, err := New(lib, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got, err := b.Health()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].XIDs != nil || !strings.Contains(got[0].Unknown["xids"], "event set") {
+		t.Fatalf("first read with the set refused: %s", show(got))
+	}
+	if _, err := b.Health(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.InjectXID(0, 79); err != nil {
+		t.Fatal(err)
+	}
+	got, err = b.Health()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].XIDs == nil || *got[0].XIDs != 1 || got[0].LastXID != 79 || got[0].Unknown["xids"] != "" {
+		t.Errorf("after the set was made: %s, want one XID 79", show(got))
+	}
+}
+
+// flakySet refuses its first fails event sets.
+type flakySet struct {
+	*fakegpu.Fake
+	fails int
+}
+
+func (f *flakySet) EventSetCreate() (nvml.EventSet, nvml.Return) {
+	if f.fails > 0 {
+		f.fails--
+		return nil, nvml.ERROR_UNKNOWN
+	}
+	return f.Fake.EventSetCreate()
+}
