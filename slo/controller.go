@@ -147,6 +147,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
+	case c.TrialAlpha <= 0 || c.TrialAlpha >= 1:
+		return c, fmt.Errorf("slo controller: trial alpha %v is not in (0, 1)", c.TrialAlpha)
 	case c.SwingAlpha <= 0 || c.SwingAlpha >= 1:
 		return c, fmt.Errorf("slo controller: swing alpha %v is not in (0, 1)", c.SwingAlpha)
 	case c.Headroom < 0 || c.Headroom >= 1:

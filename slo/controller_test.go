@@ -989,3 +989,21 @@ func TestControllerStartStepsDownOnCalm(t *testing.T) {
 		t.Errorf("want the rise pre-empted, then a step down within 7 s: %+v", tr.decisions)
 	}
 }
+
+// TestConfigRanges: a probability outside (0, 1) is refused, naming the
+// field and the value.
+func TestConfigRanges(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Alpha: 1.5}, "alpha 1.5"},
+		{Config{TrialAlpha: 1}, "trial alpha 1"},
+		{Config{TrialAlpha: -0.1}, "trial alpha -0.1"},
+		{Config{SwingAlpha: 2}, "swing alpha 2"},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error naming %q", tc.cfg, err, tc.want)
+		}
+	}
+}

@@ -82,6 +82,12 @@ async function readHealth() {
     if (e.status === 503) healthOff = true;
     return;
   }
+  // A node that does not sample health (no reader, or sampling off)
+  // answers with no interval: it is not asked again.
+  if (!v.everyNs) {
+    healthOff = true;
+    return;
+  }
   mergeHealth(v);
 }
 
