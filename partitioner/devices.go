@@ -57,6 +57,8 @@ func Devices(b Backend, devices []string) (Backend, error) {
 		return &managedReaders{managedUsage: managedUsage{managed: m, usage: u}, health: h}, nil
 	case reads:
 		return &managedUsage{managed: m, usage: u}, nil
+	case checks:
+		return &managedHealth{managed: m, health: h}, nil
 	}
 	return m, nil
 }
@@ -150,7 +152,20 @@ type managedReaders struct {
 }
 
 // Health reads the managed GPUs' health.
-func (m *managedReaders) Health() ([]GPUHealth, error) {
-	hs, err := m.health.Health()
-	return slices.DeleteFunc(hs, func(h GPUHealth) bool { return !m.keep[h.GPU] }), err
+func (m *managedReaders) Health() ([]GPUHealth, error) { return keptHealth(m.managed, m.health) }
+
+// managedHealth is managed for a backend that reads health and not
+// usage.
+type managedHealth struct {
+	*managed
+	health HealthReader
+}
+
+// Health reads the managed GPUs' health.
+func (m *managedHealth) Health() ([]GPUHealth, error) { return keptHealth(m.managed, m.health) }
+
+// keptHealth is h's health of the GPUs m manages.
+func keptHealth(m *managed, h HealthReader) ([]GPUHealth, error) {
+	hs, err := h.Health()
+	return slices.DeleteFunc(hs, func(g GPUHealth) bool { return !m.keep[g.GPU] }), err
 }
