@@ -74,16 +74,8 @@ func TestHealth(t *testing.T) {
 // and the others are read; no event set: XIDs unknown. Health fails only
 // where the GPUs cannot be counted.
 func TestHealthFailsOpen(t *testing.T) {
-	f, err := fakegpu.New(1, []fakegpu.GPUSpec{{Model: "H100-80GB"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := &refusing{Fake: f}
-	b, err := New(lib, "fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	lib := &refusing{Fake: oneH100(t)}
+	b := openOn(t, lib)
 	got, err := b.Health()
 	if err != nil {
 		t.Fatal(err)
@@ -161,16 +153,8 @@ func show(hs []partitioner.GPUHealth) string {
 // Health is made at the next, and the XIDs are watched from then on
 // (before, one failure left them unknown until mmkd restarted).
 func TestXIDWatchRetries(t *testing.T) {
-	f, err := fakegpu.New(1, []fakegpu.GPUSpec{{Model: "H100-80GB"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib := &flakySet{Fake: f, fails: 1}
-	b, err := New(lib, "fake")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	f := oneH100(t)
+	b := openOn(t, &flakySet{Fake: f, fails: 1})
 	got, err := b.Health()
 	if err != nil {
 		t.Fatal(err)
@@ -205,4 +189,25 @@ func (f *flakySet) EventSetCreate() (nvml.EventSet, nvml.Return) {
 		return nil, nvml.ERROR_UNKNOWN
 	}
 	return f.Fake.EventSetCreate()
+}
+
+// oneH100 is a fake of one H100 without MIG.
+func oneH100(t *testing.T) *fakegpu.Fake {
+	t.Helper()
+	f, err := fakegpu.New(1, []fakegpu.GPUSpec{{Model: "H100-80GB"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// openOn is the backend over lib, closed when the test ends.
+func openOn(t *testing.T, lib nvml.Interface) *Backend {
+	t.Helper()
+	b, err := New(lib, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
