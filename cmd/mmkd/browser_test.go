@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1141,4 +1142,36 @@ func TestDashboardSignInNamesTheTokenFile(t *testing.T) {
 		waitFor(`document.querySelector('#conn').dataset.state === 'live'`),
 	)
 	checkPage(t, b, origin, strings.TrimSpace(string(tok)))
+}
+
+// TestDashboardStopsAskingForNoHealth: a node that samples no health
+// (no reader, or sampling off) answers with no interval, and the
+// overview does not ask it again every 2 s (it did: only a 503 stopped
+// it). Over 5 s the page asks once.
+func TestDashboardStopsAskingForNoHealth(t *testing.T) {
+	b := startBrowser(t)
+	n := webtest.NewFakeNode(t.TempDir())
+	n.SetPlan(node.PlanView{GPUs: []node.GPUView{{Index: 0, Model: "H200-141GB", SMs: 132, MemoryMiB: 143771, Instances: []node.InstanceView{
+		{Name: "gpu0", Index: 0, Key: "gpu0", Size: 8, ComputeSlices: 7, SMs: 132, MemoryMiB: 143771}}}}})
+	n.SetHealth(node.HealthView{Window: 10 * time.Minute, GPUs: []node.GPUHealthView{}})
+	api := web.New(web.Options{Node: n, Log: slog.New(slog.DiscardHandler)})
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/gpus/health" {
+			asked.Add(1)
+		}
+		api.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		api.Close()
+		srv.Close()
+	})
+	page(t, b, "the overview",
+		chromedp.Navigate(srv.URL+"/#/"),
+		waitFor(`document.querySelectorAll('#gpus .gpu').length === 1`),
+		chromedp.Sleep(5*time.Second),
+	)
+	if got := asked.Load(); got > 1 {
+		t.Errorf("the overview asked for health %d times in 5 s of a node that samples none, want at most once", got)
+	}
 }
