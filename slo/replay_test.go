@@ -124,6 +124,14 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 // phase cannot show (three or four late of 300 is no evidence at a 1 %
 // budget), and the controller's step down onto it after a pre-emption
 // costs those.
+//
+// Rounds 12-15 (b32-phases-h100-25ms-rN.json, the same benchmark with
+// 22 s phases, from the committed records) get the same point. Their
+// medians under the controller at medium and high load are 0.983-0.997
+// (the static setting's 0.989-1.000): the trials of priority at a raised
+// load leak past the budget, as on the GPU, where rounds 12 and 14 ended
+// their high phase at 98.9 % (docs/results/slo-h100-abs.md). A controller
+// that removes the leak should hold these with no slack.
 func TestControllerOnTheBenchRecording(t *testing.T) {
 	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
 	if err != nil {
@@ -143,6 +151,10 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 		{"testdata/b32-phases-h200.json", "p99=20ms", "prio+50%", 0.01},
 		{"testdata/b32-phases-h100.json", "p99=18.8ms", "hold", 0.03},
 		{"testdata/b32-phases-h100-25ms.json", "p99=25ms", "prio+70%", 0.01},
+		{"testdata/b32-phases-h100-25ms-r12.json", "p99=25ms", "prio+70%", 0.01},
+		{"testdata/b32-phases-h100-25ms-r13.json", "p99=25ms", "prio+50%", 0.01},
+		{"testdata/b32-phases-h100-25ms-r14.json", "p99=25ms", "prio+70%", 0.01},
+		{"testdata/b32-phases-h100-25ms-r15.json", "p99=25ms", "prio+70%", 0.01},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
