@@ -127,6 +127,14 @@ func (g *gpu) create(text string) error {
 	return nil
 }
 
+// gpuAt is the GPU of an index (f.mu held), or an error naming it.
+func (f *Fake) gpuAt(gpuIndex int) (*gpu, error) {
+	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
+		return nil, fmt.Errorf("no GPU %d", gpuIndex)
+	}
+	return f.gpus[gpuIndex], nil
+}
+
 // uuid returns a UUID-formatted digest of the seed and the given parts.
 func (f *Fake) uuid(kind string, parts ...uint64) string {
 	h := sha256.New()
@@ -194,10 +202,10 @@ func (f *Fake) ErrorString(r nvml.Return) string { return r.Error() }
 func (f *Fake) AttachProcess(gpuIndex int, migUUID string, pid uint32, memMiB int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
-		return fmt.Errorf("no GPU %d", gpuIndex)
+	g, err := f.gpuAt(gpuIndex)
+	if err != nil {
+		return err
 	}
-	g := f.gpus[gpuIndex]
 	p := process{pid: pid, memMiB: memMiB}
 	switch {
 	case migUUID == "" && g.migCurrent:
@@ -230,10 +238,10 @@ func (f *Fake) DetachProcess(pid uint32) {
 func (f *Fake) SetMIGMode(gpuIndex int, enabled bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
-		return fmt.Errorf("no GPU %d", gpuIndex)
+	g, err := f.gpuAt(gpuIndex)
+	if err != nil {
+		return err
 	}
-	g := f.gpus[gpuIndex]
 	if !enabled && len(g.instances) > 0 {
 		return fmt.Errorf("GPU %d: %v: destroy its %d GPU instances first", gpuIndex, nvml.ERROR_IN_USE, len(g.instances))
 	}
@@ -246,10 +254,10 @@ func (f *Fake) SetMIGMode(gpuIndex int, enabled bool) error {
 func (f *Fake) ResetGPU(gpuIndex int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
-		return fmt.Errorf("no GPU %d", gpuIndex)
+	g, err := f.gpuAt(gpuIndex)
+	if err != nil {
+		return err
 	}
-	g := f.gpus[gpuIndex]
 	if len(g.processes) > 0 {
 		return fmt.Errorf("GPU %d: %v: %d processes are running", gpuIndex, nvml.ERROR_IN_USE, len(g.processes))
 	}

@@ -2,7 +2,6 @@ package fakegpu
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -138,10 +137,11 @@ func (d *device) GetTotalEccErrors(typ nvml.MemoryErrorType, counter nvml.EccCou
 func (f *Fake) AddECCErrors(gpuIndex int, corrected, uncorrected uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
-		return fmt.Errorf("no GPU %d", gpuIndex)
+	g, err := f.gpuAt(gpuIndex)
+	if err != nil {
+		return err
 	}
-	e := &f.gpus[gpuIndex].ecc
+	e := &g.ecc
 	e.corrected += corrected
 	e.aggCorrected += corrected
 	e.uncorrected += uncorrected
@@ -254,10 +254,10 @@ func (s *eventSet) Free() nvml.Return {
 func (f *Fake) InjectXID(gpuIndex int, xid uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if gpuIndex < 0 || gpuIndex >= len(f.gpus) {
-		return fmt.Errorf("no GPU %d", gpuIndex)
+	g, err := f.gpuAt(gpuIndex)
+	if err != nil {
+		return err
 	}
-	g := f.gpus[gpuIndex]
 	for _, s := range f.sets {
 		if s.registered[g]&nvml.EventTypeXidCriticalError == 0 {
 			continue
