@@ -212,10 +212,7 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 		byDevice[d.Device] = d
 		dm := DeviceMemory{Device: d.Device, GPU: d.GPU, GPUInstance: d.GPUInstance, Processes: len(d.Processes)}
 		for _, p := range d.Processes {
-			dm.UsedMemoryMiB += p.UsedMemoryMiB
-		}
-		mem = append(mem, dm)
-		for _, p := range d.Processes {
+			dm.UsedMemoryMiB += p.UsedMemoryMiB // every process, a job's or not
 			// A process belongs to the job whose cgroup holds it (a child
 			// that left the job's process group too), else to the job
 			// whose process group it is in: as the kernel schedulers
@@ -246,6 +243,7 @@ func (n *Node) sampleUsage(r partitioner.UsageReader) error {
 			s.SMUtil = min(100, s.SMUtil+p.SMUtil)
 			s.MemUtil = min(100, s.MemUtil+p.MemUtil)
 		}
+		mem = append(mem, dm)
 	}
 	n.usageMu.Lock()
 	defer n.usageMu.Unlock()
