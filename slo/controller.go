@@ -240,6 +240,8 @@ type service struct {
 	futileWhy   string
 	// begun: its first requests came (Config.Start).
 	begun bool
+	// seen, per rung, what its requests showed there last.
+	seen []seenMark
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -463,6 +465,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// change up to Evidence back, that arrived after it settled.
 		win := sv.tr.Judged(now-c.cfg.Window, c.changedAt+c.settle, now)
 		since := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
+		c.see(sv, now, since)
 		v, over, st := c.judge(sv, now, win, since)
 		heldInFact = heldInFact && c.heldBy(sv, now, since)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
@@ -507,7 +510,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.rises = c.rises[:len(c.rises)-1]
 		c.climb = nil
 		// Not onto a rung that missed at this load lately (Remember).
-		if r.from < c.level && !c.refused(r.from, now, rate) {
+		if sv, _ := c.predictsMiss(r.from, now, true); r.from < c.level && !c.refused(r.from, now, rate) && (sv == nil || c.heldAt(r.from, now, rate)) {
 			return c.move(now, r.from, r.id, "relax: "+why), true
 		}
 	}
@@ -587,6 +590,13 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		calm *= 4
 	}
 	if now-since < calm || c.refused(c.level-1, now, rate) {
+		return Decision{}, false
+	}
+	if sv, why := c.predictsMiss(c.level-1, now, false); sv != nil && !c.heldAt(c.level-1, now, rate) {
+		// The rung below was close to a bound at a lower load: at this
+		// one it would miss (RiseExponent); the step waits for the load
+		// to fall.
+		sv.detail += "; no step down: " + why
 		return Decision{}, false
 	}
 	if c.lastDown && now-c.changedAt >= 2*c.calm {
@@ -964,6 +974,76 @@ func (c *Controller) nearing(sv *service, now time.Duration, v verdict, st Stats
 	}
 	recent := sv.tr.Judged(now-c.cfg.Short, c.changedAt+c.settle, now)
 	return recent.N >= c.cfg.MinSamples/2 && c.close(sv, recent)
+}
+
+// RiseExponent: a service's latency at its target's percentile on a
+// rung grows with its load as the load to this power (rounds 10-15 of the
+// H100 SLO benchmark: 0.3-0.6 between load phases, for priority and the
+// MPS shares alike; the larger end, to err on the safe side).
+const RiseExponent = 0.5
+
+// seenMark is what a service's requests showed on a rung: their latency
+// at its target's percentile and their arrival rate, and when.
+type seenMark struct {
+	pct  time.Duration
+	rate float64
+	at   time.Duration
+	set  bool
+}
+
+// predicted is the latency at sv's target percentile predicted on rung
+// to at the service's load now (its arrival rate over the Window, or over
+// the last Short after a fall of load, which the Window lags), from what
+// it showed there at a lower load within Remember (0: no prediction: not
+// seen there lately, or seen at this load or a higher one).
+func (c *Controller) predicted(sv *service, to int, now time.Duration, fell bool) time.Duration {
+	if to >= len(sv.seen) {
+		return 0
+	}
+	m := sv.seen[to]
+	rate := c.loadOf(sv, now, fell)
+	if !m.set || now-m.at >= c.cfg.Remember || m.rate <= 0 || rate <= m.rate*heldMargin {
+		return 0
+	}
+	return time.Duration(float64(m.pct) * math.Pow(rate/m.rate, RiseExponent))
+}
+
+// see keeps what sv's requests judged since the last change (st) show of
+// the rung in force, once they are enough to judge.
+func (c *Controller) see(sv *service, now time.Duration, st Stats) {
+	if st.N < c.cfg.MinSamples || c.probing {
+		return
+	}
+	if len(sv.seen) < len(c.cfg.Ladder) {
+		sv.seen = make([]seenMark, len(c.cfg.Ladder))
+	}
+	sv.seen[c.level] = seenMark{pct: st.Pct, rate: st.Rate, at: now, set: true}
+}
+
+// loadOf is sv's arrival rate over the Window, or over the last Short
+// after a fall of load.
+func (c *Controller) loadOf(sv *service, now time.Duration, fell bool) float64 {
+	if fell {
+		return c.shortRate(sv, now)
+	}
+	return sv.tr.Window(now-c.cfg.Window, now).Rate
+}
+
+// predictsMiss is a service predicted past its bound on rung to at its
+// load now (fell: just after a fall of load) and why (nil: none).
+func (c *Controller) predictsMiss(to int, now time.Duration, fell bool) (*service, string) {
+	for _, sv := range c.services {
+		b := sv.tr.Bound()
+		if b == 0 || sv.tr.Target().IsZero() {
+			continue
+		}
+		if p := c.predicted(sv, to, now, fell); p > b {
+			m := sv.seen[to]
+			return sv, fmt.Sprintf("%s predicted at p%g %v on %s (%v at %.1f requests/s, %.1f/s now)", sv.id, sv.tr.Target().Percentile,
+				roundMs(p), c.cfg.Ladder[to], roundMs(m.pct), m.rate, c.loadOf(sv, now, fell))
+		}
+	}
+	return nil, ""
 }
 
 // heldMargin is how far above the load a rung held a load may be and

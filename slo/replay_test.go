@@ -96,8 +96,9 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 // phase where it has fewer than 200: the low phases have about 80 a
 // round), in the median of five seeds, and the trainers must run faster
 // over the whole run. In every seed the controller must climb while the
-// load is up (a pre-emption of its rise or a tightening on evidence),
-// never pre-empt in the first phase (no rise there), and come down when it
+// load is up (a pre-emption of its rise or a tightening on evidence; or
+// be above rung 0 when it rises, a burst just before having pre-empted
+// it), never pre-empt in the first phase (no rise there), and come down when it
 // falls.
 //
 // The recordings: round 1 on an H200 (trainers vgg19 and resnet50, target
@@ -145,16 +146,19 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 		target string
 		static string
 		// slack is how far below the static setting the controller may be
-		// in a phase beyond the draws' noise.
-		slack float64
+		// in a phase beyond the draws' noise; strict: where the static
+		// setting holds 99 %, so must the controller, noise or not (the
+		// issue's acceptance).
+		slack  float64
+		strict bool
 	}{
-		{"testdata/b32-phases-h200.json", "p99=20ms", "prio+50%", 0.01},
-		{"testdata/b32-phases-h100.json", "p99=18.8ms", "hold", 0.03},
-		{"testdata/b32-phases-h100-25ms.json", "p99=25ms", "prio+70%", 0.01},
-		{"testdata/b32-phases-h100-25ms-r12.json", "p99=25ms", "prio+70%", 0.01},
-		{"testdata/b32-phases-h100-25ms-r13.json", "p99=25ms", "prio+50%", 0.01},
-		{"testdata/b32-phases-h100-25ms-r14.json", "p99=25ms", "prio+70%", 0.01},
-		{"testdata/b32-phases-h100-25ms-r15.json", "p99=25ms", "prio+70%", 0.01},
+		{"testdata/b32-phases-h200.json", "p99=20ms", "prio+50%", 0.01, false},
+		{"testdata/b32-phases-h100.json", "p99=18.8ms", "hold", 0.03, false},
+		{"testdata/b32-phases-h100-25ms.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r12.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r13.json", "p99=25ms", "prio+50%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r14.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r15.json", "p99=25ms", "prio+70%", 0, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -175,7 +179,15 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 					mmk += train[i] / 20
 					static += strain[i] / 20
 				}
+				// Restrained when the load rose: a climb while it was up,
+				// or a rung above 0 held into it (a burst just before the
+				// rise pre-empted it).
 				var climbed, relaxed, false_ int
+				for _, d := range ds {
+					if d.At < phaseLen {
+						climbed = d.To
+					}
+				}
 				for _, d := range ds {
 					if strings.Contains(d.Reason, ": pre-empt: svc's load rose") && d.At < phaseLen {
 						// Steady Poisson arrivals pass the rise test now and
@@ -201,8 +213,11 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 				slices.Sort(atts[i])
 				slices.Sort(staticAtts[i])
 				m, sm := atts[i][len(atts[i])/2], staticAtts[i][len(staticAtts[i])/2]
-				noise := max(0.005, 1/(rec.Rates[p]*phaseLen.Seconds()))
-				if m < sm-noise-tc.slack {
+				want := sm - max(0.005, 1/(rec.Rates[p]*phaseLen.Seconds())) - tc.slack
+				if tc.strict && sm >= 0.99 {
+					want = 0.99
+				}
+				if m < want {
 					t.Errorf("%s: median attainment %.3f under the controller, %.3f under %s (%v against %v)", p, m, sm, tc.static, atts[i], staticAtts[i])
 				}
 				t.Logf("%s: median attainment %.3f under the controller, %.3f under %s", p, m, sm, tc.static)
