@@ -27,6 +27,9 @@ come. Under one MPS daemon, in a rotated order per round:
   mmk-off     mmk's processes with their hooks on (request marks, masks
               subscribed) and the controller off: what the hook alone
               costs the services, against prio
+  mask=F      (only when named in --settings) mmk's masked trainers held
+              to a share F of the TPCs, the controller off: a static mask,
+              the rung tpcs=F measured for the controller's replay
   and, at the high phase only, the papers' kernel policies as named
   variants: fikit, mmk's contention check (mmk), FLEP's hpf, EffiSha's piv.
 
@@ -305,6 +308,7 @@ class Bench:
             def f():
                 hooks_to(on)()
                 self.control("slo off")
+                self.control("tpcs 1")
                 self.control("policy " + line)
             return f
 
@@ -315,12 +319,14 @@ class Bench:
 
         def mmk():
             hooks_to(1)()
+            self.control("tpcs 1")
             self.control("policy fifo")
             self.control("slo on")
 
         def mmk_off():
             hooks_to(1)()
             self.control("slo off")
+            self.control("tpcs 1")
             self.control("policy fifo")
 
         settings = [
@@ -332,9 +338,21 @@ class Bench:
             ("mmk", groups["m"], mmk),
             ("mmk-off", groups["m"], mmk_off),
         ]
+        def mask(share):
+            def f():
+                hooks_to(1)()
+                self.control("slo off")
+                self.control("policy fifo")
+                self.control("tpcs %g" % share)
+            return f
+
         if a.settings:
             keep = a.settings.split(",")
             settings = [s for s in settings if s[0] in keep]
+            if not a.no_masks:
+                # mask=F: mmk's masked trainers with a fixed share F of the
+                # TPCs (the kernel scheduler's tpcs F), the controller off.
+                settings += [(k, groups["m"], mask(float(k[5:]))) for k in keep if k.startswith("mask=")]
         k = a.round % len(settings)
         for name, trainers, prep in settings[k:] + settings[:k]:
             self.setting("mps", name, svcs, trainers, PHASES, prep)

@@ -11,10 +11,11 @@ import (
 // TestSLODryRun runs the SLO benchmark's protocol without a GPU (DRY=1:
 // sleeping workers, a real kernel scheduler server with the latency
 // controller): every setting runs through every load phase, the papers'
-// policies at the high phase, each window holds the services' and
+// policies at the high phase, a fixed mask (mask=F) among the static
+// settings, each window holds the services' and
 // trainers' numbers, and the report answers the questions.
 func TestSLODryRun(t *testing.T) {
-	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80")
+	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875")
 	type window struct {
 		Round    int
 		Setting  string
@@ -40,6 +41,9 @@ func TestSLODryRun(t *testing.T) {
 			}
 		}
 		seen[w.Setting] = append(seen[w.Setting], w.Phase)
+		if w.Setting == "mask=0.875" && len(w.Trainers) == 0 {
+			t.Errorf("mask=0.875 %s: no trainer ran", w.Phase)
+		}
 		if w.Round != 2 {
 			t.Errorf("round %d, want 2", w.Round)
 		}
@@ -52,7 +56,7 @@ func TestSLODryRun(t *testing.T) {
 	if rated == 0 {
 		t.Error("no window records svc-b1's rate")
 	}
-	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk"} {
+	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
 			t.Errorf("setting %s ran phases %v", s, seen[s])
 		}
@@ -66,7 +70,7 @@ func TestSLODryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Phase high", "| **mmk** |", "Whole run: mmk's trainers", "batch-1 service under mmk"} {
+	for _, want := range []string{"## Phase high", "| **mmk** |", "| mask=0.875 |", "Whole run: mmk's trainers", "batch-1 service under mmk"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

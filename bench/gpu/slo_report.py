@@ -18,6 +18,13 @@ import statistics
 import sys
 
 STATIC = ["prio", "prio+70%", "prio+50%", "hold", "time slicing"]
+
+
+def statics(settings):
+    """The static settings among settings: STATIC's, then the fixed masks
+    (mask=F: mmk's mechanism without its controller) from the largest share."""
+    masks = sorted((s for s in settings if s.startswith("mask=")), key=lambda s: -float(s[5:]))
+    return [s for s in STATIC if s in settings] + masks
 HELD = 0.99
 
 
@@ -78,7 +85,8 @@ def verdict(st, phases):
     settings = sorted({s for s, _ in st})
     whole = {s: statistics.fmean(st[(s, p)]["train"] for p in phases) for s in settings if all((s, p) in st for p in phases)}
     holds = {s: all(st[(s, p)]["attain"] >= HELD for p in phases) for s in whole}
-    static_ok = [s for s in STATIC if holds.get(s)]
+    static = statics(settings)
+    static_ok = [s for s in static if holds.get(s)]
     v["whole"] = whole
     v["holds"] = holds
     if "mmk" in whole:
@@ -87,14 +95,14 @@ def verdict(st, phases):
             v["best_static"] = best
             v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
         else:
-            att = {s: min(st[(s, p)]["attain"] for p in phases) for s in STATIC if s in whole}
+            att = {s: min(st[(s, p)]["attain"] for p in phases) for s in static if s in whole}
             if att:
                 best = max(att, key=lambda s: (att[s], whole[s]))
                 v["best_static"] = best + " (highest attainment; none holds every phase)"
                 v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
         per = {}
         for p in phases:
-            ok = [s for s in STATIC if (s, p) in st and st[(s, p)]["attain"] >= HELD]
+            ok = [s for s in static if (s, p) in st and st[(s, p)]["attain"] >= HELD]
             mm = st.get(("mmk", p))
             if not mm:
                 continue
@@ -149,7 +157,9 @@ def spread(v, f="%.2f"):
 def svg(path, rnd, st, phases, tl):
     """Per setting and phase: the trainers' throughput (bar) and the lowest
     attainment (dot); below, mmk's rung over time."""
-    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
+    present = {s for s, _ in st}
+    masks = [s for s in statics(present) if s.startswith("mask=")]
+    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold"] + masks + ["mmk", "mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
     W, H, left, top = 880, 360, 60, 30
     cw = (W - left - 20) / max(len(settings), 1)
     bw = cw / (len(phases) + 1)
@@ -239,7 +249,7 @@ def main(out):
     for r in rounds:
         st, v = per_round[r]
         lines.append("Round %d: static settings holding every target in every phase: %s." % (
-            r, ", ".join(s for s in STATIC if v["holds"].get(s)) or "none"))
+            r, ", ".join(s for s in statics(v["holds"]) if v["holds"].get(s)) or "none"))
         if "mmk_over_best" in v:
             lines.append("- Whole run: mmk's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); mmk holds every phase: %s." % (
                 fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best_static"].split(" ")[0])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
