@@ -500,9 +500,13 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// The load it missed at: the lower of the two rates (the requests
 		// judged since a recent change are few, and their rate noisy; a
 		// load kept too high would let the rung be tried again at this one).
-		c.fails[c.level] = failMark{at: now, rate: min(rate, judgedRate), set: true}
-		if c.held[c.level].rate >= judgedRate {
-			c.held[c.level] = failMark{} // it held at this load: no guide now
+		f := failMark{at: now, rate: min(rate, judgedRate), set: true}
+		c.fails[c.level] = f
+		if h := &c.held[c.level]; h.set && h.rate*c.cfg.Swing > f.rate {
+			// It held at this load once and missed now: it is known to
+			// hold only well below (as refused steps onto it only within
+			// Swing of the miss), where it held before.
+			h.rate = f.rate / c.cfg.Swing
 		}
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
@@ -585,8 +589,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	// within them, four: the rung may be what holds them. Not so on a
 	// rung no miss called for (the start rung, a pre-emption's), nor on
 	// one climbed for a load twice the one now: the step down is a trial
-	// (TrialAlpha).
-	if !allWell && !c.unproven && !below {
+	// (TrialAlpha); nor onto a rung that held every target at this load
+	// lately.
+	if !allWell && !c.unproven && !below && !c.heldAt(c.level-1, now, rate) {
 		calm *= 4
 	}
 	if now-since < calm || c.refused(c.level-1, now, rate) {

@@ -1054,3 +1054,46 @@ func TestControllerPredictsTheRise(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerReturnsToAHeldRung: a service starts at 16 requests a
+// second; priority holds it there (12 ms of a 25 ms bound), then misses
+// at the same load (its latency there grew), and the controller climbs to
+// rung 1, where the service is within its target but not well within.
+// When the load falls to 6, priority, which held at 16 and missed there,
+// is returned to within 7 s. Before, the miss wiped what priority had
+// held, and rung 1 stayed for four calm spells (20 s).
+func TestControllerReturnsToAHeldRung(t *testing.T) {
+	at := func(prio func(int) []time.Duration) func(int) []time.Duration {
+		return func(r int) []time.Duration {
+			if r >= 1 {
+				return []time.Duration{19 * ms}
+			}
+			return prio(r)
+		}
+	}
+	missing := func(int) []time.Duration {
+		d := make([]time.Duration, 20)
+		for i := range d {
+			d[i] = 15 * ms
+		}
+		d[0] = 40 * ms
+		return d
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		c, _ := New(Config{})
+		c.AddService("svc", MustParse("p99=25ms"))
+		tr := run(t, c, 25*ms, []phase{{30 * time.Second, 16, at(constant(12 * ms))}, {30 * time.Second, 16, at(missing)},
+			{30 * time.Second, 6, at(constant(12 * ms))}}, seed)
+		for _, d := range tr.decisions {
+			t.Logf("seed %d: %v %s", seed, d.At, d.Reason)
+		}
+		missed := slices.IndexFunc(tr.decisions, func(d Decision) bool { return strings.Contains(d.Reason, "tighten") && d.At >= 30*time.Second })
+		if missed < 0 {
+			t.Fatalf("seed %d: no tightening when priority missed", seed)
+		}
+		back := slices.IndexFunc(tr.decisions, func(d Decision) bool { return d.At >= 60*time.Second && d.To == 0 })
+		if back < 0 || tr.decisions[back].At > 67*time.Second {
+			t.Errorf("seed %d: not back on priority within 7 s of the fall", seed)
+		}
+	}
+}
