@@ -7,14 +7,17 @@ import (
 )
 
 // TestControllerReplayScore: over the recordings with absolute targets of
-// the H100 benchmark (rounds 10 and 12-15, 22 s phases as on the GPU) and
-// 9 seeds, the phases the controller ends below 99 % in time where the
-// static setting that held every phase reached 99 % with the same draws
-// number at most 20 of the 167 (33 before the prediction at a raised
-// load; 17 with it), and the trainers run faster than under that setting
-// over the whole run of every recording (1.11-1.60x with it, 1.14-1.63x
-// before). SLO_REPLAY_SCORE=2 logs the decisions of each phase missed;
-// SLO_PHASE (a duration) replays phases of another length.
+// the H100 benchmark (rounds 10, 12-15 and 18-20, 22 s phases as on the
+// GPU) and 9 seeds, the phases the controller ends below 99 % in time
+// where the static setting that held every phase reached 99 % with the
+// same draws number at most 35 of the 268 (31 with the prediction at a
+// raised load; over rounds 10 and 12-15 alone 17 of 167, against 33
+// before it), and the trainers run faster than under that setting over
+// the whole run of every recording (1.12-1.60x). Most of the misses left
+// are high phases of rounds 13, 18 and 20, where MPS 70 %, which rung 1
+// stands for in replay, leaked 1.2-1.4 %. SLO_REPLAY_SCORE=2 logs the
+// decisions of each phase missed; SLO_PHASE (a duration) replays phases
+// of another length.
 func TestControllerReplayScore(t *testing.T) {
 	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
 	if err != nil {
@@ -31,6 +34,9 @@ func TestControllerReplayScore(t *testing.T) {
 		{"testdata/b32-phases-h100-25ms-r13.json", "prio+50%"},
 		{"testdata/b32-phases-h100-25ms-r14.json", "prio+70%"},
 		{"testdata/b32-phases-h100-25ms-r15.json", "prio+70%"},
+		{"testdata/b32-phases-h100-25ms-r18.json", "prio+50%"},
+		{"testdata/b32-phases-h100-25ms-r19.json", "prio+70%"},
+		{"testdata/b32-phases-h100-25ms-r20.json", "prio+50%"},
 	}
 	target := MustParse("p99=25ms")
 	misses, cells := 0, 0
@@ -80,7 +86,7 @@ func TestControllerReplayScore(t *testing.T) {
 	}
 	t.Logf("trainers per phase against the static setting: %.2f", phaseTrain)
 	t.Logf("missed %d of %d phases that the static setting held (per phase %v)", misses, cells, perPhase)
-	if misses > 20 {
-		t.Errorf("missed %d of %d phases that the static setting held, want at most 20", misses, cells)
+	if misses > 35 {
+		t.Errorf("missed %d of %d phases that the static setting held, want at most 35", misses, cells)
 	}
 }

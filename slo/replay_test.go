@@ -127,12 +127,20 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 // costs those.
 //
 // Rounds 12-15 (b32-phases-h100-25ms-rN.json, the same benchmark with
-// 22 s phases, from the committed records) get the same point. Their
-// medians under the controller at medium and high load are 0.983-0.997
-// (the static setting's 0.989-1.000): the trials of priority at a raised
-// load leak past the budget, as on the GPU, where rounds 12 and 14 ended
-// their high phase at 98.9 % (docs/results/slo-h100-abs.md). A controller
-// that removes the leak should hold these with no slack.
+// 22 s phases, from the committed records) are held strictly: where the
+// static setting keeps 99 % of a phase in time, so must the controller's
+// median, with no slack. Before the prediction at a raised load, trials
+// of priority at the high load leaked past the budget in replay as on the
+// GPU (rounds 12 and 14 ended their high phase at 98.9 %,
+// docs/results/slo-h100-abs.md).
+//
+// Rounds 18-20 ran the controller with the prediction on the GPU
+// (docs/results/slo-h100-predict.md), which held the high phase at
+// 99.5-99.8 %. In rounds 18 and 20 MPS 70 % leaked 1.2-1.4 % at high
+// load; in replay rung 1 stands for it, and the controller climbs past it
+// only on evidence, ending the high phase at a median 0.983-0.987: they
+// get a point of slack, the replay's stand-in for the mask, not a fault
+// the GPU showed.
 func TestControllerOnTheBenchRecording(t *testing.T) {
 	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
 	if err != nil {
@@ -159,6 +167,9 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 		{"testdata/b32-phases-h100-25ms-r13.json", "p99=25ms", "prio+50%", 0, true},
 		{"testdata/b32-phases-h100-25ms-r14.json", "p99=25ms", "prio+70%", 0, true},
 		{"testdata/b32-phases-h100-25ms-r15.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r18.json", "p99=25ms", "prio+50%", 0.01, false},
+		{"testdata/b32-phases-h100-25ms-r19.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r20.json", "p99=25ms", "prio+50%", 0.01, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
