@@ -19,11 +19,6 @@ import (
 // decisions of each phase missed; SLO_PHASE (a duration) replays phases
 // of another length.
 func TestControllerReplayScore(t *testing.T) {
-	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rungOf := []string{"prio", "prio+70%", "prio+50%", "hold", "together"}
 	phaseLen := 22 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("SLO_PHASE")); err == nil {
 		phaseLen = v
@@ -47,12 +42,7 @@ func TestControllerReplayScore(t *testing.T) {
 		var mmk, static float64
 		fm := 0
 		for seed := uint64(1); seed <= 9; seed++ {
-			c, _ := New(Config{Ladder: ladder})
-			c.AddService("svc", target)
-			att, train, ds := replayBench(t, rec, c, rungOf, target.Bound, phaseLen, seed)
-			pinned, _ := New(Config{Ladder: Ladder{{}}})
-			pinned.AddService("svc", target)
-			satt, strain, _ := replayBench(t, rec, pinned, []string{f.static}, target.Bound, phaseLen, seed)
+			att, train, satt, strain, ds := replayAgainst(t, rec, target, f.static, phaseLen, seed)
 			for i := range att {
 				mmk += train[i]
 				phaseTrain[i] += train[i]

@@ -83,6 +83,27 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 	return att, train, ds
 }
 
+// replayAgainst replays rec through a controller with mmk's masking
+// ladder (each rung standing for the static setting of about its size:
+// 3/4 of the TPCs for MPS 70 %, 1/2 for 50 %, 1/4 for hold, suspend for
+// the services alone) and through the static setting pinned, with the
+// same draws: per phase the attainment and the trainers' speed of each,
+// and the controller's decisions.
+func replayAgainst(t *testing.T, rec benchRecording, target Target, static string, phaseLen time.Duration, seed uint64) (att, train, satt, strain []float64, ds []Decision) {
+	t.Helper()
+	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := New(Config{Ladder: ladder})
+	c.AddService("svc", target)
+	att, train, ds = replayBench(t, rec, c, []string{"prio", "prio+70%", "prio+50%", "hold", "together"}, target.Bound, phaseLen, seed)
+	pinned, _ := New(Config{Ladder: Ladder{{}}})
+	pinned.AddService("svc", target)
+	satt, strain, _ = replayBench(t, rec, pinned, []string{static}, target.Bound, phaseLen, seed)
+	return att, train, satt, strain, ds
+}
+
 // TestControllerOnTheBenchRecording replays recordings of the SLO
 // benchmark through the controller with mmk's masking ladder, each rung
 // standing for the static setting of about its size (3/4 of the TPCs for
@@ -142,11 +163,6 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 // get a point of slack, the replay's stand-in for the mask, not a fault
 // the GPU showed.
 func TestControllerOnTheBenchRecording(t *testing.T) {
-	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rungOf := []string{"prio", "prio+70%", "prio+50%", "hold", "together"}
 	phases := []string{"low", "medium", "high", "low-again"}
 	const phaseLen = 20 * time.Second
 	cases := []struct {
@@ -178,12 +194,7 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 			atts, staticAtts := make([][]float64, len(phases)), make([][]float64, len(phases))
 			var mmk, static float64
 			for seed := uint64(1); seed <= 5; seed++ {
-				c, _ := New(Config{Ladder: ladder})
-				c.AddService("svc", target)
-				att, train, ds := replayBench(t, rec, c, rungOf, target.Bound, phaseLen, seed)
-				pinned, _ := New(Config{Ladder: Ladder{{}}})
-				pinned.AddService("svc", target)
-				satt, strain, _ := replayBench(t, rec, pinned, []string{tc.static}, target.Bound, phaseLen, seed)
+				att, train, satt, strain, ds := replayAgainst(t, rec, target, tc.static, phaseLen, seed)
 				for i := range phases {
 					atts[i] = append(atts[i], att[i])
 					staticAtts[i] = append(staticAtts[i], satt[i])
