@@ -276,7 +276,8 @@ type Controller struct {
 	// fails, per rung, when it last missed (tightening on evidence) and
 	// the request rate then: a step down onto it waits (Remember). held,
 	// per rung, when it last held every target and the highest request
-	// rate it held them at since: a fall of load returns to it at once.
+	// rate it held them at since (lowered to a factor Swing below a miss
+	// at or below that rate): a fall of load returns to it at once.
 	fails, held []failMark
 	// unproven: no miss called for the rung in force: the start rung
 	// (Config.Start), or one a pre-emption of a rise climbed to.
@@ -308,15 +309,14 @@ func New(cfg Config) (*Controller, error) {
 
 // Reset puts the controller back on rung 0 at now, with its first wait
 // for calm; it keeps the services, their requests and what they measured
-// alone.
+// alone, and forgets what it remembered of the rungs (Forget).
 func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
 	c.rises, c.fellAt = nil, -1<<62
 	c.trial, c.unproven = false, false
-	clear(c.fails)
-	clear(c.held)
 	c.settle = c.cfg.Settle
+	c.Forget()
 	for _, sv := range c.services {
 		sv.begun = false
 	}
@@ -344,12 +344,16 @@ func (c *Controller) AddService(id string, t Target) {
 }
 
 // SetTarget changes a service's target, keeping its requests, its
-// history and what it measured alone; an unknown id is added.
+// history and what it measured alone (what the rungs showed of it at
+// another percentile is forgotten); an unknown id is added.
 func (c *Controller) SetTarget(id string, t Target) {
 	sv := c.service(id)
 	if sv == nil {
 		c.AddService(id, t)
 		return
+	}
+	if t.Percentile != sv.tr.Target().Percentile {
+		clear(sv.seen)
 	}
 	bound, _ := t.Resolve(0)
 	sv.tr.SetTarget(t, bound)
@@ -503,9 +507,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		f := failMark{at: now, rate: min(rate, judgedRate), set: true}
 		c.fails[c.level] = f
 		if h := &c.held[c.level]; h.set && h.rate*c.cfg.Swing > f.rate {
-			// It held at this load once and missed now: it is known to
-			// hold only well below (as refused steps onto it only within
-			// Swing of the miss), where it held before.
+			// It held within Swing of this load (or above it) and missed
+			// now: it is taken to hold only a factor Swing below the miss,
+			// where refused lets it be stepped onto again.
 			h.rate = f.rate / c.cfg.Swing
 		}
 		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
@@ -513,8 +517,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if r, why, ok := c.lapsed(now); ok && allMet {
 		c.rises = c.rises[:len(c.rises)-1]
 		c.climb = nil
-		// Not onto a rung that missed at this load lately (Remember).
-		if sv, _ := c.predictsMiss(r.from, now, true); r.from < c.level && !c.refused(r.from, now, rate) && (sv == nil || c.heldAt(r.from, now, rate)) {
+		// Not onto a rung that missed at this load lately (Remember), nor
+		// one predicted to miss at it.
+		if r.from < c.level && c.mayReturn(r.from, now) {
 			return c.move(now, r.from, r.id, "relax: "+why), true
 		}
 	}
@@ -548,7 +553,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// fall of another service's load undoes nothing.
 		prev := c.fellAt
 		c.fellAt = now
-		if r, w, ok := c.lapsed(now); ok {
+		if r, w, ok := c.lapsed(now); ok && c.mayReturn(min(c.level-1, r.from), now) {
 			c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
 			c.rises = c.rises[:len(c.rises)-1]
 			return c.move(now, min(c.level-1, r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
@@ -952,12 +957,16 @@ func (c *Controller) placesPercentile(t Target) int {
 }
 
 // Forget clears what the controller remembers of the rungs (the loads
-// each missed and held at): they were measured beside the jobs of then,
+// each missed and held at, what each service's requests showed on each):
+// they were measured beside the jobs of then,
 // and a service or offline job that comes or goes changes what a rung
 // holds.
 func (c *Controller) Forget() {
 	clear(c.fails)
 	clear(c.held)
+	for _, sv := range c.services {
+		clear(sv.seen)
+	}
 }
 
 // close reports whether a service is near its bound in st: some of its
@@ -999,10 +1008,9 @@ type seenMark struct {
 }
 
 // predicted is the latency at sv's target percentile predicted on rung
-// to at the service's load now (its arrival rate over the Window, or over
-// the last Short after a fall of load, which the Window lags), from what
-// it showed there at a lower load within Remember (0: no prediction: not
-// seen there lately, or seen at this load or a higher one).
+// to at the service's load now (loadOf), from what it showed there at a
+// lower load within Remember (0: no prediction: not seen there lately, or
+// seen at this load or a higher one).
 func (c *Controller) predicted(sv *service, to int, now time.Duration, fell bool) time.Duration {
 	if to >= len(sv.seen) {
 		return 0
@@ -1027,8 +1035,9 @@ func (c *Controller) see(sv *service, now time.Duration, st Stats) {
 	sv.seen[c.level] = seenMark{pct: st.Pct, rate: st.Rate, at: now, set: true}
 }
 
-// loadOf is sv's arrival rate over the Window, or over the last Short
-// after a fall of load.
+// loadOf is sv's request rate over the Window (by ends, as its rung's
+// marks count them), or its arrival rate over the last Short just after a
+// fall of load, which the Window lags.
 func (c *Controller) loadOf(sv *service, now time.Duration, fell bool) float64 {
 	if fell {
 		return c.shortRate(sv, now)
@@ -1036,12 +1045,34 @@ func (c *Controller) loadOf(sv *service, now time.Duration, fell bool) float64 {
 	return sv.tr.Window(now-c.cfg.Window, now).Rate
 }
 
+// mayReturn reports whether a fall of load may return to rung to at
+// once: it has not missed at the load now lately (refused), and no
+// service is predicted past its bound there unless it held at this load
+// (the loads over the last Short: the Window lags a fall). If not, the
+// service predicted says why on its status.
+func (c *Controller) mayReturn(to int, now time.Duration) bool {
+	rate := 0.0
+	for _, sv := range c.services {
+		rate += c.shortRate(sv, now)
+	}
+	if c.refused(to, now, rate) {
+		return false
+	}
+	sv, why := c.predictsMiss(to, now, true)
+	if sv != nil && !c.heldAt(to, now, rate) {
+		sv.detail += "; no step down: " + why
+		return false
+	}
+	return true
+}
+
 // predictsMiss is a service predicted past its bound on rung to at its
 // load now (fell: just after a fall of load) and why (nil: none).
 func (c *Controller) predictsMiss(to int, now time.Duration, fell bool) (*service, string) {
 	for _, sv := range c.services {
 		b := sv.tr.Bound()
-		if b == 0 || sv.tr.Target().IsZero() {
+		if b == 0 || sv.tr.Target().IsZero() || sv.state == Unattainable || sv.state == NotHeld && sv.futileUntil > now {
+			// What no rung holds says nothing of the rung (heldBy).
 			continue
 		}
 		if p := c.predicted(sv, to, now, fell); p > b {

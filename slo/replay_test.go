@@ -206,8 +206,10 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 				// rise pre-empted it).
 				var climbed, relaxed, false_ int
 				for _, d := range ds {
-					if d.At < phaseLen {
-						climbed = d.To
+					if d.At < phaseLen && d.To > 0 && strings.Contains(d.Reason, ": pre-empt: ") {
+						climbed = 1
+					} else if d.At < phaseLen {
+						climbed = 0
 					}
 				}
 				for _, d := range ds {

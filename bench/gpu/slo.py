@@ -349,14 +349,17 @@ class Bench:
         if a.settings:
             keep = a.settings.split(",")
             settings = [s for s in settings if s[0] in keep]
-            if not a.no_masks:
-                # mask=F: mmk's masked trainers with a fixed share F of the
-                # TPCs (the kernel scheduler's tpcs F), the controller off.
-                settings += [(k, groups["m"], mask(float(k[5:]))) for k in keep if k.startswith("mask=")]
+            masks = [k for k in keep if k.startswith("mask=")]
+            if masks and a.no_masks:
+                raise SystemExit("slo.py: %s needs mmk's masked trainers; drop --no-masks" % ", ".join(masks))
+            # mask=F: mmk's masked trainers with a fixed share F of the
+            # TPCs (the kernel scheduler's tpcs F), the controller off.
+            settings += [(k, groups["m"], mask(float(k[5:]))) for k in masks]
         k = a.round % len(settings)
         for name, trainers, prep in settings[k:] + settings[:k]:
             self.setting("mps", name, svcs, trainers, PHASES, prep)
         self.control("slo off")
+        self.control("tpcs 1")
         if not a.no_papers:
             for name, pol in PAPERS:
                 self.setting("mps", name, svcs, groups["h"], [("high", 2)], policy(pol, 1), seconds=a.paper_s)
@@ -490,6 +493,14 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true")
     args = ap.parse_args()
+    for k in args.settings.split(",") if args.settings else []:
+        if k.startswith("mask="):
+            try:
+                f = float(k[5:])
+            except ValueError:
+                f = 0
+            if not 0 < f <= 1:
+                ap.error("--settings %s: the share of the TPCs must be a number in (0, 1]" % k)
     if not args.ladder:
         args.ladder = "priority,hold,suspend" if args.no_masks else "priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend"
     if args.fake:
