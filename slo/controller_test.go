@@ -1202,3 +1202,30 @@ func TestControllerFallChecksThePrediction(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerFutileOnceSeen: a service late on every rung alike (a
+// machine that stalls on its own) makes the controller climb to the top
+// once and find it futile; when it is judged again (FutileFor later, at
+// the same load) the top rung was seen no better at this load, and the
+// controller does not climb again. Before, it climbed to the top once a
+// minute, restraining the offline jobs for nothing.
+func TestControllerFutileOnceSeen(t *testing.T) {
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=10ms"))
+	tr := run(t, c, 10*ms, []phase{{150 * time.Second, 50, constant(20 * ms)}}, 1)
+	climbs := 0
+	for _, d := range tr.decisions {
+		if d.From == 0 && d.To > 0 {
+			climbs++
+		}
+	}
+	if climbs != 1 {
+		t.Errorf("%d climbs from priority, want 1: %+v", climbs, tr.decisions)
+	}
+	if on := tr.onRung[0][0]; on < 140*time.Second {
+		t.Errorf("%v of 150 s on priority, want all but the first climb", on)
+	}
+	if st := c.Status(150 * time.Second)[0]; !strings.Contains(st.Detail, "at suspend") || !strings.Contains(st.Detail, "ago at") {
+		t.Errorf("status %s: %s", st.State, st.Detail)
+	}
+}
