@@ -798,23 +798,28 @@ func (c *Controller) topDidNotHelp(sv *service, st Stats, now time.Duration) (st
 const futileLoad = 1.5
 
 // giveUp ends a climb that does not help sv (why): the controller goes
-// back to where the climb started, if it is above it, and leaves sv alone
-// until its load changes or FutileFor passes.
+// back to where sv's climb started, if it is above it (another service's
+// climb stays), and leaves sv alone until its load changes or FutileFor
+// passes.
 func (c *Controller) giveUp(now time.Duration, sv *service, why string) (Decision, bool) {
 	from := c.level
-	if c.climb != nil {
+	if c.climb != nil && c.climb.id == sv.id {
 		from = c.climb.from
 	}
 	sv.futileUntil, sv.futileRate = now+c.cfg.FutileFor, sv.tr.Window(now-c.cfg.Window, now).Rate
 	sv.futileWhy = why
 	sv.state, sv.detail = NotHeld, why
+	if from == c.level {
+		// Nothing climbed for it: its misses just now called for nothing.
+		if c.climb != nil && c.climb.id == sv.id {
+			c.climb = nil
+		}
+		return Decision{}, false
+	}
 	c.climb = nil
 	c.badAt = -1 << 62
 	// Its misses on the way up were not the offline jobs' doing.
 	clear(c.fails[from:])
-	if from == c.level {
-		return Decision{}, false
-	}
 	return c.move(now, from, sv.id, "futile: "+sv.id+" "+why), true
 }
 
@@ -998,9 +1003,8 @@ func (c *Controller) placesPercentile(t Target) int {
 
 // Forget clears what the controller remembers of the rungs (the loads
 // each missed and held at, what each service's requests showed on each):
-// they were measured beside the jobs of then,
-// and a service or offline job that comes or goes changes what a rung
-// holds.
+// they were measured beside the jobs of then, and a service or offline
+// job that comes or goes changes what a rung holds.
 func (c *Controller) Forget() {
 	clear(c.fails)
 	clear(c.held)

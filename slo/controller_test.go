@@ -1182,3 +1182,22 @@ func TestControllerFutileOnceSeen(t *testing.T) {
 		t.Errorf("status %s: %s", st.State, st.Detail)
 	}
 }
+
+// TestControllerGiveUpKeepsAnotherClimb: giving up on a service that no
+// restraint helps returns to where its own climb began; another service's
+// climb stays where it is.
+func TestControllerGiveUpKeepsAnotherClimb(t *testing.T) {
+	c, _ := New(Config{})
+	c.AddService("a", MustParse("p99=25ms"))
+	c.AddService("b", MustParse("p99=25ms"))
+	c.level, c.climb = 2, &climb{id: "a", from: 0}
+	if d, moved := c.giveUp(time.Minute, c.service("b"), "b's misses are its own"); moved || c.Level() != 2 || c.climb == nil || c.climb.id != "a" {
+		t.Errorf("giving up on b moved to %d (%+v), climb %+v; want a's climb kept at rung 2", c.Level(), d, c.climb)
+	}
+	if st := c.service("b"); st.state != NotHeld || st.futileUntil <= time.Minute {
+		t.Errorf("b: state %s, futile until %v", st.state, st.futileUntil)
+	}
+	if d, moved := c.giveUp(time.Minute, c.service("a"), "a's misses are its own"); !moved || d.To != 0 || c.climb != nil {
+		t.Errorf("giving up on a: %+v, moved %v, climb %+v; want back to rung 0", d, moved, c.climb)
+	}
+}
