@@ -261,7 +261,7 @@ func (p *report) mapVerdicts(b *bytes.Buffer, w workload) {
 			case t >= looseFrom:
 				add(&loose, jr <= looseJCT && 100*(m.req.Attainment()-o.req.Attainment()) >= -looseSLOPoints, fmt.Sprintf("%s (JCT %.2fx, %s points)", cell, jr, points(m.req.Attainment(), o.req.Attainment())))
 			case t <= tightTo:
-				add(&tightReq, jr <= tightJCT && 100*(m.req.Attainment()-o.req.Attainment()) >= tightSLOPoints, fmt.Sprintf("%s (JCT %.2fx, %s points)", cell, jr, points(m.req.Attainment(), o.req.Attainment())))
+				add(&tightReq, jr <= tightJCT && 100*(m.req.Attainment()-o.req.Attainment()) >= tightSLOPoints, tightCell(cell, jr, m.req.Attainment(), o.req.Attainment()))
 				add(&tightHeld, jr <= tightJCT && 100*(m.heldShare()-o.heldShare()) >= tightSLOPoints, fmt.Sprintf("%s (JCT %.2fx, held %s points)", cell, jr, points(m.heldShare(), o.heldShare())))
 				if g.n > 0 {
 					add(&miger, m.jct <= migerJCT*g.jct && 100*(m.req.Attainment()-g.req.Attainment()) >= -migerSLOPoints, fmt.Sprintf("%s (JCT %.2fx MIGER's, %s points)", cell, m.jct/g.jct, points(m.req.Attainment(), g.req.Attainment())))
@@ -282,6 +282,18 @@ func (p *report) mapVerdicts(b *bytes.Buffer, w workload) {
 	line(fmt.Sprintf("tight targets, the same on services held: held >= mps-prio's + %.0f points at JCT <= %.1fx", tightSLOPoints, tightJCT), tightHeld)
 	line(fmt.Sprintf("tight targets against MIGER: attainment >= MIGER's - %.0f points at JCT <= %.1fx MIGER's", migerSLOPoints, migerJCT), miger)
 	b.WriteString("\n")
+}
+
+// tightCell describes a tight-target cell against mps-prio (attainments
+// m and o, as fractions): its JCT ratio and mmk's gain in points, and,
+// where mps-prio leaves fewer than tightSLOPoints points to gain, how many
+// it leaves: the margin's measured reason.
+func tightCell(cell string, jr, m, o float64) string {
+	why := ""
+	if left := 100 * (1 - o); left < tightSLOPoints {
+		why = fmt.Sprintf("; mps-prio keeps %.2f %% in time, so at most %+.1f points are left to gain", 100*o, left)
+	}
+	return fmt.Sprintf("%s (JCT %.2fx, %s points%s)", cell, jr, points(m, o), why)
 }
 
 // mapColors are the map plot's colours by policy.

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTightCell: a tight cell's description says how many points
+// mps-prio leaves to gain where they are fewer than the margin asks, and
+// nothing more where they are not.
+func TestTightCell(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		m, o   float64
+		want   string
+		reason bool
+	}{
+		{"no room", 0.9896, 0.9846, "p99=1.25x at 0.5 (JCT 1.04x, +0.5 points; mps-prio keeps 98.46 % in time, so at most +1.5 points are left to gain)", true},
+		{"room", 0.80, 0.60, "p99=1.25x at 0.5 (JCT 1.04x, +20.0 points)", false},
+		{"just enough room", 0.90, 0.85, "p99=1.25x at 0.5 (JCT 1.04x, +5.0 points)", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tightCell("p99=1.25x at 0.5", 1.04, tc.m, tc.o)
+			if got != tc.want {
+				t.Errorf("tightCell = %q, want %q", got, tc.want)
+			}
+			if strings.Contains(got, "left to gain") != tc.reason {
+				t.Errorf("reason given: %v, want %v", !tc.reason, tc.reason)
+			}
+		})
+	}
+}
