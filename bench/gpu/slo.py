@@ -338,6 +338,7 @@ class Bench:
             ("mmk", groups["m"], mmk),
             ("mmk-off", groups["m"], mmk_off),
         ]
+
         def mask(share):
             def f():
                 hooks_to(1)()

@@ -25,6 +25,8 @@ def statics(settings):
     (mask=F: mmk's mechanism without its controller) from the largest share."""
     masks = sorted((s for s in settings if s.startswith("mask=")), key=lambda s: -float(s[5:]))
     return [s for s in STATIC if s in settings] + masks
+
+
 HELD = 0.99
 
 
