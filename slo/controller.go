@@ -602,14 +602,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if !allWell && !c.unproven && !below && !c.heldAt(c.level-1, now, rate) {
 		calm *= 4
 	}
-	if now-since < calm || c.refused(c.level-1, now, rate) {
-		return Decision{}, false
-	}
-	if sv, why := c.predictsMiss(c.level-1, now, false); sv != nil && !c.heldAt(c.level-1, now, rate) {
-		// The rung below was close to a bound at a lower load: at this
-		// one it would miss (RiseExponent); the step waits for the load
-		// to fall.
-		sv.detail += "; no step down: " + why
+	if now-since < calm || c.refused(c.level-1, now, rate) || c.waitsForPrediction(c.level-1, now, false, rate) {
 		return Decision{}, false
 	}
 	if c.lastDown && now-c.changedAt >= 2*c.calm {
@@ -1068,9 +1061,10 @@ func (c *Controller) predicted(sv *service, to int, now time.Duration, fell bool
 }
 
 // see keeps what sv's requests judged since the last change (st) show of
-// the rung in force, once they are enough to judge.
+// the rung in force, once they are enough to judge (Step does not judge
+// during a probe).
 func (c *Controller) see(sv *service, now time.Duration, st Stats) {
-	if st.N < c.cfg.MinSamples || c.probing {
+	if st.N < c.cfg.MinSamples {
 		return
 	}
 	if len(sv.seen) < len(c.cfg.Ladder) {
@@ -1090,23 +1084,27 @@ func (c *Controller) loadOf(sv *service, now time.Duration, fell bool) float64 {
 }
 
 // mayReturn reports whether a fall of load may return to rung to at
-// once: it has not missed at the load now lately (refused), and no
-// service is predicted past its bound there unless it held at this load
-// (the loads over the last Short: the Window lags a fall). If not, the
-// service predicted says why on its status.
+// once: it has not missed at the load now lately (refused), and it is not
+// predicted to (waitsForPrediction), on the loads over the last Short
+// (the Window lags a fall).
 func (c *Controller) mayReturn(to int, now time.Duration) bool {
 	rate := 0.0
 	for _, sv := range c.services {
 		rate += c.shortRate(sv, now)
 	}
-	if c.refused(to, now, rate) {
+	return !c.refused(to, now, rate) && !c.waitsForPrediction(to, now, true, rate)
+}
+
+// waitsForPrediction reports whether a step down onto rung to waits: a
+// service is predicted past its bound there at its load now (fell: just
+// after a fall of load), and the rung did not hold every target at the
+// request rate rate lately. The service says why on its status.
+func (c *Controller) waitsForPrediction(to int, now time.Duration, fell bool, rate float64) bool {
+	sv, why := c.predictsMiss(to, now, fell)
+	if sv == nil || c.heldAt(to, now, rate) {
 		return false
 	}
-	sv, why := c.predictsMiss(to, now, true)
-	if sv != nil && !c.heldAt(to, now, rate) {
-		sv.detail += "; no step down: " + why
-		return false
-	}
+	sv.detail += "; no step down: " + why
 	return true
 }
 

@@ -206,14 +206,16 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 				// rise pre-empted it).
 				var climbed, relaxed, false_ int
 				for _, d := range ds {
-					if d.At < phaseLen && d.To > 0 && strings.Contains(d.Reason, ": pre-empt: ") {
-						climbed = 1
-					} else if d.At < phaseLen {
+					preempt := strings.Contains(d.Reason, ": pre-empt: svc's load rose")
+					if d.At < phaseLen {
+						// The decisions come in time order: the last one
+						// before the rise says which rung enters it.
 						climbed = 0
+						if preempt && d.To > 0 {
+							climbed = 1
+						}
 					}
-				}
-				for _, d := range ds {
-					if strings.Contains(d.Reason, ": pre-empt: svc's load rose") && d.At < phaseLen {
+					if preempt && d.At < phaseLen {
 						// Steady Poisson arrivals pass the rise test now and
 						// then (SwingAlpha per step); one such a phase is
 						// noise, undone if it does not last.
