@@ -171,10 +171,18 @@ func (f *FakeNode) Job(id string) (jobs.Job, error) {
 	return *j, nil
 }
 
+// get is the job of id as the API reads it: the failure Fail set, if
+// any, else lookup's.
 func (f *FakeNode) get(id string) (*jobs.Job, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
+	return f.lookup(id)
+}
+
+// lookup is the job of id, or jobs.ErrNotFound; the setters that stand
+// for the placement loop and the runner use it (Fail is for the API).
+func (f *FakeNode) lookup(id string) (*jobs.Job, error) {
 	j, ok := f.jobs[id]
 	if !ok {
 		return nil, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
@@ -198,9 +206,6 @@ func (f *FakeNode) Events(id string) ([]jobs.Event, error) {
 func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail != nil {
-		return jobs.Job{}, f.fail
-	}
 	j, err := f.get(id)
 	if err != nil {
 		return jobs.Job{}, err
@@ -221,9 +226,9 @@ func (f *FakeNode) Cancel(id, reason string) (jobs.Job, error) {
 func (f *FakeNode) SetState(id string, to jobs.State, reason string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	j, ok := f.jobs[id]
-	if !ok {
-		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	j, err := f.lookup(id)
+	if err != nil {
+		return err
 	}
 	f.move(j, to, reason)
 	return nil
@@ -234,9 +239,9 @@ func (f *FakeNode) SetState(id string, to jobs.State, reason string) error {
 func (f *FakeNode) SetWait(id string, w jobs.Wait) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	j, ok := f.jobs[id]
-	if !ok {
-		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	j, err := f.lookup(id)
+	if err != nil {
+		return err
 	}
 	if j.State != jobs.Pending {
 		return fmt.Errorf("job %s is %s: only a pending job waits", id, j.State)
@@ -387,9 +392,9 @@ func (f *FakeNode) Fail(err error) {
 func (f *FakeNode) SetPlacement(id string, p jobs.Placement, pid int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	j, ok := f.jobs[id]
-	if !ok {
-		return fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
+	j, err := f.lookup(id)
+	if err != nil {
+		return err
 	}
 	now := f.tick()
 	j.Placement, j.PID, j.UpdatedAt = &p, pid, now
