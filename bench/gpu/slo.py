@@ -259,6 +259,8 @@ class Bench:
             self.window(segment, name, phase, run, seconds or self.args.phase_s)
         for n in run:
             self.procs[n].send("pause")
+        # A fixed TPC share (mask=F) ends with its setting.
+        self.control("tpcs 1")
 
     def references(self, segment, services, trainers):
         """Each service alone at each rate; each trainer alone."""
@@ -308,7 +310,6 @@ class Bench:
             def f():
                 hooks_to(on)()
                 self.control("slo off")
-                self.control("tpcs 1")
                 self.control("policy " + line)
             return f
 
@@ -319,14 +320,12 @@ class Bench:
 
         def mmk():
             hooks_to(1)()
-            self.control("tpcs 1")
             self.control("policy fifo")
             self.control("slo on")
 
         def mmk_off():
             hooks_to(1)()
             self.control("slo off")
-            self.control("tpcs 1")
             self.control("policy fifo")
 
         settings = [
@@ -360,7 +359,6 @@ class Bench:
         for name, trainers, prep in settings[k:] + settings[:k]:
             self.setting("mps", name, svcs, trainers, PHASES, prep)
         self.control("slo off")
-        self.control("tpcs 1")
         if not a.no_papers:
             for name, pol in PAPERS:
                 self.setting("mps", name, svcs, groups["h"], [("high", 2)], policy(pol, 1), seconds=a.paper_s)
