@@ -7,15 +7,18 @@ import (
 )
 
 // TestControllerReplayScore: over the recordings with absolute targets of
-// the H100 benchmark (rounds 10, 12-15 and 18-20, 22 s phases as on the
+// the H100 benchmark (rounds 10, 12-15 and 18-23, 22 s phases as on the
 // GPU) and 9 seeds, the phases the controller ends below 99 % in time
 // where the static setting that held every phase reached 99 % with the
-// same draws number at most 35 of the 268 (31 with the prediction at a
+// same draws number at most 55 of the 374 (51 with the prediction at a
 // raised load; over rounds 10 and 12-15 alone 17 of 167, against 33
 // before it), and the trainers run faster than under that setting over
 // the whole run of every recording (1.12-1.60x). Most of the misses left
-// are high phases of rounds 13, 18 and 20, where MPS 70 %, which rung 1
-// stands for in replay, leaked 1.2-1.4 %. SLO_REPLAY_SCORE=2 logs the
+// are high phases (36 of the 51), most of them of rounds 13, 18, 20, 21
+// and 23, where MPS 70 %, which rung 1 stands for in replay, leaked
+// 1.2-1.8 %; on the
+// GPU the controller's mask rungs held those phases in rounds 18, 20 and
+// 23 (docs/results/slo-h100-d737c04.md). SLO_REPLAY_SCORE=2 logs the
 // decisions of each phase missed; SLO_PHASE (a duration) replays phases
 // of another length.
 func TestControllerReplayScore(t *testing.T) {
@@ -32,6 +35,9 @@ func TestControllerReplayScore(t *testing.T) {
 		{"testdata/b32-phases-h100-25ms-r18.json", "prio+50%"},
 		{"testdata/b32-phases-h100-25ms-r19.json", "prio+70%"},
 		{"testdata/b32-phases-h100-25ms-r20.json", "prio+50%"},
+		{"testdata/b32-phases-h100-25ms-r21.json", "prio+50%"},
+		{"testdata/b32-phases-h100-25ms-r22.json", "prio+70%"},
+		{"testdata/b32-phases-h100-25ms-r23.json", "prio+50%"},
 	}
 	target := MustParse("p99=25ms")
 	misses, cells := 0, 0
@@ -76,7 +82,7 @@ func TestControllerReplayScore(t *testing.T) {
 	}
 	t.Logf("trainers per phase against the static setting: %.2f", phaseTrain)
 	t.Logf("missed %d of %d phases that the static setting held (per phase %v)", misses, cells, perPhase)
-	if misses > 35 {
-		t.Errorf("missed %d of %d phases that the static setting held, want at most 35", misses, cells)
+	if misses > 55 {
+		t.Errorf("missed %d of %d phases that the static setting held, want at most 55", misses, cells)
 	}
 }

@@ -161,7 +161,9 @@ func replayAgainst(t *testing.T, rec benchRecording, target Target, static strin
 // load; in replay rung 1 stands for it, and the controller climbs past it
 // only on evidence, ending the high phase at a median 0.983-0.987: they
 // get a point of slack, the replay's stand-in for the mask, not a fault
-// the GPU showed.
+// the GPU showed. So do rounds 21 and 23 (controller d737c04,
+// docs/results/slo-h100-d737c04.md), where MPS 70 % leaked 1.4 % and
+// 1.8 % at high load; round 22, where it held, is held strictly.
 func TestControllerOnTheBenchRecording(t *testing.T) {
 	phases := []string{"low", "medium", "high", "low-again"}
 	const phaseLen = 20 * time.Second
@@ -186,6 +188,9 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 		{"testdata/b32-phases-h100-25ms-r18.json", "p99=25ms", "prio+50%", 0.01, false},
 		{"testdata/b32-phases-h100-25ms-r19.json", "p99=25ms", "prio+70%", 0, true},
 		{"testdata/b32-phases-h100-25ms-r20.json", "p99=25ms", "prio+50%", 0.01, false},
+		{"testdata/b32-phases-h100-25ms-r21.json", "p99=25ms", "prio+50%", 0.01, false},
+		{"testdata/b32-phases-h100-25ms-r22.json", "p99=25ms", "prio+70%", 0, true},
+		{"testdata/b32-phases-h100-25ms-r23.json", "p99=25ms", "prio+50%", 0.01, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
