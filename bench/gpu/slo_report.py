@@ -102,6 +102,9 @@ def verdict(st, phases):
                 best = max(att, key=lambda s: (att[s], whole[s]))
                 v["best_static"] = best + " (highest attainment; none holds every phase)"
                 v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
+                # The other half of this case: mmk's attainment at
+                # least that setting's (each in its worst phase).
+                v["worst_attain"] = (min(st[("mmk", p)]["attain"] for p in phases), att[best])
         per = {}
         for p in phases:
             ok = [s for s in static if (s, p) in st and st[(s, p)]["attain"] >= HELD]
@@ -255,6 +258,10 @@ def main(out):
         if "mmk_over_best" in v:
             lines.append("- Whole run: mmk's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); mmk holds every phase: %s." % (
                 fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best_static"].split(" ")[0])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
+            if "worst_attain" in v:
+                m, b = v["worst_attain"]
+                lines.append("- Attainment in the worst phase: mmk %.1f %% against %.1f %% for %s (goal: at least as high)." % (
+                    100 * m, 100 * b, v["best_static"].split(" ")[0]))
         for p, row in v.get("per_phase", {}).items():
             if "best" in row:
                 lines.append("- %s: best static %s (trainers %.2f); mmk %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)." % (
