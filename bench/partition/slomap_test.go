@@ -30,3 +30,29 @@ func TestTightCell(t *testing.T) {
 		})
 	}
 }
+
+// TestMIGERCell: a cell against MIGER says how far mps-prio's JCT is from
+// MIGER's where it, too, misses the JCT margin, and nothing more where it
+// does not.
+func TestMIGERCell(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		or     float64
+		want   string
+		reason bool
+	}{
+		{"mps-prio slow too", 0.68, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points; mps-prio, isolating nothing, runs at 0.68x MIGER's JCT)", true},
+		{"mps-prio fast", 0.40, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points)", false},
+		{"at the margin", 0.50, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points)", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := migerCell("p99=1.5x at 1", 0.72, tc.or, 0.979, 0.55)
+			if got != tc.want {
+				t.Errorf("migerCell = %q, want %q", got, tc.want)
+			}
+			if strings.Contains(got, "isolating nothing") != tc.reason {
+				t.Errorf("reason given: %v, want %v", !tc.reason, tc.reason)
+			}
+		})
+	}
+}
