@@ -16,9 +16,9 @@ import (
 // the whole run of every recording (1.12-1.60x). Most of the misses left
 // are high phases (36 of the 51), most of them of rounds 13, 18, 20, 21
 // and 23, where MPS 70 %, which rung 1 stands for in replay, leaked
-// 1.2-1.8 %; on the
-// GPU the controller's mask rungs held those phases in rounds 18, 20 and
-// 23 (docs/results/slo-h100-d737c04.md). SLO_REPLAY_SCORE=2 logs the
+// 1.2-1.8 %; on the GPU the controller's mask rungs held those phases in
+// rounds 18, 20 and 23 (docs/results/slo-h100-d737c04.md).
+// SLO_REPLAY_SCORE=2 logs the
 // decisions of each phase missed; SLO_PHASE (a duration) replays phases
 // of another length.
 func TestControllerReplayScore(t *testing.T) {

@@ -288,7 +288,8 @@ func (p *report) mapVerdicts(b *bytes.Buffer, w workload) {
 // multiple of MIGER's (jr) and its gain in points (attainments m and g,
 // as fractions), and, where mps-prio, which isolates no service, also
 // runs past migerJCT of MIGER's JCT (or), by how much: the JCT margin's
-// measured reason (no sharing policy simulated here comes close to it).
+// measured reason (mmk, which isolates only what its targets need, runs
+// within a few percent of mps-prio's JCT).
 func migerCell(cell string, jr, or, m, g float64) string {
 	why := ""
 	if or > migerJCT {
