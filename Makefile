@@ -112,6 +112,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTaskMessages -fuzztime $(FUZZTIME) ./kernelsched/server
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime $(FUZZTIME) ./hook/handshake
 	$(GO) test -run '^$$' -fuzz FuzzReadWindows -fuzztime $(FUZZTIME) ./bench/pareto
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./slo
+	$(GO) test -run '^$$' -fuzz FuzzParseRung -fuzztime $(FUZZTIME) ./slo
 
 ## screenshots: docs/img/*.png, the dashboard on the fake GPUs in headless Chromium (needs chromium): the overview, GPU cards (memory bars, health), waiting jobs, jobs, a job, kernel schedulers (on, through the fake hook), plan
 screenshots: build hook-fakes

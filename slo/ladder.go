@@ -20,13 +20,21 @@ type Rung struct {
 	// TPCs is the fraction of the GPU's TPCs offline kernels may use, in
 	// (0, 1); 0 means all (no mask).
 	TPCs float64
+	// TPCTasks is how many offline tasks the mask holds, the first to
+	// have connected (0: all of them). With several trainers one shared
+	// mask holds them all to the same TPCs (docs/results/slo-h100-d737c04.md:
+	// 0.75-0.89x the best static setting at the medium load); masking the
+	// first N is a finer step ("tpcs=0.75@1"), not in the default ladder
+	// until measured.
+	TPCTasks int
 	// Suspend stops the offline jobs' processes (cgroup freezer, or
 	// SIGSTOP) until the rung is left.
 	Suspend bool
 }
 
 // String is the rung's text form, which ParseRung reads back:
-// "priority", "guard=256µs", "hold", "tpcs=0.5", "suspend", joined by "+".
+// "priority", "guard=256µs", "hold", "tpcs=0.5" (or "tpcs=0.5@1": the
+// first offline task only), "suspend", joined by "+".
 func (r Rung) String() string {
 	var p []string
 	switch {
@@ -36,7 +44,11 @@ func (r Rung) String() string {
 		p = append(p, "guard="+r.Tau.String())
 	}
 	if r.TPCs > 0 {
-		p = append(p, "tpcs="+strconv.FormatFloat(r.TPCs, 'f', -1, 64))
+		t := "tpcs=" + strconv.FormatFloat(r.TPCs, 'f', -1, 64)
+		if r.TPCTasks > 0 {
+			t += "@" + strconv.Itoa(r.TPCTasks)
+		}
+		p = append(p, t)
 	}
 	if r.Suspend {
 		p = append(p, "suspend")
@@ -56,7 +68,7 @@ func ParseRung(s string) (Rung, error) {
 	var r Rung
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return r, fmt.Errorf("rung: empty; want priority, guard=DURATION, hold, tpcs=FRACTION or suspend, joined by +")
+		return r, fmt.Errorf("rung: empty; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS] or suspend, joined by +")
 	}
 	for _, part := range strings.Split(s, "+") {
 		part = strings.TrimSpace(part)
@@ -76,13 +88,21 @@ func ParseRung(s string) (Rung, error) {
 				r.Guard, r.Tau = true, d
 			}
 		case k == "tpcs" && hasV:
-			x, err := strconv.ParseFloat(v, 64)
+			f, n, hasN := strings.Cut(v, "@")
+			x, err := strconv.ParseFloat(f, 64)
 			if err != nil || !(x > 0 && x < 1) {
 				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want the fraction of TPCs offline kernels keep, in (0, 1)", s, v)
 			}
 			r.TPCs = x
+			if hasN {
+				m, err := strconv.Atoi(n)
+				if err != nil || m < 1 {
+					return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want @N, the number of offline tasks masked (the first to connect), a whole number of at least 1", s, v)
+				}
+				r.TPCTasks = m
+			}
 		default:
-			return Rung{}, fmt.Errorf("rung %q: unknown part %q; want priority, guard=DURATION, hold, tpcs=FRACTION or suspend", s, part)
+			return Rung{}, fmt.Errorf("rung %q: unknown part %q; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS] or suspend", s, part)
 		}
 	}
 	return r, nil

@@ -16,6 +16,8 @@ func TestParseRung(t *testing.T) {
 		{"guard=256us", Rung{Guard: true, Tau: 256 * time.Microsecond}},
 		{"hold", Rung{HoldAll: true}},
 		{"tpcs=0.5", Rung{TPCs: 0.5}},
+		{"tpcs=0.75@1", Rung{TPCs: 0.75, TPCTasks: 1}},
+		{"hold+tpcs=0.5@2", Rung{HoldAll: true, TPCs: 0.5, TPCTasks: 2}},
 		{"suspend", Rung{Suspend: true}},
 		{"hold+tpcs=0.25", Rung{HoldAll: true, TPCs: 0.25}},
 		{"guard=64us + hold", Rung{HoldAll: true}},
@@ -30,7 +32,7 @@ func TestParseRung(t *testing.T) {
 			t.Errorf("%q: String %q reads back as %+v, %v", tc.in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "hold=1", "fast", "priority+warp"} {
+	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "tpcs=0.5@0", "tpcs=0.5@-1", "tpcs=0.5@x", "tpcs=0.5@", "tpcs=1@1", "hold=1", "fast", "priority+warp"} {
 		if _, err := ParseRung(in); err == nil || !strings.Contains(err.Error(), "rung") {
 			t.Errorf("ParseRung(%q): %v", in, err)
 		}
@@ -52,4 +54,22 @@ func TestParseLadder(t *testing.T) {
 	if got := strings.Join(DefaultLadder().Strings(), ","); got != "priority,guard=256µs,guard=64µs,hold,suspend" {
 		t.Errorf("default ladder %s", got)
 	}
+}
+
+// FuzzParseRung: no input panics, and what parses reads back from its
+// text form as itself.
+func FuzzParseRung(f *testing.F) {
+	for _, s := range []string{"priority", "guard=256us", "hold+tpcs=0.25", "tpcs=0.75@1", "suspend", "tpcs=0.5@", "guard=64us + hold"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRung(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseRung(r.String())
+		if err != nil || back != r {
+			t.Errorf("%q parses as %+v, whose text %q reads back as %+v, %v", s, r, r.String(), back, err)
+		}
+	})
 }

@@ -164,10 +164,17 @@ type Server struct {
 	offline int
 	sloSeq  uint64
 	// tpcKeep is the TPCs offline tasks may use (0: all), set by the
-	// controller (or SetTPCs), applied by the loop; tpcs is the
-	// instance's TPC count (two SMs each, Ampere and Hopper).
-	tpcKeep atomic.Uint32
-	tpcs    int
+	// controller (or SetTPCs), applied by the loop; tpcTasks how many
+	// offline tasks it holds, the first to connect (0: all); tpcs is the
+	// instance's TPC count (two SMs each, Ampere and Hopper); tpcFirst
+	// the loop's scratch: the first offline tasks to connect.
+	tpcKeep  atomic.Uint32
+	tpcTasks atomic.Uint32
+	tpcs     int
+	tpcFirst []*task
+	// connected counts the hooks let in: each task's seq, the order of
+	// connection (ids are reused).
+	connected atomic.Uint64
 	// requestLog, if set, takes every measured request (Config.RequestLog).
 	requestLog *requestLog
 }
@@ -194,6 +201,7 @@ type policyChange struct {
 
 type task struct {
 	id    kernelsched.TaskID
+	seq   uint64 // the order it connected in (Server.connected)
 	hello Hello
 	slot  *slot
 	conn  *net.UnixConn
@@ -468,7 +476,8 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		c.Close()
 		return
 	}
-	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1), shareOf: job}
+	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1), shareOf: job,
+		seq: s.connected.Add(1)}
 	t.nt = &nameTable{mu: &s.mu, names: t.names,
 		take: func(n int) bool { return s.shares.takeNames(job, n) },
 		give: func(n int) { s.shares.giveNames(job, n) }}

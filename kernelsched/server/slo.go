@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -408,6 +409,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	if r.TPCs > 0 {
 		keep = max(int(r.TPCs*float64(s.tpcs)+0.5), 1)
 	}
+	s.tpcTasks.Store(uint32(r.TPCTasks))
 	s.tpcKeep.Store(uint32(keep))
 	st.mu.Lock()
 	st.tpcKeep = keep
@@ -509,6 +511,7 @@ func (s *Server) SetTPCs(share float64) {
 	if share < 1 {
 		keep = max(int(share*float64(s.tpcs)+0.5), 1)
 	}
+	s.tpcTasks.Store(0)
 	s.tpcKeep.Store(uint32(keep))
 }
 
@@ -529,18 +532,42 @@ func (s *Server) tpcStates() map[int]uint32 {
 	return out
 }
 
-// retpc gives each task the TPC mask the rung asks for (offline tasks;
-// online ones keep every TPC); loop-owned.
+// retpc gives each task the TPC mask the rung asks for (offline tasks,
+// or the first tpcTasks of them to connect; online ones keep every TPC);
+// loop-owned.
 func (s *Server) retpc() {
 	keep := s.tpcKeep.Load()
+	n := int(s.tpcTasks.Load())
+	if keep > 0 && n > 0 {
+		s.firstOffline(n)
+	}
 	for _, t := range s.tasks {
 		want := keep
-		if t.hello.Online {
+		if t.hello.Online || n > 0 && !slices.Contains(s.tpcFirst, t) {
 			want = 0
 		}
 		if t.tpcKeep != want {
 			t.slot.setTPCKeep(want)
 			t.tpcKeep = want
+		}
+	}
+}
+
+// firstOffline keeps in tpcFirst the first n offline tasks to have
+// connected (by seq); loop-owned.
+func (s *Server) firstOffline(n int) {
+	clear(s.tpcFirst[:cap(s.tpcFirst)]) // no task that left stays referenced
+	s.tpcFirst = s.tpcFirst[:0]
+	for _, t := range s.tasks {
+		if t.hello.Online {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(s.tpcFirst, t.seq, func(a *task, seq uint64) int { return cmp.Compare(a.seq, seq) })
+		if i < n {
+			s.tpcFirst = slices.Insert(s.tpcFirst, i, t)
+			if len(s.tpcFirst) > n {
+				s.tpcFirst = s.tpcFirst[:n]
+			}
 		}
 	}
 }
