@@ -88,6 +88,9 @@ func ParseRung(s string) (Rung, error) {
 				r.Guard, r.Tau = true, d
 			}
 		case k == "tpcs" && hasV:
+			if r.TPCs > 0 {
+				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: a second tpcs part; want one", s, v)
+			}
 			f, n, hasN := strings.Cut(v, "@")
 			x, err := strconv.ParseFloat(f, 64)
 			if err != nil || !(x > 0 && x < 1) {
@@ -96,8 +99,8 @@ func ParseRung(s string) (Rung, error) {
 			r.TPCs = x
 			if hasN {
 				m, err := strconv.Atoi(n)
-				if err != nil || m < 1 {
-					return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want @N, the number of offline tasks masked (the first to connect), a whole number of at least 1", s, v)
+				if err != nil || m < 1 || m > MaxTPCTasks {
+					return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want @N, the number of offline tasks masked (the first to connect), a whole number in 1..%d", s, v, MaxTPCTasks)
 				}
 				r.TPCTasks = m
 			}
@@ -107,6 +110,10 @@ func ParseRung(s string) (Rung, error) {
 	}
 	return r, nil
 }
+
+// MaxTPCTasks is the most offline tasks a rung may name to mask
+// (tpcs=F@N), more than a GPU instance serves.
+const MaxTPCTasks = 1024
 
 // Ladder is the rungs a controller climbs, cheapest first; rung 0 is
 // where it starts.

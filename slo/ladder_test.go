@@ -32,7 +32,7 @@ func TestParseRung(t *testing.T) {
 			t.Errorf("%q: String %q reads back as %+v, %v", tc.in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "tpcs=0.5@0", "tpcs=0.5@-1", "tpcs=0.5@x", "tpcs=0.5@", "tpcs=1@1", "hold=1", "fast", "priority+warp"} {
+	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "tpcs=0.5@0", "tpcs=0.5@-1", "tpcs=0.5@x", "tpcs=0.5@", "tpcs=1@1", "tpcs=0.5@1025", "tpcs=0.5@4294967297", "tpcs=0.5@2+tpcs=0.25", "hold=1", "fast", "priority+warp"} {
 		if _, err := ParseRung(in); err == nil || !strings.Contains(err.Error(), "rung") {
 			t.Errorf("ParseRung(%q): %v", in, err)
 		}

@@ -50,7 +50,8 @@ void mmk_mark(void);
 int mmk_client_request(uint64_t start_ns, uint64_t end_ns);
 /* mmk_tpc_keep is the TPCs the server lets this task's kernels use (0:
  * all; step 11); mmk_tpc_state tells it whether the hook can mask them
- * (MMK_TPC_MASKING or MMK_TPC_NONE), now and on every later connection. */
+ * (MMK_TPC_READY, MMK_TPC_MASKING or MMK_TPC_NONE), now and on every later
+ * connection. */
 uint32_t mmk_tpc_keep(void);
 void mmk_tpc_state(uint32_t state);
 

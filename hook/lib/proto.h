@@ -103,6 +103,7 @@
 #define MMK_QUIET_COUNT 4u /* quiet: the change count's unit */
 #define MMK_TPC_MASKING 1u /* tpc_state: the hook masks TPCs (step 11) */
 #define MMK_TPC_NONE 2u    /* tpc_state: it cannot */
+#define MMK_TPC_READY 3u   /* tpc_state: it can, and masked nothing yet */
 
 struct mmk_hello {
 	uint32_t magic;

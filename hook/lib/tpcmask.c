@@ -159,5 +159,6 @@ int mmk_tpcmask_init(void)
 		return 1;
 	}
 	mmk_log(0, "TPC masks ready (MMK_TPC_MASK=1)");
+	mmk_tpc_state(MMK_TPC_READY);
 	return 1;
 }

@@ -163,13 +163,13 @@ type Server struct {
 	slo     *sloState
 	offline int
 	sloSeq  uint64
-	// tpcKeep is the TPCs offline tasks may use (0: all), set by the
-	// controller (or SetTPCs), applied by the loop; tpcTasks how many
-	// offline tasks it holds, the first to connect (0: all); tpcs is the
-	// instance's TPC count (two SMs each, Ampere and Hopper); tpcFirst
-	// the loop's scratch: the first offline tasks to connect.
-	tpcKeep  atomic.Uint32
-	tpcTasks atomic.Uint32
+	// tpcMask is the TPCs offline tasks may use (low 32 bits; 0: all)
+	// and how many offline tasks that holds (high 32 bits; 0: all), set
+	// together by the controller (or SetTPCs), applied by the loop; tpcs
+	// is the instance's TPC count (two SMs each, Ampere and Hopper);
+	// tpcFirst the loop's scratch: the first offline tasks to connect
+	// that can mask.
+	tpcMask  atomic.Uint64
 	tpcs     int
 	tpcFirst []*task
 	// connected counts the hooks let in: each task's seq, the order of

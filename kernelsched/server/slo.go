@@ -78,7 +78,7 @@ type SLOView struct {
 	TPCKeep   int           `json:"tpcKeep,omitempty"`
 	Decisions []SLODecision `json:"decisions"`
 	// TPCStates is what each offline task's hook said of TPC masks
-	// (by pid; TPCMasking, TPCNone), while a rung masks.
+	// (by pid; TPCReady, TPCMasking, TPCNone), while a rung masks.
 	TPCStates map[int]uint32 `json:"tpcStates,omitempty"`
 	Policy    string         `json:"policy"`
 	// Since is when the controller was last turned on; Window how far
@@ -409,8 +409,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	if r.TPCs > 0 {
 		keep = max(int(r.TPCs*float64(s.tpcs)+0.5), 1)
 	}
-	s.tpcTasks.Store(uint32(r.TPCTasks))
-	s.tpcKeep.Store(uint32(keep))
+	s.setTPCMask(keep, r.TPCTasks)
 	st.mu.Lock()
 	st.tpcKeep = keep
 	var stopped []int
@@ -511,12 +510,17 @@ func (s *Server) SetTPCs(share float64) {
 	if share < 1 {
 		keep = max(int(share*float64(s.tpcs)+0.5), 1)
 	}
-	s.tpcTasks.Store(0)
-	s.tpcKeep.Store(uint32(keep))
+	s.setTPCMask(keep, 0)
+}
+
+// setTPCMask has the loop hold offline tasks to keep TPCs (0: all), the
+// first tasks of them to connect that can mask (0: every one).
+func (s *Server) setTPCMask(keep, tasks int) {
+	s.tpcMask.Store(uint64(uint32(keep)) | uint64(uint32(tasks))<<32)
 }
 
 // TPCStates is what each offline task's hook said of TPC masks, by pid:
-// 0 nothing yet, TPCMasking, TPCNone.
+// 0 nothing yet, TPCReady, TPCMasking, TPCNone.
 func (s *Server) TPCStates() map[int]uint32 { return s.tpcStates() }
 
 // tpcStates is what each offline task's hook said of TPC masks, by pid.
@@ -533,13 +537,16 @@ func (s *Server) tpcStates() map[int]uint32 {
 }
 
 // retpc gives each task the TPC mask the rung asks for (offline tasks,
-// or the first tpcTasks of them to connect; online ones keep every TPC);
-// loop-owned.
+// or the first of them to connect that can mask; online ones keep every
+// TPC); loop-owned.
 func (s *Server) retpc() {
-	keep := s.tpcKeep.Load()
-	n := int(s.tpcTasks.Load())
+	m := s.tpcMask.Load()
+	keep, n := uint32(m), int(m>>32)
 	if keep > 0 && n > 0 {
 		s.firstOffline(n)
+	} else if len(s.tpcFirst) > 0 {
+		clear(s.tpcFirst)
+		s.tpcFirst = s.tpcFirst[:0]
 	}
 	for _, t := range s.tasks {
 		want := keep
@@ -554,12 +561,14 @@ func (s *Server) retpc() {
 }
 
 // firstOffline keeps in tpcFirst the first n offline tasks to have
-// connected (by seq); loop-owned.
+// connected (by seq) whose hooks can mask (they said TPCReady or
+// TPCMasking: a hook without MMK_TPC_MASK=1 says nothing, and a mask
+// there would restrain nobody); loop-owned.
 func (s *Server) firstOffline(n int) {
 	clear(s.tpcFirst[:cap(s.tpcFirst)]) // no task that left stays referenced
 	s.tpcFirst = s.tpcFirst[:0]
 	for _, t := range s.tasks {
-		if t.hello.Online {
+		if st := t.slot.tpcState(); t.hello.Online || st != TPCReady && st != TPCMasking {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(s.tpcFirst, t.seq, func(a *task, seq uint64) int { return cmp.Compare(a.seq, seq) })

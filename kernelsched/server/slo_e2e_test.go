@@ -245,13 +245,15 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		runReplay(t, hi)
 	}()
 	deadline := time.Now().Add(60 * time.Second)
-	var masked map[int]uint32
+	masked := map[int]uint32{} // what each offline hook said once it masked
 	var got []SLODecision
 	var v SLOView
 	for time.Now().Before(deadline) {
 		v = s.SLO(true)
-		if v.TPCKeep > 0 {
-			masked = v.TPCStates
+		for pid, st := range v.TPCStates {
+			if st == TPCMasking || masked[pid] == 0 {
+				masked[pid] = st
+			}
 		}
 		mu.Lock()
 		got = slices.Clone(decisions)

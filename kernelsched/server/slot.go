@@ -87,6 +87,8 @@ const (
 	TPCMasking = 1
 	// TPCNone: it cannot (no MMK_TPC_MASK=1 gives 0, not this).
 	TPCNone = 2
+	// TPCReady: it can, and has masked no kernel yet.
+	TPCReady = 3
 )
 
 // setQuiet tells the hook whether the policy needs the task's launches
@@ -113,7 +115,7 @@ func (s *slot) setQuiet(quiet, mark bool) uint32 {
 func (s *slot) setTPCKeep(keep uint32) { atomic.StoreUint32(s.u32(offTPCKeep), keep) }
 
 // tpcState is what the hook said of TPC masks: 0 nothing (not asked for),
-// TPCMasking or TPCNone.
+// TPCReady, TPCMasking or TPCNone.
 func (s *slot) tpcState() uint32 { return atomic.LoadUint32(s.u32(offTPCState)) }
 
 // quietAck is the last quiet word the hook applied (protocol step 8).
