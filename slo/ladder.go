@@ -21,11 +21,11 @@ type Rung struct {
 	// (0, 1); 0 means all (no mask).
 	TPCs float64
 	// TPCTasks is how many offline tasks the mask holds, the first to
-	// have connected (0: all of them). With several trainers one shared
-	// mask holds them all to the same TPCs (docs/results/slo-h100-d737c04.md:
-	// 0.75-0.89x the best static setting at the medium load); masking the
-	// first N is a finer step ("tpcs=0.75@1"), not in the default ladder
-	// until measured.
+	// have connected whose hooks can mask (0: all of them). With several
+	// trainers one shared mask holds them all to the same TPCs
+	// (docs/results/slo-h100-d737c04.md: 0.75-0.89x the best static
+	// setting at the medium load); masking the first N is a finer step
+	// ("tpcs=0.75@1"), not in the default ladder until measured.
 	TPCTasks int
 	// Suspend stops the offline jobs' processes (cgroup freezer, or
 	// SIGSTOP) until the rung is left.
