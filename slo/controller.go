@@ -973,20 +973,26 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 
 // heldBy reports whether a service's requests since the last change
 // (st: up to Evidence back) are enough to place its percentile and hold
-// its target: no more late than its budget. One without a target, or idle
-// since, holds.
+// its target: no more late than its budget. One that tells nothing of
+// the rungs (tellsOfRungs), or idle since, holds.
 func (c *Controller) heldBy(sv *service, now time.Duration, st Stats) bool {
 	t := sv.tr.Target()
-	if t.IsZero() || sv.tr.Bound() == 0 || sv.state == Unattainable || sv.state == NotHeld && sv.futileUntil > now {
-		// What no rung holds (it misses alone, or restraint does not
-		// help it) says nothing of the rung.
-		return true
-	}
-	if st.N == 0 {
+	if !sv.tellsOfRungs(now) || st.N == 0 {
 		return true
 	}
 	return st.N >= c.placesPercentile(t) && float64(st.Late) <= t.Budget()*float64(st.N)
 }
+
+// tellsOfRungs reports whether sv's requests say anything of the rungs:
+// it has a target with a bound, and is not a service that no rung holds
+// (it misses alone, or restraint does not help it: futile).
+func (sv *service) tellsOfRungs(now time.Duration) bool {
+	return !sv.tr.Target().IsZero() && sv.tr.Bound() != 0 && sv.state != Unattainable && !sv.futile(now)
+}
+
+// futile reports whether sv is left alone now: restraint did not help it
+// (giveUp), and FutileFor has not passed.
+func (sv *service) futile(now time.Duration) bool { return sv.state == NotHeld && sv.futileUntil > now }
 
 // placesPercentile is how many requests place t's percentile (100 for a
 // p99), at least MinSamples and at most what a Tracker keeps.
@@ -1112,12 +1118,10 @@ func (c *Controller) waitsForPrediction(to int, now time.Duration, fell bool, ra
 // load now (fell: just after a fall of load) and why (nil: none).
 func (c *Controller) predictsMiss(to int, now time.Duration, fell bool) (*service, string) {
 	for _, sv := range c.services {
-		b := sv.tr.Bound()
-		if b == 0 || sv.tr.Target().IsZero() || sv.state == Unattainable || sv.state == NotHeld && sv.futileUntil > now {
-			// What no rung holds says nothing of the rung (heldBy).
+		if !sv.tellsOfRungs(now) {
 			continue
 		}
-		if p := c.predicted(sv, to, now, fell); p > b {
+		if p := c.predicted(sv, to, now, fell); p > sv.tr.Bound() {
 			m := sv.seen[to]
 			return sv, fmt.Sprintf("%s predicted at p%g %v on %s (%v at %.1f requests/s, %.1f/s now)", sv.id, sv.tr.Target().Percentile,
 				roundMs(p), c.cfg.Ladder[to], roundMs(m.pct), m.rate, c.loadOf(sv, now, fell))
@@ -1163,7 +1167,7 @@ func (c *Controller) Status(now time.Duration) []ServiceStatus {
 	for _, sv := range c.services {
 		t := sv.tr.Target()
 		st := ServiceStatus{ID: sv.id, Target: t, Bound: sv.tr.Bound(), Recent: sv.tr.Window(now-c.cfg.Window, now),
-			State: sv.state, Detail: sv.detail, Futile: sv.state == NotHeld && sv.futileUntil > now, AloneN: len(sv.alone), Reported: sv.tr.Reported()}
+			State: sv.state, Detail: sv.detail, Futile: sv.futile(now), AloneN: len(sv.alone), Reported: sv.tr.Reported()}
 		st.Total, st.Late = sv.tr.Total()
 		if len(sv.alone) > 0 {
 			st.Alone = aloneAt(sv.alone, cmp.Or(t.Percentile, 99))

@@ -18,9 +18,8 @@ import (
 // and 23, where MPS 70 %, which rung 1 stands for in replay, leaked
 // 1.2-1.8 %; on the GPU the controller's mask rungs held those phases in
 // rounds 18, 20 and 23 (docs/results/slo-h100-d737c04.md).
-// SLO_REPLAY_SCORE=2 logs the
-// decisions of each phase missed; SLO_PHASE (a duration) replays phases
-// of another length.
+// SLO_REPLAY_SCORE=2 logs the decisions of each phase missed; SLO_PHASE
+// (a duration) replays phases of another length.
 func TestControllerReplayScore(t *testing.T) {
 	phaseLen := 22 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("SLO_PHASE")); err == nil {
