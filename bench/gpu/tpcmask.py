@@ -41,6 +41,17 @@ TPCS = 66  # H100 and H200: 132 SMs, two per TPC
 KEEPS = [("3/4", 0.75), ("1/2", 0.5), ("1/4", 0.25)]
 
 
+def parse_variant(v):
+    """A --variants entry: full (no mask), keep=N (TPCs 0..N-1) or
+    spread=N (N TPCs kept, the others spread evenly: MMK_TPC_SPREAD)."""
+    if v == "full":
+        return ("full", None, False)
+    kind, _, n = v.partition("=")
+    if kind not in ("keep", "spread") or not n.isdigit() or not 1 <= int(n) <= 128:
+        raise SystemExit("tpcmask.py: --variants entry %r is not full, keep=N or spread=N with N in 1..128" % v)
+    return (v.replace("=", "-"), int(n), kind == "spread")
+
+
 def check(run, mps):
     """Segment 1: the trainer alone under fixed masks, one process each."""
     name = "check-mps" if mps else "check"
@@ -49,17 +60,21 @@ def check(run, mps):
     seg = pareto.Segment(run, name, mps)
     seg.hooked = set()
     hook = os.path.join(run.args.bin, "libmmkhook.so")
-    variants = [("full", None)] + [(n, max(1, round(f * TPCS))) for n, f in KEEPS]
-    for n, keep in variants:
+    variants = [("full", None, False)] + [(n, max(1, round(f * TPCS)), False) for n, f in KEEPS]
+    if run.args.variants:
+        variants = [parse_variant(v) for v in run.args.variants.split(",")]
+    for n, keep, spread in variants:
         env = {"CUDA_INJECTION64_PATH": hook, "MMK_CUPTI_PATH": os.environ.get("MMK_CUPTI_PATH", ""), "MMK_TPC_MASK": "1", "MMK_HOOK_LOG": "1"}
         if keep:
             env["MMK_TPC_KEEP"] = str(keep)
+        if spread:
+            env["MMK_TPC_SPREAD"] = str(TPCS)
         if mps:
             env["CUDA_MPS_CLIENT_PRIORITY"] = "1"
         seg.worker("lp-" + n, "lp", env)
-    names = ["lp-" + n for n, _ in variants]
+    names = ["lp-" + n for n, _, _ in variants]
     seg.go(names)
-    settings = [{"name": "trainer alone, TPCs " + n, "lp": "lp-" + n} for n, _ in variants]
+    settings = [{"name": "trainer alone, TPCs " + n, "lp": "lp-" + n} for n, _, _ in variants]
     try:
         seg.measure(settings, run.args.cycles)
     finally:
@@ -106,13 +121,14 @@ def main():
     ap.add_argument("--window", type=float, default=3.0)
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--segments", default="check,check-mps,isolation")
+    ap.add_argument("--variants", default="", help="the check's masks, comma-separated: full, keep=N, spread=N (default full and 3/4, 1/2, 1/4 kept from TPC 0)")
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true", help="no GPU: sleeping workers, no MPS, no hooks")
     a = ap.parse_args()
     # pareto.Run takes pareto's arguments: the pair, pinning, spinning.
     args = argparse.Namespace(out=a.out, pair="b16", cycles=a.cycles, window=a.window, settle=a.settle, policy_settle=a.settle,
                               think_ms=2.0, host_spin=1, pin=1, segments="", settings="", mmkctl=os.path.join(a.bin, "mmkctl"),
-                              fake=a.fake, bin=a.bin)
+                              fake=a.fake, bin=a.bin, variants=a.variants)
     run = pareto.Run(args)
     run.server_args = ["--requests", os.path.join(a.out, "requests.jsonl")]
     t = time.time()
