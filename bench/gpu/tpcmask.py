@@ -1,7 +1,7 @@
 """TPC masks on a real GPU (issue 34's spike), and the hook's measure of
 a request against the service's own.
 
-  python3 bench/gpu/tpcmask.py --out OUT [--cycles 3] [--window 3]
+  python3 bench/gpu/tpcmask.py --out OUT [--cycles 3] [--window 3] [--segments check --variants full,keep=72,keep=66]
 
 Can mmk's hook restrict an offline job's kernels to part of the GPU's TPCs
 (hook/lib/tpcmask.c: the driver's kernel-descriptor callback, MMK_TPC_MASK=1),
@@ -42,14 +42,15 @@ KEEPS = [("3/4", 0.75), ("1/2", 0.5), ("1/4", 0.25)]
 
 
 def parse_variant(v):
-    """A --variants entry: full (no mask), keep=N (TPCs 0..N-1) or
-    spread=N (N TPCs kept, the others spread evenly: MMK_TPC_SPREAD)."""
+    """A --variants entry: full (no mask) or keep=N (TPCs 0..N-1 kept,
+    N up to 128: the mask names the TPCs from N on, those this GPU does
+    not have too)."""
     if v == "full":
-        return ("full", None, False)
+        return ("full", None)
     kind, _, n = v.partition("=")
-    if kind not in ("keep", "spread") or not n.isdigit() or not 1 <= int(n) <= 128:
-        raise SystemExit("tpcmask.py: --variants entry %r is not full, keep=N or spread=N with N in 1..128" % v)
-    return (v.replace("=", "-"), int(n), kind == "spread")
+    if kind != "keep" or not n.isdigit() or not 1 <= int(n) <= 128:
+        raise SystemExit("tpcmask.py: --variants entry %r is not full or keep=N with N in 1..128" % v)
+    return ("keep-" + n, int(n))
 
 
 def check(run, mps):
@@ -60,21 +61,19 @@ def check(run, mps):
     seg = pareto.Segment(run, name, mps)
     seg.hooked = set()
     hook = os.path.join(run.args.bin, "libmmkhook.so")
-    variants = [("full", None, False)] + [(n, max(1, round(f * TPCS)), False) for n, f in KEEPS]
+    variants = [("full", None)] + [(n, max(1, round(f * TPCS))) for n, f in KEEPS]
     if run.args.variants:
         variants = [parse_variant(v) for v in run.args.variants.split(",")]
-    for n, keep, spread in variants:
+    for n, keep in variants:
         env = {"CUDA_INJECTION64_PATH": hook, "MMK_CUPTI_PATH": os.environ.get("MMK_CUPTI_PATH", ""), "MMK_TPC_MASK": "1", "MMK_HOOK_LOG": "1"}
         if keep:
             env["MMK_TPC_KEEP"] = str(keep)
-        if spread:
-            env["MMK_TPC_SPREAD"] = str(TPCS)
         if mps:
             env["CUDA_MPS_CLIENT_PRIORITY"] = "1"
         seg.worker("lp-" + n, "lp", env)
-    names = ["lp-" + n for n, _, _ in variants]
+    names = ["lp-" + n for n, _ in variants]
     seg.go(names)
-    settings = [{"name": "trainer alone, TPCs " + n, "lp": "lp-" + n} for n, _, _ in variants]
+    settings = [{"name": "trainer alone, TPCs " + n, "lp": "lp-" + n} for n, _ in variants]
     try:
         seg.measure(settings, run.args.cycles)
     finally:
@@ -121,7 +120,7 @@ def main():
     ap.add_argument("--window", type=float, default=3.0)
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--segments", default="check,check-mps,isolation")
-    ap.add_argument("--variants", default="", help="the check's masks, comma-separated: full, keep=N, spread=N (default full and 3/4, 1/2, 1/4 kept from TPC 0)")
+    ap.add_argument("--variants", default="", help="the check's masks, comma-separated: full, keep=N (default full and 3/4, 1/2, 1/4 of the TPCs kept)")
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true", help="no GPU: sleeping workers, no MPS, no hooks")
     a = ap.parse_args()

@@ -50,7 +50,6 @@ typedef int (*enable_fn)(uint32_t enable, uint32_t handle, int domain, int cbid)
 static _Atomic int broken; /* 1: stop touching descriptors */
 static _Atomic int told;   /* tpc_state told once */
 static uint32_t fixed_keep; /* MMK_TPC_KEEP: TPCs kept while no server asks */
-static uint32_t spread_over; /* MMK_TPC_SPREAD: TPCs the disabled ones spread over (0: the last ones) */
 
 /* give_up stops masking, says why once, and tells the server. */
 static void give_up(const char *why, unsigned v)
@@ -61,28 +60,13 @@ static void give_up(const char *why, unsigned v)
 	mmk_tpc_state(MMK_TPC_NONE);
 }
 
-/* disabled reports whether TPC i is off when keep are kept: the last
- * ones, or with MMK_TPC_SPREAD=T the T-keep off spread evenly over TPCs
- * 0..T-1 (an experiment: whether which TPCs are off changes what a mask
- * costs; every TPC from T on is off). */
-static int disabled(uint32_t i, uint32_t keep)
-{
-	uint32_t t = spread_over;
-	if (!t || keep >= t)
-		return i >= keep;
-	if (i >= t)
-		return 1;
-	uint32_t off = t - keep;
-	return (i + 1) * off / t != i * off / t;
-}
-
-/* mask_words sets the disable bits of the TPCs that are off in a 64-bit
+/* mask_words sets the disable bits of TPCs keep and above in a 64-bit
  * mask held as two 32-bit words, from TPC first on. */
 static void mask_words(uint32_t *lo, uint32_t *hi, uint32_t keep, uint32_t first)
 {
 	uint64_t m = 0;
 	for (uint32_t i = 0; i < 64; i++)
-		if (disabled(first + i, keep))
+		if (first + i >= keep)
 			m |= 1ull << i;
 	*lo |= (uint32_t)m;
 	*hi |= (uint32_t)(m >> 32);
@@ -148,15 +132,6 @@ int mmk_tpcmask_init(void)
 			mmk_log(1, "MMK_TPC_KEEP=%s is not a number of TPCs in 0..128; ignored", k);
 		else
 			fixed_keep = (uint32_t)n;
-	}
-	const char *sp = getenv("MMK_TPC_SPREAD");
-	if (sp && *sp) {
-		char *end;
-		long n = strtol(sp, &end, 10);
-		if (*end || n < 1 || n > 128)
-			mmk_log(1, "MMK_TPC_SPREAD=%s is not a number of TPCs in 1..128; ignored", sp);
-		else
-			spread_over = (uint32_t)n;
 	}
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);
