@@ -289,6 +289,9 @@ type Controller struct {
 	// Config.Settle, or twice the longest latency just before the change
 	// (a queue built before it drains after it).
 	settle time.Duration
+	// alike: per rung but the last, whether it restrains as the one
+	// above it does now (SetAlike).
+	alike []bool
 }
 
 // failMark is a rung's last miss: when, and the services' request rate.
@@ -330,6 +333,42 @@ func (c *Controller) Level() int { return c.level }
 
 // Rung is the restraint in force.
 func (c *Controller) Rung() Rung { return c.cfg.Ladder[c.level] }
+
+// SetAlike tells the controller which rungs restrain as the rung above
+// them does now (Ladder.Alike: "tpcs=0.75@1" beside a single trainer
+// that can mask is "tpcs=0.75"): a climb passes over the rungs alike to
+// the one it leaves, a step down over those alike to the one it leaves,
+// rather than wait for evidence on a rung where nothing changed. nil
+// (the start): no rung is alike. The slice is kept.
+func (c *Controller) SetAlike(alike []bool) { c.alike = alike }
+
+// isAlike reports whether rung i restrains as rung i+1 does now.
+func (c *Controller) isAlike(i int) bool { return i >= 0 && i < len(c.alike) && c.alike[i] }
+
+// up is the rung a climb from the one in force goes to: the next one
+// that restrains more (the top at most).
+func (c *Controller) up() int {
+	top := len(c.cfg.Ladder) - 1
+	j := c.level + 1
+	for j < top && c.isAlike(j-1) {
+		j++
+	}
+	return min(j, top)
+}
+
+// down is the rung a step down from the one in force goes to: the next
+// one below that restrains less, the lowest of the rungs alike to it (as
+// a climb reaches them first; 0 at least).
+func (c *Controller) down() int {
+	j := c.level - 1
+	for j > 0 && c.isAlike(j) {
+		j--
+	}
+	for j > 0 && c.isAlike(j-1) {
+		j--
+	}
+	return max(j, 0)
+}
 
 // Probing reports whether the controller is measuring a service alone.
 func (c *Controller) Probing() bool { return c.probing }
@@ -515,7 +554,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			// where refused lets it be stepped onto again.
 			h.rate = f.rate / c.cfg.Swing
 		}
-		return c.move(now, c.level+1, worst.id, "tighten: "+worst.id+" "+worst.detail), true
+		return c.move(now, c.up(), worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
 	if r, why, ok := c.lapsed(now); ok && allMet {
 		c.rises = c.rises[:len(c.rises)-1]
@@ -544,7 +583,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.swungAt, c.enterRate = now, rate
 		c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
 		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
-		d := c.move(now, c.level+1, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
+		d := c.move(now, c.up(), rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s",
 			rising.id, swing, c.cfg.Short, rising.detail))
 		c.unproven = true
 		return d, true
@@ -556,10 +595,10 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// fall of another service's load undoes nothing.
 		prev := c.fellAt
 		c.fellAt = now
-		if r, w, ok := c.lapsed(now); ok && c.mayReturn(min(c.level-1, r.from), now) {
+		if r, w, ok := c.lapsed(now); ok && c.mayReturn(min(c.down(), r.from), now) {
 			c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
 			c.rises = c.rises[:len(c.rises)-1]
-			return c.move(now, min(c.level-1, r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
+			return c.move(now, min(c.down(), r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
 		}
 		c.fellAt = prev
 	}
@@ -599,10 +638,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	// one climbed for a load twice the one now: the step down is a trial
 	// (TrialAlpha); nor onto a rung that held every target at this load
 	// lately.
-	if !allWell && !c.unproven && !below && !c.heldAt(c.level-1, now, rate) {
+	to := c.down()
+	if !allWell && !c.unproven && !below && !c.heldAt(to, now, rate) {
 		calm *= 4
 	}
-	if now-since < calm || c.refused(c.level-1, now, rate) || c.waitsForPrediction(c.level-1, now, false, rate) {
+	if now-since < calm || c.refused(to, now, rate) || c.waitsForPrediction(to, now, false, rate) {
 		return Decision{}, false
 	}
 	if c.lastDown && now-c.changedAt >= 2*c.calm {
@@ -614,7 +654,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		how = "within"
 	}
 	c.climb = nil
-	return c.move(now, c.level-1, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
+	return c.move(now, to, "", fmt.Sprintf("relax: every service %s its target for %v (request rate %.1f/s)", how, (now-since).Round(time.Millisecond), rate)), true
 }
 
 // start moves to Config.Start when a service with a target sends its

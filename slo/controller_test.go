@@ -1201,3 +1201,57 @@ func TestControllerGiveUpKeepsAnotherClimb(t *testing.T) {
 		t.Errorf("giving up on a: %+v, moved %v, climb %+v; want back to rung 0", d, moved, c.climb)
 	}
 }
+
+// TestControllerPassesAlikeRungs: beside one trainer that can mask,
+// "tpcs=0.75@1" is "tpcs=0.75": a climb from it goes on to 1/2 of the
+// TPCs at once, and a step down from 1/2 goes back to it, never stopping
+// on the rung where nothing would change; beside two (nothing alike) the
+// climb takes every rung. The rung a service needs here is 1/2 (rung 3).
+func TestControllerPassesAlikeRungs(t *testing.T) {
+	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := func(ds []Decision) [][2]int {
+		var p [][2]int
+		for _, d := range ds {
+			p = append(p, [2]int{d.From, d.To})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		maskable int
+		climb    [][2]int
+	}{
+		{"one trainer", 1, [][2]int{{0, 1}, {1, 3}}},
+		{"two trainers", 2, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New(Config{Ladder: ladder, Start: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetAlike(ladder.Alike(tc.maskable))
+			c.AddService("svc", MustParse("p99=100ms"))
+			tr := run(t, c, 100*ms, []phase{{12 * time.Second, 50, lateBelow(3)}}, 1)
+			if got := path(tr.decisions); !slices.Equal(got, tc.climb) {
+				t.Errorf("climb %v, want %v: %+v", got, tc.climb, tr.decisions)
+			}
+			// Every request within its target from now on: the steps down
+			// pass over the same rungs.
+			c2, _ := New(Config{Ladder: ladder, Start: -1})
+			c2.SetAlike(ladder.Alike(tc.maskable))
+			c2.AddService("svc", MustParse("p99=10ms"))
+			c2.level = 3
+			tr = run(t, c2, 10*ms, []phase{{30 * time.Second, 50, constant(2 * ms)}}, 1)
+			var down [][2]int
+			for _, s := range tc.climb {
+				down = append([][2]int{{s[1], s[0]}}, down...)
+			}
+			if got := path(tr.decisions); !slices.Equal(got, down) {
+				t.Errorf("steps down %v, want %v: %+v", got, down, tr.decisions)
+			}
+		})
+	}
+}

@@ -25,7 +25,8 @@ type Rung struct {
 	// trainers one shared mask holds them all to the same TPCs
 	// (docs/results/slo-h100-d737c04.md: 0.75-0.89x the best static
 	// setting at the medium load); masking the first N is a finer step
-	// ("tpcs=0.75@1"), not in the default ladder until measured.
+	// ("tpcs=0.75@1": 0.91-0.94x, docs/results/slo-h100-tpcs.md). Beside
+	// N or fewer tasks that can mask it is the shared mask (Alike).
 	TPCTasks int
 	// Suspend stops the offline jobs' processes (cgroup freezer, or
 	// SIGSTOP) until the rung is left.
@@ -152,6 +153,30 @@ func (l Ladder) UsesTPCs() bool {
 		}
 	}
 	return false
+}
+
+// Alike reports, for each rung but the last, whether it restrains as
+// the rung above it does where maskable offline tasks can be masked:
+// "tpcs=0.75@1" and "tpcs=0.75" beside one trainer, or a rung given
+// twice. A climb or a step down passes over such a rung rather than stop
+// where nothing changes (Controller.SetAlike). With no task that can mask
+// (maskable 0: none said so yet, or none can) nothing is taken as alike:
+// hooks tell the server they can mask some time after they connect.
+func (l Ladder) Alike(maskable int) []bool {
+	out := make([]bool, max(len(l)-1, 0))
+	for i := range out {
+		out[i] = maskable > 0 && l[i].masking(maskable) == l[i+1].masking(maskable)
+	}
+	return out
+}
+
+// masking is the rung as it acts where maskable offline tasks can be
+// masked: a count of tasks to mask at or above it masks them all (0).
+func (r Rung) masking(maskable int) Rung {
+	if r.TPCTasks >= maskable {
+		r.TPCTasks = 0
+	}
+	return r
 }
 
 // DefaultLadder is mmk's default: priority alone, guard at 256 µs and

@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,36 @@ func TestParseLadder(t *testing.T) {
 	}
 	if got := strings.Join(DefaultLadder().Strings(), ","); got != "priority,guard=256µs,guard=64µs,hold,suspend" {
 		t.Errorf("default ladder %s", got)
+	}
+}
+
+// TestLadderAlike: a mask of the first N offline tasks is the shared
+// mask beside N or fewer tasks that can mask, and not beside more; with
+// none that can (yet), nothing is alike; other rungs differ as written.
+func TestLadderAlike(t *testing.T) {
+	masks := []string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5@2", "tpcs=0.5", "suspend"}
+	for _, tc := range []struct {
+		name     string
+		ladder   []string
+		maskable int
+		want     []bool
+	}{
+		{"none can mask yet", masks, 0, []bool{false, false, false, false, false}},
+		{"one trainer", masks, 1, []bool{false, true, false, true, false}},
+		{"two trainers", masks, 2, []bool{false, false, false, true, false}},
+		{"three trainers", masks, 3, []bool{false, false, false, false, false}},
+		{"a rung given twice", []string{"priority", "hold", "hold", "suspend"}, 1, []bool{false, true, false}},
+		{"one rung", []string{"priority"}, 1, []bool{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := ParseLadder(tc.ladder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Alike(tc.maskable); !slices.Equal(got, tc.want) {
+				t.Errorf("Alike(%d) = %v, want %v", tc.maskable, got, tc.want)
+			}
+		})
 	}
 }
 

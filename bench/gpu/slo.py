@@ -19,8 +19,10 @@ come. Under one MPS daemon, in a rotated order per round:
   hold        guard holding every trainer launch while a request runs
   mmk         mmk's latency controller (kernelsched serve --slo), from its
               cheapest rung, with the services' targets; by default its
-              ladder masks the trainers' TPCs (priority, 3/4, 1/2, 1/4 of
-              the TPCs, suspend): its trainers are processes of their own
+              ladder masks the trainers' TPCs (priority, 3/4 of the TPCs
+              for the first trainer only, then for all, 1/2, 1/4,
+              suspend; beside one trainer the first two masks are one
+              rung, Ladder.Alike): its trainers are processes of their own
               whose hooks hold the driver's callbacks (MMK_TPC_MASK=1);
               --no-masks gives it the hooked trainers of hold and the
               ladder priority, hold, suspend
@@ -482,7 +484,7 @@ def main():
     ap.add_argument("--rates", action="append", default=[], help="NAME=LOW/MEDIUM/HIGH requests a second, e.g. svc-b1=20/50/80 (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
-    ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend, with --no-masks priority,hold,suspend")
+    ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend (beside one trainer the first mask is the second), with --no-masks priority,hold,suspend")
     ap.add_argument("--no-masks", action="store_true", help="mmk without TPC masks: the hooked trainers of hold, ladder priority,hold,suspend")
     ap.add_argument("--ref-s", type=float, default=6, help="seconds of each reference window (services and trainers alone)")
     ap.add_argument("--settings", default="", help="comma-separated: only these settings")
@@ -501,7 +503,7 @@ def main():
             if not 0 < f <= 1:
                 ap.error("--settings %s: the share of the TPCs must be a number in (0, 1]" % k)
     if not args.ladder:
-        args.ladder = "priority,hold,suspend" if args.no_masks else "priority,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend"
+        args.ladder = "priority,hold,suspend" if args.no_masks else "priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend"
     if args.fake:
         args.phase_s, args.settle, args.ref_s, args.paper_s = min(args.phase_s, 0.6), 0.1, 0.3, 0.3
     b = Bench(args)

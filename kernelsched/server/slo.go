@@ -277,7 +277,15 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	st.tasks, st.samples = nil, nil
 	st.inMu.Unlock()
 
+	// Which rungs restrain alike now: a mask of the first N offline tasks
+	// is the shared mask beside N or fewer that can mask.
+	maskable := 0
+	if st.ctrl.Config().Ladder.UsesTPCs() {
+		maskable = s.maskable()
+	}
+
 	st.mu.Lock()
+	st.ctrl.SetAlike(st.ctrl.Config().Ladder.Alike(maskable))
 	offlineChanged := false
 	for _, tk := range tasks {
 		switch {
@@ -534,6 +542,20 @@ func (s *Server) tpcStates() map[int]uint32 {
 		}
 	}
 	return out
+}
+
+// maskable is how many offline tasks' hooks said they can mask
+// (TPCReady or TPCMasking), as firstOffline counts them.
+func (s *Server) maskable() int {
+	n := 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if st := t.slot.tpcState(); !t.hello.Online && (st == TPCReady || st == TPCMasking) {
+			n++
+		}
+	}
+	return n
 }
 
 // retpc gives each task the TPC mask the rung asks for (offline tasks,

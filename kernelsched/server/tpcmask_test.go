@@ -42,6 +42,11 @@ func TestRetpcFirstTasks(t *testing.T) {
 		s.tasks[tk.id] = &task{id: tk.id, seq: tk.seq, hello: Hello{Name: tk.name, Online: tk.online}, slot: sl,
 			names: map[uint32]string{}, local: map[uint32]string{}}
 	}
+	// a, b and late can mask; svc is online, plain's hook says nothing,
+	// none's cannot.
+	if got := s.maskable(); got != 3 {
+		t.Errorf("maskable: %d offline tasks, want 3", got)
+	}
 	const keep = 33
 	every := map[string]uint32{"late": keep, "svc": 0, "a": keep, "b": keep, "plain": keep, "none": keep}
 	for _, tc := range []struct {
