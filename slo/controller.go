@@ -238,8 +238,10 @@ type service struct {
 	futileUntil time.Duration
 	futileRate  float64
 	futileWhy   string
-	// begun: its first requests came (Config.Start).
-	begun bool
+	// begun: its first requests came (Config.Start), at begunAt (since
+	// the controller started or was Reset).
+	begun   bool
+	begunAt time.Duration
 	// seen, per rung, what its requests showed there last.
 	seen []seenMark
 }
@@ -255,8 +257,9 @@ type Controller struct {
 	// was a step down; badAt when a service last missed; swungAt when a
 	// change of load last moved the rung.
 	changedAt, badAt, lastTick, swungAt time.Duration
-	// fellAt is when a fall of load last relaxed the rung.
-	fellAt            time.Duration
+	// fellAt is when a fall of load last relaxed the rung; resetAt when
+	// the controller was last Reset (services begin again after it).
+	fellAt, resetAt   time.Duration
 	lastDown, started bool
 	calm              time.Duration
 	// enterRate is the services' request rate when the rung was climbed
@@ -307,7 +310,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62, resetAt: -1 << 62}, nil
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -316,7 +319,7 @@ func New(cfg Config) (*Controller, error) {
 func (c *Controller) Reset(now time.Duration) {
 	c.level, c.changedAt, c.badAt, c.lastDown, c.started = 0, now, -1<<62, false, true
 	c.calm, c.enterRate, c.probing, c.climb, c.swungAt = c.cfg.Calm, 0, false, nil, -1<<62
-	c.rises, c.fellAt = nil, -1<<62
+	c.rises, c.fellAt, c.resetAt = nil, -1<<62, now
 	c.trial, c.unproven = false, false
 	c.settle = c.cfg.Settle
 	c.Forget()
@@ -658,7 +661,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 }
 
 // start moves to Config.Start when a service with a target sends its
-// first requests and the instance is below it.
+// first requests (since the last Reset) and the instance is below it.
 func (c *Controller) start(now time.Duration) (Decision, bool) {
 	to := c.cfg.Start
 	if to <= 0 || to >= len(c.cfg.Ladder) || c.cfg.Ladder[to].Suspend || c.cfg.Ladder[to].HoldAll {
@@ -666,10 +669,10 @@ func (c *Controller) start(now time.Duration) (Decision, bool) {
 	}
 	for _, sv := range c.services {
 		t := sv.tr.Target()
-		if sv.begun || t.IsZero() || sv.tr.Window(now-c.cfg.Window, now).N == 0 {
+		if sv.begun || t.IsZero() || sv.tr.Window(max(now-c.cfg.Window, c.resetAt), now).N == 0 {
 			continue
 		}
-		sv.begun = true
+		sv.begun, sv.begunAt = true, now
 		if c.level < to {
 			c.climb, c.enterRate = nil, 0
 			d := c.move(now, to, sv.id, fmt.Sprintf("start: %s has a target (%s); offline work restrained until its requests show room", sv.id, t))
@@ -690,15 +693,17 @@ func (c *Controller) refused(to int, now time.Duration, rate float64) bool {
 // swing is how a service's arrival rate over the last Short compares
 // with its rate over the Window before, or since the last swing that
 // moved the rung (one change of load moves it once), or since its first
-// request, and that earlier rate (requests a second); 0: too little
-// history to say; 1: a difference the counts do not show (given the
-// requests in both spans, a steady Poisson stream splits them at least
-// as unevenly with probability SwingAlpha or more).
+// request, or since it began (start: the idle time before it, as after
+// a Reset, is no load that rose), and that earlier rate (requests a
+// second); 0: too little history to say; 1: a difference the counts do
+// not show (given the requests in both spans, a steady Poisson stream
+// splits them at least as unevenly with probability SwingAlpha or
+// more).
 func (c *Controller) swing(sv *service, now time.Duration) (ratio, before float64) {
 	if sv.tr.Target().IsZero() {
 		return 0, 0
 	}
-	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.Oldest())
+	from := max(now-c.cfg.Short-c.cfg.Window, c.swungAt, sv.tr.Oldest(), sv.begunAt)
 	span := now - c.cfg.Short - from
 	if span < c.cfg.Short {
 		return 0, 0

@@ -1255,3 +1255,53 @@ func TestControllerPassesAlikeRungs(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerNoRiseAtResume: a service close to its bound (8 ms of 10)
+// at a steady 20 requests a second, idle 4 s, then back at the same rate.
+// Where the controller was Reset while it was idle (mmk switched on, as
+// the SLO benchmark does between settings), the idle time before the
+// service began is no load that rose: no pre-emption. Without the Reset
+// the resume is a rise from nothing, and is pre-empted.
+func TestControllerNoRiseAtResume(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reset   bool
+		preempt bool
+	}{
+		{"reset while idle", true, false},
+		{"idle, no reset", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := New(Config{Start: -1})
+			c.AddService("svc", MustParse("p99=10ms"))
+			rng := rand.New(rand.NewPCG(3, 1))
+			var pending []req
+			var ds []Decision
+			next := time.Duration(0)
+			for now := time.Duration(0); now < 24*time.Second; now += 10 * time.Millisecond {
+				if now == 10*time.Second && tc.reset {
+					c.Reset(now)
+				}
+				idle := now >= 10*time.Second && now < 14*time.Second
+				for ; next <= now; next += time.Duration(rng.ExpFloat64() / 20 * float64(time.Second)) {
+					if !idle {
+						pending = append(pending, req{next + 8*ms, 8 * ms})
+					}
+				}
+				pending = deliver(c, pending, now)
+				if d, ok := c.Step(now); ok {
+					ds = append(ds, d)
+				}
+			}
+			var pre []Decision
+			for _, d := range ds {
+				if strings.Contains(d.Reason, "pre-empt") {
+					pre = append(pre, d)
+				}
+			}
+			if got := len(pre) > 0; got != tc.preempt {
+				t.Errorf("pre-empted %v, want %v: %+v", got, tc.preempt, ds)
+			}
+		})
+	}
+}
