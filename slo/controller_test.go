@@ -1118,16 +1118,16 @@ func TestControllerPredictionForgotten(t *testing.T) {
 	c.AddService("svc", MustParse("p99=25ms"))
 	run(t, c, 25*ms, []phase{{30 * time.Second, 8, constant(20 * ms)}, {30 * time.Second, 24, high}}, 1)
 	now := 60 * time.Second
-	if sv, _ := c.predictsMiss(0, now, false); sv == nil {
+	if sv, _ := c.predictsMiss(0, now, false, RiseExponent); sv == nil {
 		t.Fatal("priority, seen at 20 ms at 8 requests a second, is not predicted to miss at 24")
 	}
 	c.service("svc").state = Unattainable
-	if sv, why := c.predictsMiss(0, now, false); sv != nil {
+	if sv, why := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
 		t.Errorf("a service that misses alone predicts a miss: %s", why)
 	}
 	c.service("svc").state = Met
 	c.Forget()
-	if sv, why := c.predictsMiss(0, now, false); sv != nil {
+	if sv, why := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
 		t.Errorf("after Forget: %s", why)
 	}
 }
@@ -1301,6 +1301,44 @@ func TestControllerNoRiseAtResume(t *testing.T) {
 			}
 			if got := len(pre) > 0; got != tc.preempt {
 				t.Errorf("pre-empted %v, want %v: %+v", got, tc.preempt, ds)
+			}
+		})
+	}
+}
+
+// TestControllerPreemptsPastAPredictedMiss: a service at 8 requests a
+// second takes 20 ms of its 25 ms bound on priority, 18 ms on rung 1 (the
+// start rung, where it was seen) and 8 ms above. When its load rises
+// tenfold, the pre-emption comes within a second, on the requests of
+// the last 2 s (some 26 a second, half of them still of the low load):
+// rung 1 is predicted past the bound there (18 ms x (26/7.3)^0.32), and
+// the pre-emption passes over it to rung 2, saying why. A rise to twice
+// the load (rung 1 predicted at 22 ms) pre-empts to rung 1 only.
+func TestControllerPreemptsPastAPredictedMiss(t *testing.T) {
+	lat := func(r int) []time.Duration {
+		return []time.Duration{[]time.Duration{20 * ms, 18 * ms}[min(r, 1)] - time.Duration(max(r-1, 0))*10*ms}
+	}
+	for _, tc := range []struct {
+		name string
+		rate float64
+		to   int
+		past bool
+	}{
+		{"tenfold", 80, 2, true},
+		{"twice", 16, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := New(Config{})
+			c.AddService("svc", MustParse("p99=25ms"))
+			tr := run(t, c, 25*ms, []phase{{30 * time.Second, 8, lat}, {5 * time.Second, tc.rate, lat}}, 1)
+			i := slices.IndexFunc(tr.decisions, func(d Decision) bool { return d.At >= 30*time.Second && d.To > d.From })
+			if i < 0 {
+				t.Fatalf("no climb after the rise: %+v", tr.decisions)
+			}
+			d := tr.decisions[i]
+			if !strings.Contains(d.Reason, "pre-empt") || d.From != 0 || d.To != tc.to ||
+				strings.Contains(d.Reason, "past guard=256µs: svc predicted at p99") != tc.past {
+				t.Errorf("first climb after the rise: %d -> %d, %s", d.From, d.To, d.Reason)
 			}
 		})
 	}
