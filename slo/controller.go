@@ -348,8 +348,20 @@ func (c *Controller) SetAlike(alike []bool) { c.alike = alike }
 // isAlike reports whether rung i restrains as rung i+1 does now.
 func (c *Controller) isAlike(i int) bool { return i >= 0 && i < len(c.alike) && c.alike[i] }
 
+// same reports whether rungs a and b, and every one between them,
+// restrain alike now (a rung is alike to itself).
+func (c *Controller) same(a, b int) bool {
+	for i := min(a, b); i < max(a, b); i++ {
+		if !c.isAlike(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // up is the rung a climb from the one in force goes to: the next one
-// that restrains more (the top at most).
+// that restrains more (the top at most; callers climb only where one
+// does, !same(level, top)).
 func (c *Controller) up() int {
 	top := len(c.cfg.Ladder) - 1
 	j := c.level + 1
@@ -361,7 +373,8 @@ func (c *Controller) up() int {
 
 // down is the rung a step down from the one in force goes to: the next
 // one below that restrains less, the lowest of the rungs alike to it (as
-// a climb reaches them first; 0 at least).
+// a climb reaches them first; 0 at least; callers step down only where
+// one does, !same(0, level)).
 func (c *Controller) down() int {
 	j := c.level - 1
 	for j > 0 && c.isAlike(j) {
@@ -534,7 +547,8 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		if c.climb == nil || c.level == 0 {
 			c.climb = &climb{id: worst.id, from: c.level, pct: worstSt.Pct}
 		}
-		if c.level == top {
+		if c.same(c.level, top) {
+			// Nothing above restrains more.
 			return c.atTop(now, worst, worstSt)
 		}
 		if why, ok := c.topDidNotHelp(worst, worstSt, now); ok {
@@ -564,7 +578,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.climb = nil
 		// Not onto a rung that missed at this load lately (Remember), nor
 		// one predicted to miss at it.
-		if r.from < c.level && c.mayReturn(r.from, now) {
+		if r.from < c.level && !c.same(r.from, c.level) && c.mayReturn(r.from, now) {
 			return c.move(now, r.from, r.id, "relax: "+why), true
 		}
 	}
@@ -580,7 +594,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			h.at, h.rate = now, max(h.rate, held)
 		}
 	}
-	if rising != nil && settled && c.level < top {
+	if rising != nil && settled && !c.same(c.level, top) {
 		// Its load rose while it was close to its bound: the misses would
 		// come before the evidence of them.
 		c.swungAt, c.enterRate = now, rate
@@ -592,21 +606,26 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.unproven = true
 		return d, true
 	}
-	if fell && allMet && settled && c.level > 0 && c.belowEntry() {
+	if fell && allMet && settled && !c.same(0, c.level) && c.belowEntry() {
 		// The last rise, if its service's load is gone, is undone with
 		// whatever was climbed on top of it while it lasted; the ones
 		// before it follow as the load falls back past them (lapsed). A
 		// fall of another service's load undoes nothing.
 		prev := c.fellAt
 		c.fellAt = now
-		if r, w, ok := c.lapsed(now); ok && c.mayReturn(min(c.down(), r.from), now) {
+		if r, w, ok := c.lapsed(now); ok && c.same(r.from, c.level) {
+			// The rung it began on restrains as the one in force now (a
+			// task that could be masked left): the rise is over, and
+			// nothing below is stepped onto for it.
+			c.rises = c.rises[:len(c.rises)-1]
+		} else if ok && c.mayReturn(min(c.down(), r.from), now) {
 			c.swungAt, c.calm, c.climb = now, c.cfg.Calm, nil
 			c.rises = c.rises[:len(c.rises)-1]
 			return c.move(now, min(c.down(), r.from), "", fmt.Sprintf("relax: the load fell (request rate %.1f/s) and every service is within its target: %s", rate, w)), true
 		}
 		c.fellAt = prev
 	}
-	if fell && allMet && settled && c.level > 0 && c.enterRate > 0 && rate < c.enterRate/c.cfg.Swing {
+	if fell && allMet && settled && !c.same(0, c.level) && c.enterRate > 0 && rate < c.enterRate/c.cfg.Swing {
 		// The load fell well below the one the rung was climbed for: back
 		// to the cheapest rung that held every target at this load or a
 		// higher one lately, if none below it missed at this load.
@@ -625,7 +644,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			sv.id, sv.tr.Target(), c.settle+c.cfg.Probe)
 		return d, true
 	}
-	if c.level == 0 || !allMet {
+	if c.same(0, c.level) || !allMet {
 		return Decision{}, false
 	}
 	// A load well below the one the rung was climbed for ends the wait.
@@ -1190,10 +1209,10 @@ func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp floa
 // (JumpExponent) at its load over the last Short, from what it showed
 // there at a lower load, and the rung has not held every target at this
 // load lately; and the rungs passed over, with why, for the decision's
-// reason. One rung at a time, the rise's misses come before the evidence
-// for the next (the replay of eleven H100 rounds: high phases missed 36
-// of 99 climbing one rung, 23 passing over the rungs predicted to miss,
-// TestControllerReplayScore).
+// reason. Climbing one rung at a time, the misses of a steep rise came
+// before the evidence for the next rung (the replay of eleven H100
+// rounds: high phases missed 36 of 99 that way, 23 passing over the
+// rungs predicted to miss, TestControllerReplayScore).
 func (c *Controller) preemptTo(now time.Duration) (int, string) {
 	top := len(c.cfg.Ladder) - 1
 	to, past := c.up(), ""

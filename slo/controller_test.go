@@ -1220,12 +1220,13 @@ func TestControllerPassesAlikeRungs(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name     string
-		maskable int
-		climb    [][2]int
+		name       string
+		maskable   int
+		climb      [][2]int
+		fromShared [][2]int
 	}{
-		{"one trainer", 1, [][2]int{{0, 1}, {1, 3}}},
-		{"two trainers", 2, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
+		{"one trainer", 1, [][2]int{{0, 1}, {1, 3}}, [][2]int{{2, 0}}},
+		{"two trainers", 2, [][2]int{{0, 1}, {1, 2}, {2, 3}}, [][2]int{{2, 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := New(Config{Ladder: ladder, Start: -1})
@@ -1251,6 +1252,16 @@ func TestControllerPassesAlikeRungs(t *testing.T) {
 			}
 			if got := path(tr.decisions); !slices.Equal(got, down) {
 				t.Errorf("steps down %v, want %v: %+v", got, down, tr.decisions)
+			}
+			// From the shared mask (rung 2) too: beside one trainer it is
+			// rung 1, so the step down goes to priority.
+			c3, _ := New(Config{Ladder: ladder, Start: -1})
+			c3.SetAlike(ladder.Alike(tc.maskable))
+			c3.AddService("svc", MustParse("p99=10ms"))
+			c3.level = 2
+			tr = run(t, c3, 10*ms, []phase{{6 * time.Second, 50, constant(2 * ms)}}, 1)
+			if got, want := path(tr.decisions), tc.fromShared; !slices.Equal(got, want) {
+				t.Errorf("steps down from rung 2 %v, want %v", got, want)
 			}
 		})
 	}
@@ -1315,20 +1326,30 @@ func TestControllerNoRiseAtResume(t *testing.T) {
 // the pre-emption passes over it to rung 2, saying why. A rise to twice
 // the load (rung 1 predicted at 22 ms) pre-empts to rung 1 only.
 func TestControllerPreemptsPastAPredictedMiss(t *testing.T) {
+	masks, err := ParseLadder([]string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lat := func(r int) []time.Duration {
-		return []time.Duration{[]time.Duration{20 * ms, 18 * ms}[min(r, 1)] - time.Duration(max(r-1, 0))*10*ms}
+		return []time.Duration{[]time.Duration{20 * ms, 18 * ms, 8 * ms}[min(r, 2)]}
 	}
 	for _, tc := range []struct {
-		name string
-		rate float64
-		to   int
-		past bool
+		name   string
+		ladder Ladder
+		alike  []bool
+		rate   float64
+		to     int
+		past   string
 	}{
-		{"tenfold", 80, 2, true},
-		{"twice", 16, 1, false},
+		{"tenfold", DefaultLadder(), nil, 80, 2, "past guard=256µs: svc predicted at p99"},
+		{"twice", DefaultLadder(), nil, 16, 1, ""},
+		// Beside one trainer tpcs=0.75@1 is tpcs=0.75: the pre-emption
+		// passes over both.
+		{"tenfold, masks, one trainer", masks, masks.Alike(1), 80, 3, "past tpcs=0.75@1: svc predicted at p99"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _ := New(Config{})
+			c, _ := New(Config{Ladder: tc.ladder})
+			c.SetAlike(tc.alike)
 			c.AddService("svc", MustParse("p99=25ms"))
 			tr := run(t, c, 25*ms, []phase{{30 * time.Second, 8, lat}, {5 * time.Second, tc.rate, lat}}, 1)
 			i := slices.IndexFunc(tr.decisions, func(d Decision) bool { return d.At >= 30*time.Second && d.To > d.From })
@@ -1337,9 +1358,56 @@ func TestControllerPreemptsPastAPredictedMiss(t *testing.T) {
 			}
 			d := tr.decisions[i]
 			if !strings.Contains(d.Reason, "pre-empt") || d.From != 0 || d.To != tc.to ||
-				strings.Contains(d.Reason, "past guard=256µs: svc predicted at p99") != tc.past {
+				tc.past != "" && !strings.Contains(d.Reason, tc.past) || tc.past == "" && strings.Contains(d.Reason, "past ") {
 				t.Errorf("first climb after the rise: %d -> %d, %s", d.From, d.To, d.Reason)
 			}
 		})
+	}
+}
+
+// TestControllerRiseUndoneWhereAlike: a rise (evenly spaced requests, 8
+// then 30 a second) pre-empted from tpcs=0.75@1 to tpcs=0.75 beside two
+// trainers; one trainer leaves, so the two rungs
+// are alike; when the load falls back, the rise is over and nothing
+// below tpcs=0.75@1 is stepped onto for it (before, the step down passed
+// over the rung the rise began on, to priority).
+func TestControllerRiseUndoneWhereAlike(t *testing.T) {
+	ladder, err := ParseLadder([]string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := New(Config{Ladder: ladder, Calm: time.Minute, MaxCalm: time.Minute})
+	c.SetAlike(ladder.Alike(2))
+	c.AddService("svc", MustParse("p99=25ms"))
+	var pending []req
+	var ds []Decision
+	next := time.Duration(0)
+	for now := time.Duration(0); now < 40*time.Second; now += 10 * time.Millisecond {
+		if now == 25*time.Second {
+			c.SetAlike(ladder.Alike(1))
+		}
+		rate := 8.0
+		if now >= 15*time.Second && now < 30*time.Second {
+			rate = 30
+		}
+		for ; next <= now; next += time.Duration(float64(time.Second) / rate) {
+			pending = append(pending, req{next + 20*ms, 20 * ms})
+		}
+		pending = deliver(c, pending, now)
+		if d, ok := c.Step(now); ok {
+			ds = append(ds, d)
+		}
+	}
+	for _, d := range ds {
+		t.Logf("%v %d->%d %s", d.At, d.From, d.To, d.Reason)
+	}
+	pre := slices.IndexFunc(ds, func(d Decision) bool { return strings.Contains(d.Reason, "pre-empt") })
+	if pre < 0 || ds[pre].From != 1 || ds[pre].To != 2 {
+		t.Fatalf("no pre-emption from rung 1 to 2: %+v", ds)
+	}
+	for _, d := range ds[pre+1:] {
+		if d.To < 1 {
+			t.Errorf("stepped down past the rung the rise began on: %d -> %d, %s", d.From, d.To, d.Reason)
+		}
 	}
 }

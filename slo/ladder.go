@@ -158,7 +158,8 @@ func (l Ladder) UsesTPCs() bool {
 // Alike reports, for each rung but the last, whether it restrains as
 // the rung above it does where maskable offline tasks can be masked:
 // "tpcs=0.75@1" and "tpcs=0.75" beside one trainer, or a rung given
-// twice. A climb or a step down passes over such a rung rather than stop
+// twice (while some task can mask; the kernel scheduler counts them only
+// for a ladder with masks). A climb or a step down passes over such a rung rather than stop
 // where nothing changes (Controller.SetAlike). With no task that can mask
 // (maskable 0: none said so yet, or none can) nothing is taken as alike:
 // hooks tell the server they can mask some time after they connect.
