@@ -1,7 +1,7 @@
 """TPC masks on a real GPU (issue 34's spike), and the hook's measure of
 a request against the service's own.
 
-  python3 bench/gpu/tpcmask.py --out OUT [--cycles 3] [--window 3] [--segments check --variants full,keep=72,keep=66]
+  python3 bench/gpu/tpcmask.py --out OUT [--cycles 3] [--window 3] [--segments check --variants full,keep=72,off=127,off=0]
 
 Can mmk's hook restrict an offline job's kernels to part of the GPU's TPCs
 (hook/lib/tpcmask.c: the driver's kernel-descriptor callback, MMK_TPC_MASK=1),
@@ -42,15 +42,18 @@ KEEPS = [("3/4", 0.75), ("1/2", 0.5), ("1/4", 0.25)]
 
 
 def parse_variant(v):
-    """A --variants entry: full (no mask) or keep=N (TPCs 0..N-1 kept,
-    N up to 128: the mask names the TPCs from N on, those this GPU does
-    not have too)."""
+    """A --variants entry: full (no mask), keep=N (TPCs 0..N-1 kept, N up
+    to 128: the mask names the TPCs from N on, those this GPU does not
+    have too) or off=LIST (exactly these TPCs off, ranges joined by +:
+    off=0-7+65; MMK_TPC_OFF). Returns its name and the hook's env."""
     if v == "full":
-        return ("full", None)
+        return ("full", {})
     kind, _, n = v.partition("=")
-    if kind != "keep" or not n.isdigit() or not 1 <= int(n) <= 128:
-        raise SystemExit("tpcmask.py: --variants entry %r is not full or keep=N with N in 1..128" % v)
-    return ("keep-" + n, int(n))
+    if kind == "keep" and n.isdigit() and 1 <= int(n) <= 128:
+        return ("keep-" + n, {"MMK_TPC_KEEP": n})
+    if kind == "off" and n and all(p.isdigit() or (p.count("-") == 1 and all(q.isdigit() for q in p.split("-"))) for p in n.split("+")):
+        return ("off-" + n, {"MMK_TPC_OFF": n.replace("+", ",")})
+    raise SystemExit("tpcmask.py: --variants entry %r is not full, keep=N (N in 1..128) or off=A-B+C" % v)
 
 
 def check(run, mps):
@@ -61,13 +64,11 @@ def check(run, mps):
     seg = pareto.Segment(run, name, mps)
     seg.hooked = set()
     hook = os.path.join(run.args.bin, "libmmkhook.so")
-    variants = [("full", None)] + [(n, max(1, round(f * TPCS))) for n, f in KEEPS]
+    variants = [("full", {})] + [(n, {"MMK_TPC_KEEP": str(max(1, round(f * TPCS)))}) for n, f in KEEPS]
     if run.args.variants:
         variants = [parse_variant(v) for v in run.args.variants.split(",")]
-    for n, keep in variants:
-        env = {"CUDA_INJECTION64_PATH": hook, "MMK_CUPTI_PATH": os.environ.get("MMK_CUPTI_PATH", ""), "MMK_TPC_MASK": "1", "MMK_HOOK_LOG": "1"}
-        if keep:
-            env["MMK_TPC_KEEP"] = str(keep)
+    for n, mask in variants:
+        env = {"CUDA_INJECTION64_PATH": hook, "MMK_CUPTI_PATH": os.environ.get("MMK_CUPTI_PATH", ""), "MMK_TPC_MASK": "1", "MMK_HOOK_LOG": "1", **mask}
         if mps:
             env["CUDA_MPS_CLIENT_PRIORITY"] = "1"
         seg.worker("lp-" + n, "lp", env)
@@ -120,7 +121,7 @@ def main():
     ap.add_argument("--window", type=float, default=3.0)
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--segments", default="check,check-mps,isolation")
-    ap.add_argument("--variants", default="", help="the check's masks, comma-separated: full, keep=N (default full and 3/4, 1/2, 1/4 of the TPCs kept)")
+    ap.add_argument("--variants", default="", help="the check's masks, comma-separated: full, keep=N, off=A-B+C (default full and 3/4, 1/2, 1/4 of the TPCs kept)")
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true", help="no GPU: sleeping workers, no MPS, no hooks")
     a = ap.parse_args()

@@ -12,7 +12,9 @@
  * (versions 1.6 to 3.x) 64 bits at bytes 84-91. A set bit disables a TPC.
  *
  * MMK_TPC_KEEP=N masks every kernel to N TPCs while no kernel scheduler
- * asks otherwise (bench/gpu/tpcmask.py measures masks that way).
+ * asks otherwise, MMK_TPC_OFF=A-B,C to exactly the TPCs listed off (it
+ * wins over KEEP; bench/gpu/tpcmask.py measures masks that way: on an
+ * H100 any TPC named, even past the GPU's 66, cost a trainer 18-20 %).
  *
  * The driver takes one subscriber to its callbacks, and CUPTI is one
  * (measured on an H200, driver 580: a second subscription is refused with
@@ -50,6 +52,8 @@ typedef int (*enable_fn)(uint32_t enable, uint32_t handle, int domain, int cbid)
 static _Atomic int broken; /* 1: stop touching descriptors */
 static _Atomic int told;   /* tpc_state told once */
 static uint32_t fixed_keep; /* MMK_TPC_KEEP: TPCs kept while no server asks */
+static uint32_t fixed_off[4]; /* MMK_TPC_OFF: exactly these TPCs off (measuring) */
+static int fixed_off_set;
 
 /* give_up stops masking, says why once, and tells the server. */
 static void give_up(const char *why, unsigned v)
@@ -72,6 +76,36 @@ static void mask_words(uint32_t *lo, uint32_t *hi, uint32_t keep, uint32_t first
 	*hi |= (uint32_t)(m >> 32);
 }
 
+/* parse_off reads "A-B,C,..." (TPCs 0..127) into the four disable words;
+ * it returns 0, with the words cleared, on anything else. */
+static int parse_off(const char *s, uint32_t w[4])
+{
+	memset(w, 0, 4 * sizeof *w);
+	while (*s) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 0 || a > 127)
+			goto bad;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a || b > 127)
+				goto bad;
+		}
+		for (long i = a; i <= b; i++)
+			w[i / 32] |= 1u << (i % 32);
+		if (*end == ',')
+			end++;
+		else if (*end)
+			goto bad;
+		s = end;
+	}
+	return 1;
+bad:
+	memset(w, 0, 4 * sizeof *w);
+	return 0;
+}
+
 /* on_descriptor is the driver's pre-upload callback: it masks the
  * kernel's descriptor while the server asks for it. */
 static void on_descriptor(void *data, int domain, int cbid, const void *params)
@@ -80,9 +114,10 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 	if (domain != QMD_DOMAIN || cbid != QMD_PRE_UPLOAD || atomic_load_explicit(&broken, memory_order_relaxed))
 		return;
 	uint32_t keep = mmk_tpc_keep();
+	int exact = !keep && fixed_off_set;
 	if (!keep)
 		keep = fixed_keep;
-	if (!keep)
+	if (!keep && !exact)
 		return;
 	if (!params || *(const uint32_t *)params < 5 * sizeof(void *)) {
 		give_up("the driver's descriptor callback parameters are smaller than expected", params ? *(const uint32_t *)params : 0);
@@ -97,8 +132,13 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 	uint32_t w[4];
 	if (version >= 0x40) {
 		memcpy(w, tmd + 304, sizeof w);
-		mask_words(&w[0], &w[1], keep, 0);
-		mask_words(&w[2], &w[3], keep, 64);
+		if (exact) {
+			for (int i = 0; i < 4; i++)
+				w[i] |= fixed_off[i];
+		} else {
+			mask_words(&w[0], &w[1], keep, 0);
+			mask_words(&w[2], &w[3], keep, 64);
+		}
 		memcpy(tmd + 304, w, sizeof w);
 		uint32_t first;
 		memcpy(&first, tmd, sizeof first);
@@ -106,7 +146,12 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 		memcpy(tmd, &first, sizeof first);
 	} else if (version >= 0x16) {
 		memcpy(w, tmd + 84, 2 * sizeof *w);
-		mask_words(&w[0], &w[1], keep, 0);
+		if (exact) {
+			w[0] |= fixed_off[0];
+			w[1] |= fixed_off[1];
+		} else {
+			mask_words(&w[0], &w[1], keep, 0);
+		}
 		memcpy(tmd + 84, w, 2 * sizeof *w);
 	} else {
 		give_up("the kernel descriptor's version has no TPC mask", version);
@@ -132,6 +177,16 @@ int mmk_tpcmask_init(void)
 			mmk_log(1, "MMK_TPC_KEEP=%s is not a number of TPCs in 0..128; ignored", k);
 		else
 			fixed_keep = (uint32_t)n;
+	}
+	/* MMK_TPC_OFF=A-B,C,...: exactly these TPCs (0..127) off while no
+	 * kernel scheduler asks for a mask, for measuring what a mask costs
+	 * by the TPCs it names (docs/results/slo-h100-tpcs.md). */
+	const char *off = getenv("MMK_TPC_OFF");
+	if (off && *off) {
+		if (parse_off(off, fixed_off))
+			fixed_off_set = 1;
+		else
+			mmk_log(1, "MMK_TPC_OFF=%s is not a list of TPCs or ranges in 0..127 (e.g. 0-7,65); ignored", off);
 	}
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);

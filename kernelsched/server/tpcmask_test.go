@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -71,6 +73,36 @@ func TestRetpcFirstTasks(t *testing.T) {
 			}
 			if tc.first == 0 && len(s.tpcFirst) > 0 {
 				t.Errorf("%d tasks still kept as the first to connect", len(s.tpcFirst))
+			}
+		})
+	}
+}
+
+// TestHookFixedMasks: without a kernel scheduler the hook masks every
+// kernel as MMK_TPC_KEEP (TPCs 0..N-1 kept) or MMK_TPC_OFF (exactly the
+// TPCs listed off; it wins over KEEP) say, for measuring masks; the fake
+// GPU runs a kernel on the TPCs of its 66 left on. TPCs past the GPU's
+// change nothing there; a bad list is ignored.
+func TestHookFixedMasks(t *testing.T) {
+	a := buildC(t)
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		masked bool
+		keep   uint32
+	}{
+		{"keep 33", []string{"MMK_TPC_KEEP=33"}, true, 33},
+		{"off 0-7 and 65", []string{"MMK_TPC_OFF=0-7,65"}, true, 57},
+		{"off wins over keep", []string{"MMK_TPC_KEEP=33", "MMK_TPC_OFF=64"}, true, 65},
+		{"off past the GPU's TPCs", []string{"MMK_TPC_OFF=70-127"}, false, 0},
+		{"a bad list", []string{"MMK_TPC_OFF=3-1"}, false, 0},
+		{"nothing asked", nil, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append([]string{"MMK_TPC_MASK=1", "MMK_CUDA_PATH=" + a.cupti, "MMK_FAKE_GPU=" + filepath.Join(t.TempDir(), "gpu")}, tc.env...)
+			r := runReplay(t, replay(context.Background(), a, writeSynced(t, 20, 2, 50), 1, env...))
+			if (r.TPCMasked > 0) != tc.masked || tc.masked && r.TPCLastKeep != tc.keep {
+				t.Errorf("%d kernels masked, the last on %d TPCs; want masked %v on %d", r.TPCMasked, r.TPCLastKeep, tc.masked, tc.keep)
 			}
 		})
 	}
