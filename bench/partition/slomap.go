@@ -264,7 +264,7 @@ func (p *report) mapVerdicts(b *bytes.Buffer, w workload) {
 				add(&tightReq, jr <= tightJCT && 100*(m.req.Attainment()-o.req.Attainment()) >= tightSLOPoints, tightCell(cell, jr, m.req.Attainment(), o.req.Attainment()))
 				add(&tightHeld, jr <= tightJCT && 100*(m.heldShare()-o.heldShare()) >= tightSLOPoints, fmt.Sprintf("%s (JCT %.2fx, held %s points)", cell, jr, points(m.heldShare(), o.heldShare())))
 				if g.n > 0 {
-					add(&miger, m.jct <= migerJCT*g.jct && 100*(m.req.Attainment()-g.req.Attainment()) >= -migerSLOPoints, migerCell(cell, m.jct/g.jct, o.jct/g.jct, m.req.Attainment(), g.req.Attainment()))
+					add(&miger, m.jct <= migerJCT*g.jct && 100*(m.req.Attainment()-g.req.Attainment()) >= -migerSLOPoints, migerCell(cell, m.jct/g.jct, o.jct/g.jct, m.req.Attainment(), g.req.Attainment(), o.req.Attainment()))
 				}
 			}
 		}
@@ -286,14 +286,18 @@ func (p *report) mapVerdicts(b *bytes.Buffer, w workload) {
 
 // migerCell describes a tight-target cell against MIGER: mmk's JCT as a
 // multiple of MIGER's (jr) and its gain in points (attainments m and g,
-// as fractions), and, where mps-prio, which isolates no service, also
-// runs past migerJCT of MIGER's JCT (or), by how much: the JCT margin's
-// measured reason (mmk, which isolates only what its targets need, runs
-// within a few percent of mps-prio's JCT).
-func migerCell(cell string, jr, or, m, g float64) string {
+// as fractions), and, where mmk runs past migerJCT of MIGER's JCT, the
+// measured reason: where mps-prio, which isolates no service, also does
+// (or: its JCT against MIGER's), by how much; where mps-prio is within
+// it, what mmk's plan buys for the JCT it costs over mps-prio's
+// (attainment o): the points it gains over it at jr/or of its JCT.
+func migerCell(cell string, jr, or, m, g, o float64) string {
 	why := ""
-	if or > migerJCT {
+	switch {
+	case or > migerJCT:
 		why = fmt.Sprintf("; mps-prio, isolating nothing, runs at %.2fx MIGER's JCT", or)
+	case jr > migerJCT:
+		why = fmt.Sprintf("; mps-prio, isolating nothing, runs at %.2fx MIGER's JCT, and mmk's plan gains %s points over it at %.2fx its JCT", or, points(m, o), jr/or)
 	}
 	return fmt.Sprintf("%s (JCT %.2fx MIGER's, %s points%s)", cell, jr, points(m, g), why)
 }

@@ -37,16 +37,16 @@ func TestTightCell(t *testing.T) {
 func TestMIGERCell(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		or     float64
+		jr, or float64
 		want   string
 		reason bool
 	}{
-		{"mps-prio slow too", 0.68, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points; mps-prio, isolating nothing, runs at 0.68x MIGER's JCT)", true},
-		{"mps-prio fast", 0.40, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points)", false},
-		{"at the margin", 0.50, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points)", false},
+		{"mps-prio slow too", 0.72, 0.68, "p99=1.5x at 1 (JCT 0.72x MIGER's, +42.9 points; mps-prio, isolating nothing, runs at 0.68x MIGER's JCT)", true},
+		{"mps-prio within, mmk past", 0.515, 0.50, "p99=1.5x at 1 (JCT 0.52x MIGER's, +42.9 points; mps-prio, isolating nothing, runs at 0.50x MIGER's JCT, and mmk's plan gains +0.6 points over it at 1.03x its JCT)", true},
+		{"both within", 0.45, 0.40, "p99=1.5x at 1 (JCT 0.45x MIGER's, +42.9 points)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := migerCell("p99=1.5x at 1", 0.72, tc.or, 0.979, 0.55)
+			got := migerCell("p99=1.5x at 1", tc.jr, tc.or, 0.979, 0.55, 0.973)
 			if got != tc.want {
 				t.Errorf("migerCell = %q, want %q", got, tc.want)
 			}
