@@ -1411,3 +1411,55 @@ func TestControllerRiseUndoneWhereAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerSpentBudgetClimbsSooner: a service at 30 requests a
+// second, 10 % late on priority and 3.75 % on rung 1 (held from rung 2
+// on). Its time on priority spends its budget over the Evidence span, so
+// rung 1's misses then need only TrialAlpha's evidence: over 21 seeds
+// the median time on rung 1 before the climb to rung 2 (the phase's end
+// where none came) is shorter than with the Alpha of a service within its
+// budget (TrialAlpha = Alpha), and fewer requests are late.
+func TestControllerSpentBudgetClimbsSooner(t *testing.T) {
+	plant := func(r int) []time.Duration {
+		d := make([]time.Duration, 80)
+		for i := range d {
+			d[i] = 8 * ms
+			if r == 0 && i < 8 || r == 1 && i < 3 {
+				d[i] = 40 * ms
+			}
+		}
+		return d
+	}
+	const span = 40 * time.Second
+	onRung1 := func(trialAlpha float64) (time.Duration, int) {
+		var ds []time.Duration
+		late := 0
+		for seed := uint64(1); seed <= 21; seed++ {
+			c, _ := New(Config{Start: -1, TrialAlpha: trialAlpha})
+			c.AddService("svc", MustParse("p99=25ms"))
+			tr := run(t, c, 25*ms, []phase{{span, 30, plant}}, seed)
+			at1, at2 := time.Duration(-1), span
+			for _, d := range tr.decisions {
+				switch {
+				case d.To == 1 && at1 < 0:
+					at1 = d.At
+				case d.To == 2 && at2 == span:
+					at2 = d.At
+				}
+			}
+			if at1 < 0 {
+				t.Fatalf("seed %d: no climb to rung 1: %+v", seed, tr.decisions)
+			}
+			ds = append(ds, at2-at1)
+			late += tr.late[0]
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], late
+	}
+	now, lateNow := onRung1(0)
+	before, lateBefore := onRung1(DefaultConfig().Alpha)
+	if now >= before || lateNow >= lateBefore {
+		t.Errorf("median time on rung 1 %v with %d late, %v with %d late with the Alpha of a service within its budget (want shorter, fewer)", now, lateNow, before, lateBefore)
+	}
+	t.Logf("median time on rung 1 %v with %d late, %v with %d late with the Alpha of a service within its budget", now, lateNow, before, lateBefore)
+}
