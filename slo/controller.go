@@ -928,16 +928,14 @@ func (c *Controller) judge(sv *service, now time.Duration, st, long Stats) (verd
 		return wellWithin, 0, st
 	}
 	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
-	all := sv.tr.Window(now-c.cfg.Evidence, now)
-	spent := float64(all.Late) > t.Budget()*float64(all.N)
-	if p, ok := c.evidence(st, t, spent); ok {
+	if p, ok := c.evidence(st, t); ok {
 		sv.state, sv.detail = Missed, desc
 		return missed, -math.Log(p), st
 	}
 	// Misses too few for a Window may be many since the rung changed.
 	room := st
 	if long.N > st.N {
-		if p, ok := c.evidence(long, t, spent); ok {
+		if p, ok := c.evidence(long, t); ok {
 			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
 				long.Late, long.N, (now-max(now-c.cfg.Evidence, arrived)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
 			return missed, -math.Log(p), long
@@ -960,16 +958,14 @@ func (c *Controller) judge(sv *service, now time.Duration, st, long Stats) (verd
 
 // evidence reports whether st's late requests are more than a service
 // meeting its target exactly would have had, with probability below
-// Alpha (TrialAlpha on a trial, or where spent: the service has used up
-// its budget over the last Evidence span whatever the rungs, so a rung
-// that lets a few more through loses its target), and that probability.
-func (c *Controller) evidence(st Stats, t Target, spent bool) (float64, bool) {
+// Alpha, and that probability.
+func (c *Controller) evidence(st Stats, t Target) (float64, bool) {
 	if st.Late < 2 || float64(st.Late) <= t.Budget()*float64(st.N) {
 		return 1, false
 	}
 	p := BinomialTail(st.N, st.Late, t.Budget())
 	alpha := c.cfg.Alpha
-	if c.trial || spent {
+	if c.trial {
 		alpha = c.cfg.TrialAlpha
 	}
 	return p, p < alpha

@@ -10,13 +10,12 @@ import (
 // the H100 benchmark (rounds 10, 12-15 and 18-23, 22 s phases as on the
 // GPU) and 9 seeds, the phases the controller ends below 99 % in time
 // where the static setting that held every phase reached 99 % with the
-// same draws number at most 39 of the 374 (35 with a spent budget's
-// weaker evidence; 38 without it, with pre-emptions passing over rungs
-// predicted to miss, preemptTo; 51 climbing one rung at a time; over
-// rounds 10 and 12-15 alone 17 of 167 with the prediction at a raised
-// load, against 33 before it), and the trainers run faster than under
-// that setting over the whole run of every recording (1.09-1.53x).
-// Most of the misses left are high phases (20 of the 35, 36 of 51 before
+// same draws number at most 42 of the 374 (38 with pre-emptions passing
+// over rungs predicted to miss, preemptTo; 51 climbing one rung at a
+// time; over rounds 10 and 12-15 alone 17 of 167 with the prediction at a
+// raised load, against 33 before it), and the trainers run faster than
+// under that setting over the whole run of every recording (1.09-1.56x).
+// Most of the misses left are high phases (23 of the 38, 36 of 51 before
 // preemptTo), where MPS 70 %, which rung 1 stands for in replay, leaked
 // 1.2-1.8 % in rounds 13, 18, 20, 21 and 23; on the GPU the controller's
 // mask rungs held those phases in rounds 18, 20 and 23
@@ -84,7 +83,7 @@ func TestControllerReplayScore(t *testing.T) {
 	}
 	t.Logf("trainers per phase against the static setting: %.2f", phaseTrain)
 	t.Logf("missed %d of %d phases that the static setting held (per phase %v)", misses, cells, perPhase)
-	if misses > 39 {
-		t.Errorf("missed %d of %d phases that the static setting held, want at most 39", misses, cells)
+	if misses > 42 {
+		t.Errorf("missed %d of %d phases that the static setting held, want at most 42", misses, cells)
 	}
 }
