@@ -226,6 +226,12 @@ type PlacementConfig struct {
 	// MoveMaxLost is the most a move may cost the moved job: its measured
 	// restart cost (stop, start-up, work since its last checkpoint).
 	MoveMaxLost time.Duration `mapstructure:"move_max_lost"`
+	// ReshareAfter is how long an instance's latency controller must hold
+	// every offline job there to a share of the TPCs (a mask rung) before
+	// each is restarted with an MPS share no larger, its cost bounded by
+	// MoveMaxLost (node.MoveConfig); 0: never. Off by default: tested on
+	// the fake backend, not yet measured on GPUs.
+	ReshareAfter time.Duration `mapstructure:"reshare_after"`
 }
 
 // LogConfig configures log/slog.
@@ -320,6 +326,7 @@ func (c *Config) Validate() error {
 		notNegative("placement.slo_max_wait", int64(c.Placement.SLOMaxWait)),
 		notNegative("placement.move_after", int64(c.Placement.MoveAfter)),
 		notNegative("placement.move_max_lost", int64(c.Placement.MoveMaxLost)),
+		notNegative("placement.reshare_after", int64(c.Placement.ReshareAfter)),
 		oneOf("mps.memory_limit", c.MPS.MemoryLimit, "spec", "all", "off"),
 		notNegative("mps.memory_limit_margin_pct", c.MPS.MemoryLimitMarginPct),
 		notNegative("mps.memory_limit_margin_mib", c.MPS.MemoryLimitMarginMiB),

@@ -77,18 +77,21 @@ func TestPlacementSLO(t *testing.T) {
 	}
 }
 
-// TestPlacementMove: moves are off by default (move_after 0s) with a
-// two-minute bound on their restart cost; either key set negative is
-// refused by its name.
+// TestPlacementMove: moves and reshares are off by default (move_after
+// and reshare_after 0s) with a two-minute bound on their restart cost;
+// each key set negative is refused by its name.
 func TestPlacementMove(t *testing.T) {
 	c, err := Load(Options{})
-	if err != nil || c.Placement.MoveAfter != 0 || c.Placement.MoveMaxLost != 2*time.Minute {
-		t.Errorf("defaults: after %v, max lost %v, %v", c.Placement.MoveAfter, c.Placement.MoveMaxLost, err)
+	if err != nil || c.Placement.MoveAfter != 0 || c.Placement.MoveMaxLost != 2*time.Minute || c.Placement.ReshareAfter != 0 {
+		t.Errorf("defaults: after %v, max lost %v, reshare after %v, %v", c.Placement.MoveAfter, c.Placement.MoveMaxLost, c.Placement.ReshareAfter, err)
+	}
+	if c, err := Load(Options{Environ: []string{"MMK_PLACEMENT_RESHARE_AFTER=2m"}}); err != nil || c.Placement.ReshareAfter != 2*time.Minute {
+		t.Errorf("reshare_after set: %v, %v", c.Placement.ReshareAfter, err)
 	}
 	if c, err := Load(Options{Environ: []string{"MMK_PLACEMENT_MOVE_AFTER=30s", "MMK_PLACEMENT_MOVE_MAX_LOST=5m"}}); err != nil || c.Placement.MoveAfter != 30*time.Second || c.Placement.MoveMaxLost != 5*time.Minute {
 		t.Errorf("set: after %v, max lost %v, %v", c.Placement.MoveAfter, c.Placement.MoveMaxLost, err)
 	}
-	for _, key := range []string{"move_after", "move_max_lost"} {
+	for _, key := range []string{"move_after", "move_max_lost", "reshare_after"} {
 		env := "MMK_PLACEMENT_" + strings.ToUpper(key) + "=-1s"
 		if _, err := Load(Options{Environ: []string{env}}); err == nil || !strings.Contains(err.Error(), "placement."+key) {
 			t.Errorf("%s: %v, want an error naming placement.%s", env, err, key)

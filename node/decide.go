@@ -112,6 +112,11 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 	if w := n.relieve(gpus); w > 0 && (again == 0 || w < again) {
 		again = w
 	}
+	// A mask held long over an instance's offline jobs becomes an MPS
+	// share at their restart (placement.reshare_after).
+	if w := n.reshare(); w > 0 && (again == 0 || w < again) {
+		again = w
+	}
 	return again
 }
 

@@ -29,6 +29,9 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	if n.cfg.MPS != nil {
 		if j, ok := n.get(id); ok {
 			pl.MemLimitMiB = n.cfg.MemLimit.limitFor(&j)
+			if j.ShareCap > 0 && pl.MPSPercent > j.ShareCap {
+				pl.MPSPercent = j.ShareCap
+			}
 		}
 	}
 	j, err := n.move(id, jobs.Placed, "", func(j *jobs.Job) { j.Placement = &pl })

@@ -22,8 +22,14 @@ type MoveConfig struct {
 	After time.Duration
 	// MaxLost is the most a move may cost the moved job: its measured
 	// restart cost (stop, start-up until it works on the GPU again, and
-	// the work since its last checkpoint; restartCost).
+	// the work since its last checkpoint; restartCost). It bounds a
+	// reshare's restart too.
 	MaxLost time.Duration
+	// ReshareAfter is how long an instance's controller must hold its
+	// offline kernels to a share of the TPCs (a mask rung over every
+	// offline task) before each offline job there is restarted with an
+	// MPS share no larger (placement.reshare_after; reshare.go); 0: never.
+	ReshareAfter time.Duration
 }
 
 // strainState is what the node keeps of strained instances and moved
@@ -37,6 +43,11 @@ type strainState struct {
 	avoid map[string]int
 	at    map[string]time.Time
 	moved map[string]time.Time
+	// masked: per instance key, since when its controller has held a
+	// mask over every offline task, and the largest share of the TPCs it
+	// kept meanwhile; calm: since when it has been on rung 0 (reshare.go).
+	masked map[string]maskSpan
+	calm   map[string]time.Time
 }
 
 // avoidFor is how long a moved job that still waits avoids its old GPU:
@@ -70,12 +81,7 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 	var missing []string
 	next := time.Duration(0)
 	seen := map[string]bool{}
-	var views map[string]server.SLOView
-	if n.cfg.controllerViews != nil {
-		views = n.cfg.controllerViews()
-	} else {
-		views = n.sloViews(false)
-	}
+	views := n.controllerViewsNow()
 	if len(views) > 0 {
 		// Strain begins between decisions: look again within a quarter
 		// of After.
@@ -133,6 +139,15 @@ func (n *Node) relieve(gpus []gpuInfo) time.Duration {
 		}
 	}
 	return n.cfg.Move.After
+}
+
+// controllerViewsNow is every instance's latency controller as it stands
+// (the test's, where it gives them).
+func (n *Node) controllerViewsNow() map[string]server.SLOView {
+	if n.cfg.controllerViews != nil {
+		return n.cfg.controllerViews()
+	}
+	return n.sloViews(false)
 }
 
 // movable is the jobs a move may take: running, not moved within

@@ -315,9 +315,10 @@ func New(cfg Config) (*Node, error) {
 		poke: make(chan struct{}, 1), reqs: make(chan func()), exits: make(chan exitEvent, 64),
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, cancels: map[string]string{}, envFailures: map[string]int{}, restarts: newRestartBook(),
-		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}, moved: map[string]time.Time{}},
-		usage:  map[string]*jobUsage{},
-		slo:    sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
+		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}, moved: map[string]time.Time{},
+			masked: map[string]maskSpan{}, calm: map[string]time.Time{}},
+		usage: map[string]*jobUsage{},
+		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a record that cannot be read was set aside (kept in the store's set-aside bucket)", "bucket", r.Bucket, "key", r.Key, "reason", r.Reason)

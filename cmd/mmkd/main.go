@@ -200,7 +200,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,
-		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, SLOGuard: cfg.Placement.SLOGuard, SLOMaxWait: cfg.Placement.SLOMaxWait, Move: node.MoveConfig{After: cfg.Placement.MoveAfter, MaxLost: cfg.Placement.MoveMaxLost}, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
+		ManageMIG: cfg.MIG.Manage, PriorityShares: cfg.MPS.PriorityShares, Spread: cfg.Placement.Spread, SLOGuard: cfg.Placement.SLOGuard, SLOMaxWait: cfg.Placement.SLOMaxWait, Move: node.MoveConfig{After: cfg.Placement.MoveAfter, MaxLost: cfg.Placement.MoveMaxLost, ReshareAfter: cfg.Placement.ReshareAfter}, Sched: sc, DefaultMemoryMiB: cfg.Jobs.DefaultMemoryMiB, AllowRoot: cfg.Jobs.AllowRoot,
 		MemLimit:   node.MemLimitConfig{Mode: cfg.MPS.MemoryLimit, MarginPct: int(cfg.MPS.MemoryLimitMarginPct), MarginMiB: cfg.MPS.MemoryLimitMarginMiB},
 		UsageEvery: usageEvery(cfg.Jobs.UsageInterval),
 		StopGrace:  cfg.Jobs.StopGrace, Retention: cfg.Jobs.Retention, BaseEnv: node.BaseEnv(), Log: log,
