@@ -162,11 +162,13 @@ type Job struct {
 	// Restarts counts the times a reconfiguration restarted the job.
 	Restarts int `json:"restarts"`
 	// ShareCap, where set, is the most CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-	// the offline job's next starts get: a latency controller held its
-	// instance's offline kernels to that share of the TPCs for long
-	// (placement.reshare_after), and a share set at the start costs the
-	// job less than a mask of the same size. 0: none.
-	ShareCap int `json:"shareCap,omitempty"`
+	// the offline job's next starts on instance ShareCapAt (an instance
+	// key) get: its latency controller held the offline kernels there to
+	// that share of the TPCs for long (placement.reshare_after), and a
+	// share set at the start costs the job less than a mask of the same
+	// size. 0: none.
+	ShareCap   int    `json:"shareCap,omitempty"`
+	ShareCapAt string `json:"shareCapAt,omitempty"`
 	// Owner is the user the job runs as: who submitted it (nil for a job
 	// of an mmk that did not record it: it runs as mmkd's user).
 	Owner *Owner `json:"owner,omitempty"`

@@ -29,7 +29,7 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	if n.cfg.MPS != nil {
 		if j, ok := n.get(id); ok {
 			pl.MemLimitMiB = n.cfg.MemLimit.limitFor(&j)
-			if j.ShareCap > 0 && pl.MPSPercent > j.ShareCap {
+			if j.ShareCap > 0 && j.ShareCapAt == pl.InstanceKey && pl.MPSPercent > j.ShareCap {
 				pl.MPSPercent = j.ShareCap
 			}
 		}

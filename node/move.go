@@ -48,6 +48,8 @@ type strainState struct {
 	// kept meanwhile; calm: since when it has been on rung 0 (reshare.go).
 	masked map[string]maskSpan
 	calm   map[string]time.Time
+	// dearNoted: jobs whose events already say a reshare was too dear.
+	dearNoted map[string]bool
 }
 
 // avoidFor is how long a moved job that still waits avoids its old GPU:

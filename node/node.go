@@ -316,7 +316,7 @@ func New(cfg Config) (*Node, error) {
 		watching: map[string]context.CancelFunc{}, phases: map[string]*trace.ProfilePhase{},
 		stopRetry: map[string]bool{}, cancels: map[string]string{}, envFailures: map[string]int{}, restarts: newRestartBook(),
 		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}, moved: map[string]time.Time{},
-			masked: map[string]maskSpan{}, calm: map[string]time.Time{}},
+			masked: map[string]maskSpan{}, calm: map[string]time.Time{}, dearNoted: map[string]bool{}},
 		usage: map[string]*jobUsage{},
 		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
 	}

@@ -23,11 +23,15 @@ type maskSpan struct {
 const minShare = 10
 
 // reshare turns a TPC mask that an instance's latency controller has held
-// over every offline task for placement.reshare_after into an MPS share:
+// over every offline task for placement.reshare_after (as sampled at the
+// placement loop's decisions, at most a quarter of it apart) into an MPS
+// share, under MPS only (nothing else enforces a share):
 // each running offline job there whose MPS share is larger than the
 // mask's (the largest it kept meanwhile) and whose measured restart cost
 // is at most placement.move_max_lost is restarted, capped at that share
-// (jobs.Job.ShareCap; its placement gives it no more). A share set at the
+// there, at least minShare (jobs.Job.ShareCap and ShareCapAt; its
+// placement on that instance gives it no more). Claims (the kubelet's to
+// restart) and jobs started within the span are left alone. A share set at the
 // start restrains a trainer less than a mask of its size (beside a
 // request loop on an H200, MPS 75 % kept vgg19 at 0.58 of its speed
 // alone, 3/4 of the TPCs at 0.50; any mask costs it 18-20 % on an H100,
@@ -57,12 +61,18 @@ func (n *Node) reshare() time.Duration {
 			delete(n.strain.calm, key)
 		}
 	}
+	for id := range n.strain.dearNoted {
+		if j, ok := n.get(id); !ok || j.State != jobs.Running {
+			delete(n.strain.dearNoted, id)
+		}
+	}
 	for key, sv := range views {
 		share, masked := maskOf(sv)
 		if !masked {
 			delete(n.strain.masked, key)
 		}
-		if !sv.Active || sv.Level != 0 || sv.Probing {
+		calm := !sv.Active || sv.Level == 0 && !sv.Probing
+		if !calm {
 			delete(n.strain.calm, key)
 		}
 		switch {
@@ -73,14 +83,10 @@ func (n *Node) reshare() time.Duration {
 			}
 			span.share = max(span.share, share)
 			n.strain.masked[key] = span
-			if wait := after - now.Sub(span.since); wait > 0 {
+			if wait := n.reshareJobs(key, span, now); wait > 0 {
 				next = min(next, wait)
-				continue
 			}
-			n.reshareJobs(key, span, now)
-			// The next reshare there waits another reshare_after.
-			n.strain.masked[key] = maskSpan{since: now}
-		case sv.Active && sv.Level == 0 && !sv.Probing:
+		case calm:
 			since, ok := n.strain.calm[key]
 			if !ok {
 				n.strain.calm[key] = now
@@ -111,51 +117,78 @@ func maskOf(sv server.SLOView) (float64, bool) {
 }
 
 // reshareJobs restarts the running offline jobs of an instance with an
-// MPS share above the span's, capped at it, where the restart is cheap
-// enough; a dearer one is said on the job's events.
-func (n *Node) reshareJobs(key string, span maskSpan, now time.Time) {
-	limit := max(minShare, int(math.Round(100*span.share)))
+// MPS share above the span's that have run under the mask for
+// reshare_after, capped at it, where the restart is cheap enough; a
+// dearer one is said on the job's events once. It returns when the next
+// job there will have run that long (0: none waits).
+func (n *Node) reshareJobs(key string, span maskSpan, now time.Time) time.Duration {
+	after, next := n.cfg.Move.ReshareAfter, time.Duration(0)
+	// Floor: no larger than the mask's share.
+	limit := max(minShare, int(math.Floor(100*span.share+1e-9)))
 	for _, id := range n.inState(jobs.Running) {
 		j, ok := n.get(id)
 		// A claim's containers are the kubelet's to restart, not mmkd's.
 		if !ok || j.Online() || j.IsClaim() || j.Placement == nil || j.Placement.InstanceKey != key || j.Placement.MPSPercent <= limit {
 			continue
 		}
+		// Held under the mask for reshare_after: since the span began, or
+		// since the job started if later.
+		if wait := after - now.Sub(later(span.since, j.StartedAt)); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
 		cost, desc := n.restartCost(&j, now)
 		if cost.Lost > n.cfg.Move.MaxLost.Seconds() {
 			why := fmt.Sprintf("not restarted at an MPS share of %d %%: its restart would cost %.0fs, more than placement.move_max_lost %v (%s)",
 				limit, cost.Lost, n.cfg.Move.MaxLost, desc)
-			n.cfg.Log.Info("placement: reshare", "job", id, "verdict", why)
-			n.note(id, why)
+			if !n.strain.dearNoted[id] {
+				// Once in the log and on its events (the notes' budget is
+				// shared with the controller's).
+				n.strain.dearNoted[id] = true
+				n.cfg.Log.Info("placement: reshare", "job", id, "verdict", why)
+				n.note(id, why)
+			}
 			continue
 		}
-		if _, err := n.update(id, func(j *jobs.Job) { j.ShareCap = limit }); err != nil {
+		if _, err := n.update(id, func(j *jobs.Job) { j.ShareCap, j.ShareCapAt = limit, key }); err != nil {
 			n.cfg.Log.Error("placement: reshare", "job", id, "err", err)
 			continue
 		}
 		why := fmt.Sprintf("restarted at an MPS share of at most %d %% (was %d %%): %s held its offline kernels to %.0f %% of the TPCs or less for %v; restart cost %s",
-			limit, j.Placement.MPSPercent, j.Placement.InstanceName, 100*span.share, now.Sub(span.since).Round(time.Second), desc)
+			limit, j.Placement.MPSPercent, j.Placement.InstanceName, 100*span.share, now.Sub(later(span.since, j.StartedAt)).Round(time.Second), desc)
 		n.cfg.Log.Info("placement: reshare", "job", id, "why", why)
 		n.restart(id, why)
 		g := j.Placement.GPU
 		n.record(jobs.Reconfig{Time: now, GPU: g, Cause: "reshare: " + why, Restarted: []string{id}}, now)
 	}
+	return next
 }
 
-// liftCaps clears the share caps of an instance's jobs whose controller
-// has stayed on its first rung for calm: their next starts get the share
-// the placement plans.
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// liftCaps clears the share caps set on an instance whose controller has
+// stayed on its first rung (or off) for calm, whatever the jobs' states:
+// their next starts there get the share the placement plans.
 func (n *Node) liftCaps(key string, calm time.Duration) {
-	for _, id := range n.inState(jobs.Running, jobs.Pending, jobs.Placed) {
+	for _, id := range n.inState(jobs.Running, jobs.Pending, jobs.Placed, jobs.Restarting) {
 		j, ok := n.get(id)
-		if !ok || j.ShareCap == 0 || j.Placement == nil || j.Placement.InstanceKey != key {
+		if !ok || j.ShareCap == 0 || j.ShareCapAt != key {
 			continue
 		}
-		if _, err := n.update(id, func(j *jobs.Job) { j.ShareCap = 0 }); err != nil {
+		if _, err := n.update(id, func(j *jobs.Job) { j.ShareCap, j.ShareCapAt = 0, "" }); err != nil {
 			n.cfg.Log.Error("placement: reshare", "job", id, "err", err)
 			continue
 		}
-		why := fmt.Sprintf("MPS share cap of %d %% lifted for its next start: %s needed no restraint for %v", j.ShareCap, j.Placement.InstanceName, calm.Round(time.Second))
+		delete(n.strain.dearNoted, id)
+		why := fmt.Sprintf("MPS share cap of %d %% on %s lifted for its next start there: its latency controller needed no restraint for %v", j.ShareCap, key, calm.Round(time.Second))
 		n.cfg.Log.Info("placement: reshare", "job", id, "why", why)
 		n.note(id, why)
 	}

@@ -73,7 +73,7 @@ func TestReshareTurnsAMaskIntoAShare(t *testing.T) {
 				}
 				return
 			}
-			if j.State != jobs.Running || j.Restarts != 1 || j.ShareCap != 75 || j.Placement == nil || j.Placement.MPSPercent != 75 {
+			if j.State != jobs.Running || j.Restarts != 1 || j.ShareCap != 75 || j.ShareCapAt != "gpu0" || j.Placement == nil || j.Placement.MPSPercent != 75 {
 				t.Fatalf("the trainer after the reshare: %s, restarts %d, cap %d, placement %+v; want running at 75 %%", j.State, j.Restarts, j.ShareCap, j.Placement)
 			}
 			if !hasEvent(t, h, off.ID, "restarted at an MPS share of at most 75 %") {
@@ -98,9 +98,30 @@ func TestReshareTurnsAMaskIntoAShare(t *testing.T) {
 					break
 				}
 			}
-			if j.ShareCap != 0 || j.Restarts != 1 || j.State != jobs.Running || !hasEvent(t, h, off.ID, "MPS share cap of 75 % lifted") {
+			if j.ShareCap != 0 || j.Restarts != 1 || j.State != jobs.Running || !hasEvent(t, h, off.ID, "MPS share cap of 75 % on gpu0 lifted") {
 				t.Errorf("after calm: cap %d, restarts %d, %s", j.ShareCap, j.Restarts, j.State)
 			}
 		})
+	}
+}
+
+// TestReshareWaitsForANewcomer: a job that started after its instance's
+// mask span began is reshared only once it has run reshare_after under
+// the mask itself (a job just placed or moved there is not restarted at
+// once); reshareJobs says how long it waits.
+func TestReshareWaitsForANewcomer(t *testing.T) {
+	m := fakeMPS(t)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) {
+		c.MPS, c.PriorityShares = m, true
+		c.Move = MoveConfig{MaxLost: time.Hour, ReshareAfter: time.Hour}
+	})
+	j := h.state(h.submit(sh("train", "trap 'exit 0' TERM; sleep 60 & wait", "")).ID, jobs.Running)
+	now := h.n.cfg.Now()
+	wait := h.n.reshareJobs(j.Placement.InstanceKey, maskSpan{since: now.Add(-2 * time.Hour), share: 0.75}, now)
+	if wait <= 0 || wait > time.Hour {
+		t.Errorf("the newcomer waits %v, want up to an hour", wait)
+	}
+	if got, _ := h.n.Job(j.ID); got.Restarts != 0 || got.ShareCap != 0 {
+		t.Errorf("the newcomer was reshared: restarts %d, cap %d", got.Restarts, got.ShareCap)
 	}
 }
