@@ -91,12 +91,7 @@ func TestMoveRelievesAService(t *testing.T) {
 			if !tc.moved {
 				wait = 3 * time.Second
 			}
-			var j jobs.Job
-			for end := time.Now().Add(wait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if j, _ = h.n.Job(off.ID); j.Restarts == 1 && j.State == jobs.Running {
-					break
-				}
-			}
+			j := restartedOnce(h, off.ID, wait)
 			if !tc.moved {
 				if j.Restarts != 0 || j.Placement == nil || j.Placement.GPU != 1 {
 					t.Errorf("the trainer moved: restarts %d, placement %+v", j.Restarts, j.Placement)
@@ -109,20 +104,43 @@ func TestMoveRelievesAService(t *testing.T) {
 			if j.State != jobs.Running || j.Restarts != 1 || j.Placement == nil || j.Placement.GPU != 0 {
 				t.Fatalf("the trainer after the move: %s, restarts %d, placement %+v; want running on GPU 0", j.State, j.Restarts, j.Placement)
 			}
-			rs, err := h.n.Reconfigs(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.ContainsFunc(rs, func(r jobs.Reconfig) bool {
+			if !hasReconfig(t, h, func(r jobs.Reconfig) bool {
 				return r.GPU == 1 && slices.Contains(r.Restarted, off.ID) && strings.Contains(r.Cause, "move: "+on.ID+" misses its target")
 			}) {
-				t.Errorf("no move in the reconfigurations: %+v", rs)
+				t.Error("no move in the reconfigurations")
 			}
 			if !hasEvent(t, h, off.ID, "moved off GPU 1 to GPU 0") || !hasEvent(t, h, on.ID, "moved off its GPU to relieve it") {
 				t.Errorf("the jobs' events do not tell the move")
 			}
 		})
 	}
+}
+
+// restartedOnce waits up to wait for job id to run again after one
+// restart, and returns it as it then stands.
+func restartedOnce(h *harness, id string, wait time.Duration) jobs.Job {
+	var j jobs.Job
+	for end := time.Now().Add(wait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if j, _ = h.n.Job(id); j.Restarts == 1 && j.State == jobs.Running {
+			break
+		}
+	}
+	return j
+}
+
+// hasReconfig reports whether some reconfiguration in the history meets
+// ok, logging the history where none does.
+func hasReconfig(t *testing.T, h *harness, ok func(jobs.Reconfig) bool) bool {
+	t.Helper()
+	rs, err := h.n.Reconfigs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(rs, ok) {
+		return true
+	}
+	t.Logf("reconfigurations: %+v", rs)
+	return false
 }
 
 // hasEvent reports whether job id has an event whose reason holds s.

@@ -58,12 +58,7 @@ func TestReshareTurnsAMaskIntoAShare(t *testing.T) {
 			if !tc.reshared {
 				wait = 2 * time.Second
 			}
-			var j jobs.Job
-			for end := time.Now().Add(wait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if j, _ = h.n.Job(off.ID); j.Restarts == 1 && j.State == jobs.Running {
-					break
-				}
-			}
+			j := restartedOnce(h, off.ID, wait)
 			if !tc.reshared {
 				if j.Restarts != 0 || j.ShareCap != 0 || j.Placement == nil || j.Placement.MPSPercent != off.Placement.MPSPercent {
 					t.Errorf("the trainer was reshared: restarts %d, cap %d, placement %+v", j.Restarts, j.ShareCap, j.Placement)
@@ -79,14 +74,10 @@ func TestReshareTurnsAMaskIntoAShare(t *testing.T) {
 			if !hasEvent(t, h, off.ID, "restarted at an MPS share of at most 75 %") {
 				t.Error("the trainer's events do not tell the reshare")
 			}
-			rs, err := h.n.Reconfigs(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.ContainsFunc(rs, func(r jobs.Reconfig) bool {
+			if !hasReconfig(t, h, func(r jobs.Reconfig) bool {
 				return slices.Contains(r.Restarted, off.ID) && strings.HasPrefix(r.Cause, "reshare: ")
 			}) {
-				t.Errorf("no reshare in the reconfigurations: %+v", rs)
+				t.Error("no reshare in the reconfigurations")
 			}
 			// The controller needs no restraint for reshare_after: the cap
 			// goes, the trainer runs on (its share changes at its next start).
