@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -51,21 +52,13 @@ func (n *Node) reshare() time.Duration {
 	if len(views) > 0 {
 		next = max(time.Second, after/4)
 	}
-	for key := range n.strain.masked {
-		if _, ok := views[key]; !ok {
-			delete(n.strain.masked, key)
-		}
-	}
-	for key := range n.strain.calm {
-		if _, ok := views[key]; !ok {
-			delete(n.strain.calm, key)
-		}
-	}
-	for id := range n.strain.dearNoted {
-		if j, ok := n.get(id); !ok || j.State != jobs.Running {
-			delete(n.strain.dearNoted, id)
-		}
-	}
+	// Instances gone, and jobs no longer running, are forgotten.
+	maps.DeleteFunc(n.strain.masked, func(key string, _ maskSpan) bool { return !hasView(views, key) })
+	maps.DeleteFunc(n.strain.calm, func(key string, _ time.Time) bool { return !hasView(views, key) })
+	maps.DeleteFunc(n.strain.dearNoted, func(id string, _ bool) bool {
+		j, ok := n.get(id)
+		return !ok || j.State != jobs.Running
+	})
 	for key, sv := range views {
 		share, masked := maskOf(sv)
 		if !masked {
@@ -100,6 +93,12 @@ func (n *Node) reshare() time.Duration {
 		}
 	}
 	return next
+}
+
+// hasView reports whether views has an instance key.
+func hasView(views map[string]server.SLOView, key string) bool {
+	_, ok := views[key]
+	return ok
 }
 
 // maskOf is the share of the TPCs an instance's controller holds every

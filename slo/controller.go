@@ -359,12 +359,14 @@ func (c *Controller) same(a, b int) bool {
 	return true
 }
 
-// up is the rung a climb from the one in force goes to: the next one
-// that restrains more (the top at most; callers climb only where one
-// does, !same(level, top)).
-func (c *Controller) up() int {
+// up is the rung a climb from the one in force goes to (above).
+func (c *Controller) up() int { return c.above(c.level) }
+
+// above is the next rung over rung i that restrains more than it (the
+// top at most; callers climb only where one does, !same(i, top)).
+func (c *Controller) above(i int) int {
 	top := len(c.cfg.Ladder) - 1
-	j := c.level + 1
+	j := i + 1
 	for j < top && c.isAlike(j-1) {
 		j++
 	}
@@ -748,6 +750,15 @@ func (c *Controller) swing(sv *service, now time.Duration) (ratio, before float6
 // (at 8 requests a second, 2 s hold 16 on average and 10 or fewer one
 // time in thirteen).
 func (c *Controller) belowEntry() bool { return len(c.rises) > 0 }
+
+// shortRates is the services' arrival rate over the last Short, summed.
+func (c *Controller) shortRates(now time.Duration) float64 {
+	rate := 0.0
+	for _, sv := range c.services {
+		rate += c.shortRate(sv, now)
+	}
+	return rate
+}
 
 // shortRate is a service's arrival rate over the last Short.
 func (c *Controller) shortRate(sv *service, now time.Duration) float64 {
@@ -1167,10 +1178,7 @@ func (c *Controller) loadOf(sv *service, now time.Duration, fell bool) float64 {
 // predicted to (waitsForPrediction), on the loads over the last Short
 // (the Window lags a fall).
 func (c *Controller) mayReturn(to int, now time.Duration) bool {
-	rate := 0.0
-	for _, sv := range c.services {
-		rate += c.shortRate(sv, now)
-	}
+	rate := c.shortRates(now)
 	return !c.refused(to, now, rate) && !c.waitsForPrediction(to, now, true, rate)
 }
 
@@ -1216,20 +1224,14 @@ func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp floa
 func (c *Controller) preemptTo(now time.Duration) (int, string) {
 	top := len(c.cfg.Ladder) - 1
 	to, past := c.up(), ""
-	rate := 0.0
-	for _, sv := range c.services {
-		rate += c.shortRate(sv, now)
-	}
+	rate := c.shortRates(now)
 	for to < top && !c.heldAt(to, now, rate) {
 		_, why := c.predictsMiss(to, now, true, JumpExponent)
 		if why == "" {
 			break
 		}
 		past += "; past " + c.cfg.Ladder[to].String() + ": " + why
-		from := to
-		for to < top && (to == from || c.isAlike(to-1)) {
-			to++
-		}
+		to = c.above(to)
 	}
 	return to, past
 }

@@ -159,10 +159,11 @@ func (l Ladder) UsesTPCs() bool {
 // the rung above it does where maskable offline tasks can be masked:
 // "tpcs=0.75@1" and "tpcs=0.75" beside one trainer, or a rung given
 // twice (while some task can mask; the kernel scheduler counts them only
-// for a ladder with masks). A climb or a step down passes over such a rung rather than stop
-// where nothing changes (Controller.SetAlike). With no task that can mask
-// (maskable 0: none said so yet, or none can) nothing is taken as alike:
-// hooks tell the server they can mask some time after they connect.
+// for a ladder with masks). A climb or a step down passes over such a
+// rung rather than stop where nothing changes (Controller.SetAlike).
+// With no task that can mask (maskable 0: none said so yet, or none can)
+// nothing is taken as alike: hooks tell the server they can mask some
+// time after they connect.
 func (l Ladder) Alike(maskable int) []bool {
 	out := make([]bool, max(len(l)-1, 0))
 	for i := range out {

@@ -544,18 +544,25 @@ func (s *Server) tpcStates() map[int]uint32 {
 	return out
 }
 
-// maskable is how many offline tasks' hooks said they can mask
-// (TPCReady or TPCMasking), as firstOffline counts them.
+// maskable is how many offline tasks can mask (canMask).
 func (s *Server) maskable() int {
 	n := 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range s.tasks {
-		if st := t.slot.tpcState(); !t.hello.Online && (st == TPCReady || st == TPCMasking) {
+		if t.canMask() {
 			n++
 		}
 	}
 	return n
+}
+
+// canMask reports whether t is an offline task whose hook said it can
+// mask (TPCReady or TPCMasking: a hook without MMK_TPC_MASK=1 says
+// nothing, and a mask there would restrain nobody).
+func (t *task) canMask() bool {
+	st := t.slot.tpcState()
+	return !t.hello.Online && (st == TPCReady || st == TPCMasking)
 }
 
 // retpc gives each task the TPC mask the rung asks for (offline tasks,
@@ -583,14 +590,12 @@ func (s *Server) retpc() {
 }
 
 // firstOffline keeps in tpcFirst the first n offline tasks to have
-// connected (by seq) whose hooks can mask (they said TPCReady or
-// TPCMasking: a hook without MMK_TPC_MASK=1 says nothing, and a mask
-// there would restrain nobody); loop-owned.
+// connected (by seq) whose hooks can mask (canMask); loop-owned.
 func (s *Server) firstOffline(n int) {
 	clear(s.tpcFirst[:cap(s.tpcFirst)]) // no task that left stays referenced
 	s.tpcFirst = s.tpcFirst[:0]
 	for _, t := range s.tasks {
-		if st := t.slot.tpcState(); t.hello.Online || st != TPCReady && st != TPCMasking {
+		if !t.canMask() {
 			continue
 		}
 		i, _ := slices.BinarySearchFunc(s.tpcFirst, t.seq, func(a *task, seq uint64) int { return cmp.Compare(a.seq, seq) })
