@@ -129,7 +129,8 @@ int main(int argc, char **argv)
 	int (*stats)(char *, int) = (int (*)(char *, int))dlsym(hook, "mmk_hook_stats_json");
 	int (*report)(unsigned long long, unsigned long long) =
 		(int (*)(unsigned long long, unsigned long long))dlsym(hook, "mmk_report_request");
-	void (*tpc_stats)(uint64_t *, uint32_t *) = (void (*)(uint64_t *, uint32_t *))dlsym(cupti, "fake_tpc_stats");
+	void (*tpc_stats)(uint64_t *, uint32_t *, uint64_t *) =
+		(void (*)(uint64_t *, uint32_t *, uint64_t *))dlsym(cupti, "fake_tpc_stats");
 	const char *rep = getenv("MMK_FAKE_REPORT");
 	int reporting = rep && strcmp(rep, "1") == 0;
 	int reported = 0;
@@ -189,11 +190,11 @@ int main(int argc, char **argv)
 	double p50 = iters ? lat[iters / 2] : 0, p99 = iters ? lat[(iters * 99) / 100 < iters ? (iters * 99) / 100 : iters - 1] : 0;
 	char buf[2048];
 	stats(buf, sizeof buf);
-	uint64_t masked = 0;
+	uint64_t masked = 0, past = 0;
 	uint32_t keep = 0;
-	tpc_stats(&masked, &keep);
+	tpc_stats(&masked, &keep, &past);
 	printf("{\"hooked\":%d,\"launches\":%zu,\"wall_us\":%.0f,\"waited_us\":%.0f,\"max_wait_us\":%.0f,"
-	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"reported\":%d,\"tpc_masked\":%llu,\"tpc_last_keep\":%u,\"hook\":%s}\n",
-	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, reported, (unsigned long long)masked, keep, buf);
+	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"reported\":%d,\"tpc_masked\":%llu,\"tpc_last_keep\":%u,\"tpc_past\":%llu,\"hook\":%s}\n",
+	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, reported, (unsigned long long)masked, keep, (unsigned long long)past, buf);
 	return 0;
 }

@@ -11,10 +11,14 @@
  * 304-319 and an enable bit, bit 31 of the first word; Volta to Ada
  * (versions 1.6 to 3.x) 64 bits at bytes 84-91. A set bit disables a TPC.
  *
+ * A mask names TPCs keep to 71 on a Hopper (MMK_TPC_SLOTS), never the
+ * bits past them, which cost without taking a TPC away.
+ *
  * MMK_TPC_KEEP=N masks every kernel to N TPCs while no kernel scheduler
  * asks otherwise, MMK_TPC_OFF=A-B,C to exactly the TPCs listed off (it
- * wins over KEEP; bench/gpu/tpcmask.py measures masks that way: on an
- * H100 any TPC named, even past the GPU's 66, cost a trainer 18-20 %).
+ * wins over KEEP; bench/gpu/tpcmask.py and maskcost.py measure masks
+ * that way: on an H100 one TPC off cost a vgg19 trainer 10 %, TPCs 66-71
+ * off 19 %, as kernels sized to every SM then run a partial last wave).
  *
  * The driver takes one subscriber to its callbacks, and CUPTI is one
  * (measured on an H200, driver 580: a second subscription is refused with
@@ -53,6 +57,13 @@ static _Atomic int broken; /* 1: stop touching descriptors */
 static _Atomic int told;   /* tpc_state told once */
 static uint32_t fixed_keep; /* MMK_TPC_KEEP: TPCs kept while no server asks */
 static uint32_t fixed_off[4]; /* MMK_TPC_OFF: exactly these TPCs off (measuring) */
+/* The TPC slots a Hopper descriptor's mask addresses: 8 GPCs of 9 TPCs on
+ * GH100 (H100, H200), whatever of them the part has. Bits past them are no
+ * TPC, yet setting them cost on an H100 (docs/results/slo-h100-masks.md:
+ * bits 72-127 alone, 0.818 of a vgg19 trainer's speed; TPCs 50-71 off
+ * 0.699, with 72-127 too 0.677), so a mask stops there. MMK_TPC_SLOTS
+ * sets another count (1..128) for another part. */
+static uint32_t slots_v4 = 72;
 static int fixed_off_set;
 
 /* give_up stops masking, says why once, and tells the server. */
@@ -64,13 +75,13 @@ static void give_up(const char *why, unsigned v)
 	mmk_tpc_state(MMK_TPC_NONE);
 }
 
-/* mask_words sets the disable bits of TPCs keep and above in a 64-bit
+/* mask_words sets the disable bits of TPCs keep to slots-1 in a 64-bit
  * mask held as two 32-bit words, from TPC first on. */
-static void mask_words(uint32_t *lo, uint32_t *hi, uint32_t keep, uint32_t first)
+static void mask_words(uint32_t *lo, uint32_t *hi, uint32_t keep, uint32_t slots, uint32_t first)
 {
 	uint64_t m = 0;
 	for (uint32_t i = 0; i < 64; i++)
-		if (first + i >= keep)
+		if (first + i >= keep && first + i < slots)
 			m |= 1ull << i;
 	*lo |= (uint32_t)m;
 	*hi |= (uint32_t)(m >> 32);
@@ -136,8 +147,8 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 			for (int i = 0; i < 4; i++)
 				w[i] |= fixed_off[i];
 		} else {
-			mask_words(&w[0], &w[1], keep, 0);
-			mask_words(&w[2], &w[3], keep, 64);
+			mask_words(&w[0], &w[1], keep, slots_v4, 0);
+			mask_words(&w[2], &w[3], keep, slots_v4, 64);
 		}
 		memcpy(tmd + 304, w, sizeof w);
 		uint32_t first;
@@ -150,7 +161,7 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 			w[0] |= fixed_off[0];
 			w[1] |= fixed_off[1];
 		} else {
-			mask_words(&w[0], &w[1], keep, 0);
+			mask_words(&w[0], &w[1], keep, 64, 0);
 		}
 		memcpy(tmd + 84, w, 2 * sizeof *w);
 	} else {
@@ -187,6 +198,15 @@ int mmk_tpcmask_init(void)
 			fixed_off_set = 1;
 		else
 			mmk_log(1, "MMK_TPC_OFF=%s is not a list of TPCs or ranges in 0..127 (e.g. 0-7,65); ignored", off);
+	}
+	const char *sl = getenv("MMK_TPC_SLOTS");
+	if (sl && *sl) {
+		char *end;
+		long n = strtol(sl, &end, 10);
+		if (*end || n < 1 || n > 128)
+			mmk_log(1, "MMK_TPC_SLOTS=%s is not a number of TPC slots in 1..128; ignored", sl);
+		else
+			slots_v4 = (uint32_t)n;
 	}
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);

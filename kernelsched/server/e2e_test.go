@@ -85,6 +85,7 @@ type replayResult struct {
 	Reported    int    `json:"reported"`
 	TPCMasked   uint64 `json:"tpc_masked"`
 	TPCLastKeep uint32 `json:"tpc_last_keep"`
+	TPCPast     uint64 `json:"tpc_past"`
 	Hook        struct {
 		Launches uint64 `json:"launches"`
 		Held     uint64 `json:"held"`

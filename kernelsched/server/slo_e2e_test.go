@@ -297,4 +297,7 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 	if loRes.TPCMasked == 0 || loRes.TPCLastKeep != 33 {
 		t.Errorf("lo ran %d kernels masked, the last on %d TPCs; want some, on 33 of 66", loRes.TPCMasked, loRes.TPCLastKeep)
 	}
+	if loRes.TPCPast > 0 {
+		t.Errorf("lo ran %d kernels with a mask bit past the GPU's 72 TPC slots, want none", loRes.TPCPast)
+	}
 }

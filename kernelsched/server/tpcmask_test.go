@@ -81,8 +81,10 @@ func TestRetpcFirstTasks(t *testing.T) {
 // TestHookFixedMasks: without a kernel scheduler the hook masks every
 // kernel as MMK_TPC_KEEP (TPCs 0..N-1 kept) or MMK_TPC_OFF (exactly the
 // TPCs listed off; it wins over KEEP) say, for measuring masks; the fake
-// GPU runs a kernel on the TPCs of its 66 left on. TPCs past the GPU's
-// change nothing there; a bad list is ignored.
+// GPU runs a kernel on the TPCs of its 66 left on. A kept count never
+// sets the mask's bits past the GPU's 72 TPC slots (MMK_TPC_SLOTS),
+// which cost on an H100 without taking a TPC; an exact list does as it
+// says. A bad list or slot count is ignored.
 func TestHookFixedMasks(t *testing.T) {
 	a := buildC(t)
 	for _, tc := range []struct {
@@ -90,19 +92,26 @@ func TestHookFixedMasks(t *testing.T) {
 		env    []string
 		masked bool
 		keep   uint32
+		past   bool
 	}{
-		{"keep 33", []string{"MMK_TPC_KEEP=33"}, true, 33},
-		{"off 0-7 and 65", []string{"MMK_TPC_OFF=0-7,65"}, true, 57},
-		{"off wins over keep", []string{"MMK_TPC_KEEP=33", "MMK_TPC_OFF=64"}, true, 65},
-		{"off past the GPU's TPCs", []string{"MMK_TPC_OFF=70-127"}, false, 0},
-		{"a bad list", []string{"MMK_TPC_OFF=3-1"}, false, 0},
-		{"nothing asked", nil, false, 0},
+		{"keep 33", []string{"MMK_TPC_KEEP=33"}, true, 33, false},
+		{"keep 70: no TPC, no bit past the slots", []string{"MMK_TPC_KEEP=70"}, false, 0, false},
+		{"keep 33 of 128 slots", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=128"}, true, 33, true},
+		{"a bad slot count", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=129"}, true, 33, false},
+		{"off 0-7 and 65", []string{"MMK_TPC_OFF=0-7,65"}, true, 57, false},
+		{"off wins over keep", []string{"MMK_TPC_KEEP=33", "MMK_TPC_OFF=64"}, true, 65, false},
+		{"off past the GPU's TPCs", []string{"MMK_TPC_OFF=70-127"}, false, 0, true},
+		{"a bad list", []string{"MMK_TPC_OFF=3-1"}, false, 0, false},
+		{"nothing asked", nil, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append([]string{"MMK_TPC_MASK=1", "MMK_CUDA_PATH=" + a.cupti, "MMK_FAKE_GPU=" + filepath.Join(t.TempDir(), "gpu")}, tc.env...)
 			r := runReplay(t, replay(context.Background(), a, writeSynced(t, 20, 2, 50), 1, env...))
 			if (r.TPCMasked > 0) != tc.masked || tc.masked && r.TPCLastKeep != tc.keep {
 				t.Errorf("%d kernels masked, the last on %d TPCs; want masked %v on %d", r.TPCMasked, r.TPCLastKeep, tc.masked, tc.keep)
+			}
+			if (r.TPCPast > 0) != tc.past {
+				t.Errorf("%d kernels with a mask bit past the 72 TPC slots, want some: %v", r.TPCPast, tc.past)
 			}
 		})
 	}
