@@ -35,8 +35,8 @@ const minShare = 10
 // restart) and jobs started within the span are left alone. A share set at the
 // start restrains a trainer less than a mask of its size (beside a
 // request loop on an H200, MPS 75 % kept vgg19 at 0.58 of its speed
-// alone, 3/4 of the TPCs at 0.50; any mask costs it 18-20 % on an H100,
-// docs/results/slo-h100-tpcs.md), but only a restart sets it. Once the
+// alone, 3/4 of the TPCs at 0.50; on an H100 one TPC masked costs it
+// 10 %, six 19 %, docs/results/slo-h100-masks.md), but only a restart sets it. Once the
 // controller has stayed on its first rung for as long, the caps there are
 // lifted for the jobs' next starts (no restart for that). Each step is in
 // the log and the jobs' events, each restart in the reconfiguration

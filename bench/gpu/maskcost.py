@@ -2,10 +2,10 @@
 
   python3 bench/gpu/maskcost.py --out OUT [--bin DIR] [--cycles 2] [--variants full,keep=72,keep=33]
 
-On an H100 any TPC mask cost a vgg19 trainer 18-20 %, even one naming
-only TPCs the GPU does not have (keep=72, docs/results/slo-h100-tpcs.md),
-while the mask's enable bit alone cost nothing. This asks which kernels
-pay: one process per variant and cycle (variants rotated each cycle) times
+On an H100 every mask the hook wrote cost a vgg19 trainer 18-20 %, even
+one naming no TPC the GPU has (keep=72), while the mask's enable bit alone
+cost nothing. This asks which kernels pay and which bits
+(docs/results/slo-h100-masks.md): one process per variant and cycle (variants rotated each cycle) times
 a bf16 GEMM (cuBLAS, Hopper cluster kernels), an fp32 GEMM with TF32 off
 (no clusters), a bandwidth-bound elementwise kernel, a bf16 3x3
 convolution (cuDNN) and a stream of tiny kernels (launch rate), each the
