@@ -11,10 +11,12 @@
  * 304-319 and an enable bit, bit 31 of the first word; Volta to Ada
  * (versions 1.6 to 3.x) 64 bits at bytes 84-91. A set bit disables a TPC.
  *
- * A mask names TPCs keep to 71 on a Hopper (MMK_TPC_SLOTS), never the
- * bits past them, which cost without taking a TPC away.
+ * A kept count masks the descriptor's TPC slots keep to 71 on a Hopper,
+ * never the bits past them, which cost without taking a TPC away (an
+ * exact MMK_TPC_OFF list sets what it names). A slot may be a TPC the
+ * part lacks (an H100 has 66 of 72), so N slots kept are N or fewer TPCs.
  *
- * MMK_TPC_KEEP=N masks every kernel to N TPCs while no kernel scheduler
+ * MMK_TPC_KEEP=N masks every kernel to N TPC slots while no kernel scheduler
  * asks otherwise, MMK_TPC_OFF=A-B,C to exactly the TPCs listed off (it
  * wins over KEEP; bench/gpu/tpcmask.py and maskcost.py measure masks
  * that way: on an H100 one TPC off cost a vgg19 trainer 10 %, TPCs 66-71
@@ -57,13 +59,17 @@ static _Atomic int broken; /* 1: stop touching descriptors */
 static _Atomic int told;   /* tpc_state told once */
 static uint32_t fixed_keep; /* MMK_TPC_KEEP: TPCs kept while no server asks */
 static uint32_t fixed_off[4]; /* MMK_TPC_OFF: exactly these TPCs off (measuring) */
-/* The TPC slots a Hopper descriptor's mask addresses: 8 GPCs of 9 TPCs on
- * GH100 (H100, H200), whatever of them the part has. Bits past them are no
- * TPC, yet setting them cost on an H100 (docs/results/slo-h100-masks.md:
- * bits 72-127 alone, 0.818 of a vgg19 trainer's speed; TPCs 50-71 off
- * 0.699, with 72-127 too 0.677), so a mask stops there. MMK_TPC_SLOTS
- * sets another count (1..128) for another part. */
-static uint32_t slots_v4 = 72;
+/* The TPC slots a Hopper (version 4.x) descriptor's mask addresses: 8
+ * GPCs of 9 TPCs on GH100 (H100, H200), whatever of them the part has.
+ * Bits past them are no TPC, yet setting them cost on an H100
+ * (docs/results/slo-h100-masks.md: bits 72-127 together, 0.818 of a vgg19
+ * trainer's speed; slots 50-71 off 0.699, with 72-127 too 0.677), so a
+ * mask stops there. A later descriptor version is masked over all 128
+ * bits, as before: its slots are not measured. MMK_TPC_SLOTS (1..128)
+ * sets the descriptor's slot count (not the part's TPC count) for any
+ * version from 4.0 on. */
+enum { HOPPER_SLOTS = 72, MASK_BITS = 128 };
+static uint32_t slots_env; /* MMK_TPC_SLOTS; 0: by the version */
 static int fixed_off_set;
 
 /* give_up stops masking, says why once, and tells the server. */
@@ -147,8 +153,11 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 			for (int i = 0; i < 4; i++)
 				w[i] |= fixed_off[i];
 		} else {
-			mask_words(&w[0], &w[1], keep, slots_v4, 0);
-			mask_words(&w[2], &w[3], keep, slots_v4, 64);
+			uint32_t slots = slots_env ? slots_env : version >> 4 == 4 ? HOPPER_SLOTS : MASK_BITS;
+			if (keep >= slots)
+				return; /* every slot kept: no mask */
+			mask_words(&w[0], &w[1], keep, slots, 0);
+			mask_words(&w[2], &w[3], keep, slots, 64);
 		}
 		memcpy(tmd + 304, w, sizeof w);
 		uint32_t first;
@@ -161,6 +170,8 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 			w[0] |= fixed_off[0];
 			w[1] |= fixed_off[1];
 		} else {
+			if (keep >= 64)
+				return; /* every TPC kept: no mask */
 			mask_words(&w[0], &w[1], keep, 64, 0);
 		}
 		memcpy(tmd + 84, w, 2 * sizeof *w);
@@ -206,7 +217,7 @@ int mmk_tpcmask_init(void)
 		if (*end || n < 1 || n > 128)
 			mmk_log(1, "MMK_TPC_SLOTS=%s is not a number of TPC slots in 1..128; ignored", sl);
 		else
-			slots_v4 = (uint32_t)n;
+			slots_env = (uint32_t)n;
 	}
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);

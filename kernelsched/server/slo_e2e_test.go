@@ -294,8 +294,8 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		t.Errorf("after off: calls %v, policy %s", calls, s.Policy())
 	}
 	<-loDone
-	if loRes.TPCMasked == 0 || loRes.TPCLastKeep != 33 {
-		t.Errorf("lo ran %d kernels masked, the last on %d TPCs; want some, on 33 of 66", loRes.TPCMasked, loRes.TPCLastKeep)
+	if loRes.TPCMasked == 0 || loRes.TPCLastKeep != 30 {
+		t.Errorf("lo ran %d kernels masked, the last on %d TPCs; want some, on 30 of 66 (slots 0-32, three of them holes)", loRes.TPCMasked, loRes.TPCLastKeep)
 	}
 	if loRes.TPCPast > 0 {
 		t.Errorf("lo ran %d kernels with a mask bit past the GPU's 72 TPC slots, want none", loRes.TPCPast)

@@ -81,10 +81,12 @@ func TestRetpcFirstTasks(t *testing.T) {
 // TestHookFixedMasks: without a kernel scheduler the hook masks every
 // kernel as MMK_TPC_KEEP (TPCs 0..N-1 kept) or MMK_TPC_OFF (exactly the
 // TPCs listed off; it wins over KEEP) say, for measuring masks; the fake
-// GPU runs a kernel on the TPCs of its 66 left on. A kept count never
-// sets the mask's bits past the GPU's 72 TPC slots (MMK_TPC_SLOTS),
-// which cost on an H100 without taking a TPC; an exact list does as it
-// says. A bad list or slot count is ignored.
+// GPU runs a kernel on the TPCs of its 66 left on, of 72 mask slots with
+// six holes below slot 64 (as an H100's slots 64-71 are TPCs). A kept
+// count masks every slot from it to 71, never the bits past them
+// (MMK_TPC_SLOTS sets the count), which cost on an H100 without taking a
+// TPC, and no kernel at all where it keeps every slot; an exact list does
+// as it says. A bad list or slot count is ignored.
 func TestHookFixedMasks(t *testing.T) {
 	a := buildC(t)
 	for _, tc := range []struct {
@@ -94,13 +96,15 @@ func TestHookFixedMasks(t *testing.T) {
 		keep   uint32
 		past   bool
 	}{
-		{"keep 33", []string{"MMK_TPC_KEEP=33"}, true, 33, false},
-		{"keep 70: no TPC, no bit past the slots", []string{"MMK_TPC_KEEP=70"}, false, 0, false},
-		{"keep 33 of 128 slots", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=128"}, true, 33, true},
-		{"a bad slot count", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=129"}, true, 33, false},
+		{"keep 33: slots 0-32, three of them holes", []string{"MMK_TPC_KEEP=33"}, true, 30, false},
+		{"keep 70: slots 70-71 off, no bit past them", []string{"MMK_TPC_KEEP=70"}, true, 64, false},
+		{"keep 72: every slot, no mask", []string{"MMK_TPC_KEEP=72"}, false, 0, false},
+		{"keep 33 of 128 slots", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=128"}, true, 30, true},
+		{"keep 70 of 66 slots: none off", []string{"MMK_TPC_KEEP=70", "MMK_TPC_SLOTS=66"}, false, 0, false},
+		{"a bad slot count", []string{"MMK_TPC_KEEP=33", "MMK_TPC_SLOTS=129"}, true, 30, false},
 		{"off 0-7 and 65", []string{"MMK_TPC_OFF=0-7,65"}, true, 57, false},
 		{"off wins over keep", []string{"MMK_TPC_KEEP=33", "MMK_TPC_OFF=64"}, true, 65, false},
-		{"off past the GPU's TPCs", []string{"MMK_TPC_OFF=70-127"}, false, 0, true},
+		{"off past the slots", []string{"MMK_TPC_OFF=70-127"}, true, 64, true},
 		{"a bad list", []string{"MMK_TPC_OFF=3-1"}, false, 0, false},
 		{"nothing asked", nil, false, 0, false},
 	} {
