@@ -184,22 +184,30 @@ static void on_descriptor(void *data, int domain, int cbid, const void *params)
 		mmk_tpc_state(MMK_TPC_MASKING);
 }
 
+/* env_count reads the environment variable name as a number of TPC
+ * slots in min..128 into *out, leaving it as it is (logged) when it is
+ * anything else, and when it is unset or empty. */
+static void env_count(const char *name, long min, uint32_t *out)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*end || n < min || n > 128)
+		mmk_log(1, "%s=%s is not a number of TPC slots in %ld..128; ignored", name, v, min);
+	else
+		*out = (uint32_t)n;
+}
+
 int mmk_tpcmask_init(void)
 {
 	const char *v = getenv("MMK_TPC_MASK");
 	if (!v || strcmp(v, "1") != 0)
 		return 0;
-	/* MMK_TPC_KEEP fixes the TPCs kept while no kernel scheduler asks
-	 * for a mask: for measuring masks without one. */
-	const char *k = getenv("MMK_TPC_KEEP");
-	if (k && *k) {
-		char *end;
-		long n = strtol(k, &end, 10);
-		if (*end || n < 0 || n > 128)
-			mmk_log(1, "MMK_TPC_KEEP=%s is not a number of TPCs in 0..128; ignored", k);
-		else
-			fixed_keep = (uint32_t)n;
-	}
+	/* MMK_TPC_KEEP fixes the TPC slots kept while no kernel scheduler
+	 * asks for a mask: for measuring masks without one. */
+	env_count("MMK_TPC_KEEP", 0, &fixed_keep);
 	/* MMK_TPC_OFF=A-B,C,...: exactly these TPCs (0..127) off while no
 	 * kernel scheduler asks for a mask, for measuring what a mask costs
 	 * by the TPCs it names (docs/results/slo-h100-tpcs.md). */
@@ -210,15 +218,7 @@ int mmk_tpcmask_init(void)
 		else
 			mmk_log(1, "MMK_TPC_OFF=%s is not a list of TPCs or ranges in 0..127 (e.g. 0-7,65); ignored", off);
 	}
-	const char *sl = getenv("MMK_TPC_SLOTS");
-	if (sl && *sl) {
-		char *end;
-		long n = strtol(sl, &end, 10);
-		if (*end || n < 1 || n > 128)
-			mmk_log(1, "MMK_TPC_SLOTS=%s is not a number of TPC slots in 1..128; ignored", sl);
-		else
-			slots_env = (uint32_t)n;
-	}
+	env_count("MMK_TPC_SLOTS", 1, &slots_env);
 	const char *why = NULL;
 	void *cuda = mmk_cuda(&why);
 	export_table_fn get = cuda ? (export_table_fn)dlsym(cuda, "cuGetExportTable") : NULL;
