@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -66,9 +65,6 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Config().Ladder.UsesTPCs() {
-		return nil, errors.New("slo: the simulator does not model TPC masks")
-	}
 	for i, t := range tasks {
 		if !t.Online {
 			if _, ok := cfg.Targets[i]; ok {
@@ -123,6 +119,35 @@ func (s *sim) sloStep() error {
 	}
 	s.push(s.now+ss.tick, evSLO, -1)
 	return s.schedule()
+}
+
+// maskSMs is the SMs the rung in force lets task t's kernels use (0: no
+// mask): a tpcs=F rung keeps an offline task, or the first TPCTasks of
+// them by id (the order they connect in), to round(F x TPCs) TPCs of two
+// SMs each, as the kernel scheduler computes it. The simulator's pool of
+// SMs has no TPC slots: the mask's holes (docs/results/slo-h100-masks.md)
+// are not modelled.
+func (s *sim) maskSMs(t *simTask) int {
+	if s.slo == nil || t.spec.Online {
+		return 0
+	}
+	r := s.slo.applied
+	if r.TPCs <= 0 {
+		return 0
+	}
+	if r.TPCTasks > 0 {
+		ahead := 0
+		for _, o := range s.tasks[:t.id] {
+			if !o.spec.Online {
+				ahead++
+			}
+		}
+		if ahead >= r.TPCTasks {
+			return 0
+		}
+	}
+	tpcs := max(s.sms/2, 1)
+	return 2 * max(int(r.TPCs*float64(tpcs)+0.5), 1)
 }
 
 // suspend stops or continues the offline tasks' processes: a stopped one
