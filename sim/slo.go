@@ -14,8 +14,8 @@ import (
 // rung, which the simulation applies as the server does: guard with a
 // fixed threshold in the scheduler while the rung holds launches (the
 // configured policy otherwise), and the offline tasks' processes stopped
-// while it suspends them (kernels already released run on). TPC masks are
-// not modelled: a ladder with them is refused.
+// while it suspends them (kernels already released run on), and offline
+// kernels held to part of the SMs while it masks TPCs (maskSMs).
 type SLOConfig struct {
 	Controller slo.Config
 	// Targets are the online tasks' targets, by task index; an online
@@ -74,6 +74,16 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 		}
 		c.AddService(strconv.Itoa(i), cfg.Targets[i])
 	}
+	if l := c.Config().Ladder; l.UsesTPCs() {
+		// As the server does: every offline task can mask here.
+		offline := 0
+		for _, t := range tasks {
+			if !t.Online {
+				offline++
+			}
+		}
+		c.SetAlike(l.Alike(offline))
+	}
 	ss := &sloSim{ctrl: c, base: policy, tick: max(c.Config().Tick/4, time.Millisecond)}
 	ss.res.Ladder = c.Config().Ladder.Strings()
 	ss.res.OnRung = make([]time.Duration, len(ss.res.Ladder))
@@ -123,10 +133,13 @@ func (s *sim) sloStep() error {
 
 // maskSMs is the SMs the rung in force lets task t's kernels use (0: no
 // mask): a tpcs=F rung keeps an offline task, or the first TPCTasks of
-// them by id (the order they connect in), to round(F x TPCs) TPCs of two
-// SMs each, as the kernel scheduler computes it. The simulator's pool of
-// SMs has no TPC slots: the mask's holes (docs/results/slo-h100-masks.md)
-// are not modelled.
+// them by id (the order they connect in), to the first round(F x TPCs)
+// TPC slots of the hook's mask (two SMs a TPC), as the kernel scheduler
+// computes it. On a 132-SM GPU (H100, H200) those are slots of 72 with six
+// holes below slot 64 (docs/results/slo-h100-masks.md), taken where the
+// fake GPU has them (the last slot of each of the first six GPCs of 9:
+// an assumption), so a rung keeps fewer TPCs than its slots, and
+// tpcs=0.995 masks six; elsewhere slots are TPCs.
 func (s *sim) maskSMs(t *simTask) int {
 	if s.slo == nil || t.spec.Online {
 		return 0
@@ -147,8 +160,22 @@ func (s *sim) maskSMs(t *simTask) int {
 		}
 	}
 	tpcs := max(s.sms/2, 1)
-	return 2 * max(int(r.TPCs*float64(tpcs)+0.5), 1)
+	keep := max(int(r.TPCs*float64(tpcs)+0.5), 1)
+	if tpcs == hopperTPCs {
+		kept := 0
+		for i := range keep {
+			if i%9 != 8 || i/9 >= hopperSlots-hopperTPCs {
+				kept++
+			}
+		}
+		keep = kept
+	}
+	return 2 * keep
 }
+
+// hopperTPCs and hopperSlots: a 132-SM Hopper's TPCs, and the slots of its
+// kernel descriptor's TPC mask (8 GPCs of 9).
+const hopperTPCs, hopperSlots = 66, 72
 
 // suspend stops or continues the offline tasks' processes: a stopped one
 // makes no launch call; kernels it already launched run on.
