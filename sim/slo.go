@@ -47,13 +47,18 @@ type SLOResult struct {
 
 // sloSim is the controller's side of a simulation.
 type sloSim struct {
-	ctrl      *slo.Controller
-	base      string
-	tick      time.Duration
-	applied   slo.Rung
-	changedAt time.Duration
-	res       SLOResult
-	suspended bool
+	ctrl    *slo.Controller
+	base    string
+	tick    time.Duration
+	applied slo.Rung
+	// maskSMs is the SMs the applied rung leaves masked tasks (0: no
+	// mask), and offlineRank each task's place among the offline ones
+	// by id (-1: online), which tpcs=F@N counts.
+	maskSMs     int
+	offlineRank []int
+	changedAt   time.Duration
+	res         SLOResult
+	suspended   bool
 }
 
 // newSLO checks and builds the controller.
@@ -65,8 +70,12 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 	if err != nil {
 		return nil, err
 	}
+	rank, offline := make([]int, len(tasks)), 0
 	for i, t := range tasks {
+		rank[i] = -1
 		if !t.Online {
+			rank[i] = offline
+			offline++
 			if _, ok := cfg.Targets[i]; ok {
 				return nil, fmt.Errorf("slo: task %q has a target and is not online", t.Name)
 			}
@@ -76,15 +85,9 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 	}
 	if l := c.Config().Ladder; l.UsesTPCs() {
 		// As the server does: every offline task can mask here.
-		offline := 0
-		for _, t := range tasks {
-			if !t.Online {
-				offline++
-			}
-		}
 		c.SetAlike(l.Alike(offline))
 	}
-	ss := &sloSim{ctrl: c, base: policy, tick: max(c.Config().Tick/4, time.Millisecond)}
+	ss := &sloSim{ctrl: c, base: policy, tick: max(c.Config().Tick/4, time.Millisecond), offlineRank: rank}
 	ss.res.Ladder = c.Config().Ladder.Strings()
 	ss.res.OnRung = make([]time.Duration, len(ss.res.Ladder))
 	return ss, nil
@@ -125,42 +128,40 @@ func (s *sim) sloStep() error {
 		if r.Suspend != ss.applied.Suspend {
 			s.suspend(r.Suspend)
 		}
-		ss.applied = r
+		ss.applied, ss.maskSMs = r, maskedSMs(r, s.sms)
 	}
 	s.push(s.now+ss.tick, evSLO, -1)
 	return s.schedule()
 }
 
 // maskSMs is the SMs the rung in force lets task t's kernels use (0: no
-// mask): a tpcs=F rung keeps an offline task, or the first TPCTasks of
-// them by id (the order they connect in), to the first round(F x TPCs)
-// TPC slots of the hook's mask (two SMs a TPC), as the kernel scheduler
-// computes it. On a 132-SM GPU (H100, H200) those are slots of 72 with six
-// holes below slot 64 (docs/results/slo-h100-masks.md), taken where the
-// fake GPU has them (the last slot of each of the first six GPCs of 9:
-// an assumption), so a rung keeps fewer TPCs than its slots, and
-// tpcs=0.995 masks six; elsewhere slots are TPCs.
+// mask): a tpcs=F rung masks an offline task, or the first TPCTasks of
+// them by id (the order they connect in).
 func (s *sim) maskSMs(t *simTask) int {
-	if s.slo == nil || t.spec.Online {
+	if s.slo == nil || s.slo.maskSMs == 0 {
 		return 0
 	}
-	r := s.slo.applied
+	rank := s.slo.offlineRank[t.id]
+	if rank < 0 || s.slo.applied.TPCTasks > 0 && rank >= s.slo.applied.TPCTasks {
+		return 0
+	}
+	return s.slo.maskSMs
+}
+
+// maskedSMs is the SMs rung r leaves a task it masks on an instance of
+// sms SMs (0: r masks nothing): the first KeptTPCs TPC slots of the
+// hook's mask (two SMs a TPC), as the kernel scheduler counts them. On a
+// 132-SM GPU (H100, H200) those are slots of 72 with six holes below slot
+// 64 (docs/results/slo-h100-masks.md), taken where the fake GPU has them
+// (the last slot of each of the first six GPCs of 9: an assumption), so a
+// rung keeps fewer TPCs than its slots, and tpcs=0.995 masks six;
+// elsewhere slots are TPCs.
+func maskedSMs(r slo.Rung, sms int) int {
 	if r.TPCs <= 0 {
 		return 0
 	}
-	if r.TPCTasks > 0 {
-		ahead := 0
-		for _, o := range s.tasks[:t.id] {
-			if !o.spec.Online {
-				ahead++
-			}
-		}
-		if ahead >= r.TPCTasks {
-			return 0
-		}
-	}
-	tpcs := max(s.sms/2, 1)
-	keep := max(int(r.TPCs*float64(tpcs)+0.5), 1)
+	tpcs := max(sms/2, 1)
+	keep := slo.KeptTPCs(r.TPCs, tpcs)
 	if tpcs == hopperTPCs {
 		kept := 0
 		for i := range keep {

@@ -175,6 +175,11 @@ func (l Ladder) Alike(maskable int) []bool {
 	return out
 }
 
+// KeptTPCs is how many of tpcs TPCs a mask to share of them keeps:
+// rounded, at least one (the kernel scheduler's keep count, and the
+// simulator's).
+func KeptTPCs(share float64, tpcs int) int { return max(int(share*float64(tpcs)+0.5), 1) }
+
 // masking is the rung as it acts where maskable offline tasks can be
 // masked: a count of tasks to mask at or above it masks them all (0).
 func (r Rung) masking(maskable int) Rung {

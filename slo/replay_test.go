@@ -278,9 +278,7 @@ func TestControllerOnTheBenchRecording(t *testing.T) {
 // mixPick: a setting "mix:A:B:D" stands for B a share D of the time and A
 // the rest (a duty-cycled rung); any other setting is itself.
 func mixPick(setting string, rng *rand.Rand) string {
-	var a, b string
-	var d float64
-	if n, _ := fmt.Sscanf(strings.ReplaceAll(setting, ":", " "), "mix %s %s %g", &a, &b, &d); n == 3 {
+	if a, b, d, ok := parseMix(setting); ok {
 		if rng.Float64() < d {
 			return b
 		}
@@ -291,10 +289,17 @@ func mixPick(setting string, rng *rand.Rand) string {
 
 // mixSpeed is the trainers' speed of a setting, mixes by their duty.
 func mixSpeed(rec benchRecording, setting, phase string) float64 {
-	var a, b string
-	var d float64
-	if n, _ := fmt.Sscanf(strings.ReplaceAll(setting, ":", " "), "mix %s %s %g", &a, &b, &d); n == 3 {
+	if a, b, d, ok := parseMix(setting); ok {
 		return (1-d)*rec.Trainers[a][phase] + d*rec.Trainers[b][phase]
 	}
 	return rec.Trainers[setting][phase]
+}
+
+// parseMix reads a setting "mix:A:B:D" (ok false: not a mix).
+func parseMix(setting string) (a, b string, d float64, ok bool) {
+	if !strings.HasPrefix(setting, "mix:") {
+		return "", "", 0, false
+	}
+	n, _ := fmt.Sscanf(strings.ReplaceAll(setting, ":", " "), "mix %s %s %g", &a, &b, &d)
+	return a, b, d, n == 3
 }

@@ -415,7 +415,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	}
 	keep := 0
 	if r.TPCs > 0 {
-		keep = max(int(r.TPCs*float64(s.tpcs)+0.5), 1)
+		keep = slo.KeptTPCs(r.TPCs, s.tpcs)
 	}
 	s.setTPCMask(keep, r.TPCTasks)
 	st.mu.Lock()
@@ -516,7 +516,7 @@ func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 func (s *Server) SetTPCs(share float64) {
 	keep := 0
 	if share < 1 {
-		keep = max(int(share*float64(s.tpcs)+0.5), 1)
+		keep = slo.KeptTPCs(share, s.tpcs)
 	}
 	s.setTPCMask(keep, 0)
 }
