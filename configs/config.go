@@ -64,6 +64,11 @@ type SLOConfig struct {
 	// (its launch callbacks stay on for it); off, only the latencies a
 	// service reports itself are measured.
 	HookMarks bool `mapstructure:"hook_marks"`
+	// TPCMaps is a directory of TPC slot maps, one JSON file per GPU as
+	// bench/gpu/tpcmap.py writes it (slo.TPCMap, matched by the GPU's
+	// UUID inside): a tpcs=F rung then keeps the share F of that GPU's
+	// TPCs, not its first slots, of which an H100 has ten holes ("": none).
+	TPCMaps string `mapstructure:"tpc_maps"`
 }
 
 // Target is the default target, parsed (zero: none). Validate checks it.

@@ -29,6 +29,9 @@ type SLOConfig struct {
 	// NoHookMarks: online jobs' hooks mark no request (slo.hook_marks
 	// off); only reported latencies are measured.
 	NoHookMarks bool
+	// TPCMaps are GPUs' TPC slot maps by UUID (slo.tpc_maps): the kernel
+	// scheduler of a GPU without MIG that has one masks by it.
+	TPCMaps map[string]*slo.TPCMap
 }
 
 // maxSLONotes bounds the controller's notes among one job's events; past
@@ -153,6 +156,16 @@ func (n *Node) sloServerConfig(key string) *server.SLOConfig {
 	}
 	return &server.SLOConfig{Controller: c.Controller, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key),
 		OnDecision: func(d server.SLODecision) { n.sloDecided(key, d) }}
+}
+
+// tpcMap is the TPC slot map of a GPU's kernel scheduler: its own where
+// the controller masks and MIG is off (a MIG instance numbers its own
+// slots, unmeasured), else none.
+func (n *Node) tpcMap(g gpuInfo) *slo.TPCMap {
+	if !n.ladderMasks() || g.mig {
+		return nil
+	}
+	return n.cfg.SLO.TPCMaps[g.state.UUID]
 }
 
 // ladderHolds reports whether the controller may hold launches (a rung

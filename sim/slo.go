@@ -21,6 +21,12 @@ type SLOConfig struct {
 	// Targets are the online tasks' targets, by task index; an online
 	// task without one is measured only.
 	Targets map[int]slo.Target
+	// TPCMap: the kernel scheduler masks by the GPU's TPC slot map
+	// (slo.tpc_maps), so a tpcs=F rung keeps round(F·TPCs) of them (no
+	// more than the mask can take); off, it keeps the mask's first slots.
+	// On a 132-SM GPU the slots are laid out as measured on an H100
+	// (slo.H100TPCMap); elsewhere each slot is a TPC.
+	TPCMap bool
 }
 
 // RatePhase is a stretch of a Poisson task's load: its rate until Until.
@@ -128,7 +134,7 @@ func (s *sim) sloStep() error {
 		if r.Suspend != ss.applied.Suspend {
 			s.suspend(r.Suspend)
 		}
-		ss.applied, ss.maskSMs = r, maskedSMs(r, s.sms)
+		ss.applied, ss.maskSMs = r, maskedSMs(r, s.sms, s.cfg.SLO.TPCMap)
 	}
 	s.push(s.now+ss.tick, evSLO, -1)
 	return s.schedule()
@@ -149,34 +155,33 @@ func (s *sim) maskSMs(t *simTask) int {
 }
 
 // maskedSMs is the SMs rung r leaves a task it masks on an instance of
-// sms SMs (0: r masks nothing): the first KeptTPCs TPC slots of the
-// hook's mask (two SMs a TPC), as the kernel scheduler counts them. On a
-// 132-SM GPU (H100, H200) those are slots of 72 with six holes below slot
-// 64 (docs/results/slo-h100-masks.md), taken where the fake GPU has them
-// (the last slot of each of the first six GPCs of 9: an assumption), so a
-// rung keeps fewer TPCs than its slots, and tpcs=0.995 masks six;
-// elsewhere slots are TPCs.
-func maskedSMs(r slo.Rung, sms int) int {
+// sms SMs (0: r masks nothing), two SMs a TPC. The kernel scheduler asks
+// the hooks to keep the mask's first slots: KeptTPCs of them, or with the
+// GPU's map (byMap) the count whose mask takes the last tpcs-KeptTPCs
+// maskable TPCs (slo.TPCMap.KeepSlots). On a 132-SM GPU (H100, H200) the
+// slots are those measured on an H100 (slo.H100TPCMap: 72, ten holes,
+// four TPCs no slot masks), so without the map tpcs=0.995 masks six TPCs
+// and tpcs=0.5 (33 slots) 36; elsewhere each slot is a TPC.
+func maskedSMs(r slo.Rung, sms int, byMap bool) int {
 	if r.TPCs <= 0 {
 		return 0
 	}
 	tpcs := max(sms/2, 1)
 	keep := slo.KeptTPCs(r.TPCs, tpcs)
-	if tpcs == hopperTPCs {
-		kept := 0
-		for i := range keep {
-			if i%9 != 8 || i/9 >= hopperSlots-hopperTPCs {
-				kept++
-			}
-		}
-		keep = kept
+	if sms != h100.SMs {
+		return 2 * min(keep, tpcs)
 	}
-	return 2 * keep
+	slots := keep
+	if byMap {
+		if slots = h100.KeepSlots(keep, tpcs); slots >= h100.Slots {
+			return 0
+		}
+	}
+	return 2 * (tpcs - h100.Masked(slots))
 }
 
-// hopperTPCs and hopperSlots: a 132-SM Hopper's TPCs, and the slots of its
-// kernel descriptor's TPC mask (8 GPCs of 9).
-const hopperTPCs, hopperSlots = 66, 72
+// h100 is the TPC slot layout of a 132-SM GPU in the simulator.
+var h100 = slo.H100TPCMap()
 
 // suspend stops or continues the offline tasks' processes: a stopped one
 // makes no launch call; kernels it already launched run on.

@@ -188,6 +188,8 @@ class Bench:
         mmkctl = os.path.join(self.args.bin, "mmkctl")
         argv = [mmkctl, "kernelsched", "serve", "--control", "--policy", "fifo", "--socket", self.sock, "--profiles", self.profiles,
                 "--requests", os.path.join(self.args.out, "requests.jsonl"), "--slo-off", "--slo-ladder", self.args.ladder]
+        if self.args.tpc_map:
+            argv += ["--tpc-map", self.args.tpc_map]
         err = open(os.path.join(self.args.out, "server.log"), "a")
         self.server = Proc("server", argv, self.env({}), err, self.cpus.get("server"))
         for _ in range(100):
@@ -485,6 +487,7 @@ def main():
     ap.add_argument("--slo-mult", type=float, default=2.0)
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend (beside one trainer the first mask is the second), with --no-masks priority,hold,suspend")
+    ap.add_argument("--tpc-map", default="", help="the GPU's TPC slot map (bench/gpu/tpcmap.py's tpcmap.json) for the kernel scheduler (kernelsched serve --tpc-map): masks keep the share of the TPCs they name")
     ap.add_argument("--no-masks", action="store_true", help="mmk without TPC masks: the hooked trainers of hold, ladder priority,hold,suspend")
     ap.add_argument("--ref-s", type=float, default=6, help="seconds of each reference window (services and trainers alone)")
     ap.add_argument("--settings", default="", help="comma-separated: only these settings")

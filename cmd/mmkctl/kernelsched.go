@@ -26,7 +26,7 @@ func newKernelschedCommand() *cobra.Command {
 	var control, loud, sloOff bool
 	var spin, poll time.Duration
 	var targets []string
-	var ladder, requests string
+	var ladder, requests, tpcMap string
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
@@ -45,6 +45,15 @@ func newKernelschedCommand() *cobra.Command {
 				cfg.Profiles = ps
 				if st.IsDir() {
 					cfg.ProfileDir = profiles
+				}
+			}
+			if tpcMap != "" {
+				b, err := os.ReadFile(tpcMap)
+				if err != nil {
+					return fmt.Errorf("--tpc-map: %w", err)
+				}
+				if cfg.TPCMap, err = slo.ParseTPCMap(b); err != nil {
+					return fmt.Errorf("--tpc-map %s: %w", tpcMap, err)
 				}
 			}
 			if len(targets) > 0 || ladder != "" {
@@ -101,6 +110,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
 	serve.Flags().StringVar(&requests, "requests", "", "write every online request measured to this file, a JSON line each (source hook or reported, pid, name, end and latency in ns)")
+	serve.Flags().StringVar(&tpcMap, "tpc-map", "", "which of the GPU's TPC mask slots are TPCs, as bench/gpu/tpcmap.py writes it: a mask to a share of the TPCs then keeps that share (without it the first slots are taken for TPCs, and an H100's holes among them are not)")
 	serve.Flags().BoolVar(&sloOff, "slo-off", false, "start the latency controller off (the control line slo on turns it on)")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)

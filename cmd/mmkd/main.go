@@ -196,7 +196,12 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 	}
 	var sloCfg *node.SLOConfig
 	if sc != nil {
-		sloCfg = &node.SLOConfig{Off: !cfg.SLO.Controller, Default: cfg.SLO.Target(), Controller: cfg.SLO.ControllerConfig(), NoHookMarks: !cfg.SLO.HookMarks}
+		maps, err := loadTPCMaps(cfg.SLO.TPCMaps)
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		sloCfg = &node.SLOConfig{Off: !cfg.SLO.Controller, Default: cfg.SLO.Target(), Controller: cfg.SLO.ControllerConfig(), NoHookMarks: !cfg.SLO.HookMarks, TPCMaps: maps}
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,

@@ -72,6 +72,11 @@ type Config struct {
 	MaxTasks int
 	// SLO, if set, holds the online tasks' latency targets (slo.go).
 	SLO *SLOConfig
+	// TPCMap, if set, is which of the GPU's TPC mask slots are TPCs
+	// (slo.TPCMap), so that a mask to a share of the TPCs keeps that
+	// share of them; unset, the first slots are taken for TPCs. Its SM
+	// count must be the instance's.
+	TPCMap *slo.TPCMap
 	// RequestLog, if set, gets every request measured, one JSON line each
 	// (source hook or reported, the task, its end and latency): for
 	// comparing the hook's measure with a service's own.
@@ -278,6 +283,9 @@ func New(cfg Config) (*Server, error) {
 	sms := cfg.Sched.SMs
 	if sms == 0 {
 		sms = kernelsched.DefaultConfig().SMs
+	}
+	if m := cfg.TPCMap; m != nil && m.SMs != sms {
+		return nil, fmt.Errorf("kernel scheduler server: the TPC map is of a GPU of %d SMs (%s), this instance has %d", m.SMs, m.UUID, sms)
 	}
 	st, err := newSLO(cfg.SLO)
 	if err != nil {

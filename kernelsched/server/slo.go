@@ -417,7 +417,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	if r.TPCs > 0 {
 		keep = slo.KeptTPCs(r.TPCs, s.tpcs)
 	}
-	s.setTPCMask(keep, r.TPCTasks)
+	s.setTPCMask(s.maskSlots(keep), r.TPCTasks)
 	st.mu.Lock()
 	st.tpcKeep = keep
 	var stopped []int
@@ -518,7 +518,22 @@ func (s *Server) SetTPCs(share float64) {
 	if share < 1 {
 		keep = slo.KeptTPCs(share, s.tpcs)
 	}
-	s.setTPCMask(keep, 0)
+	s.setTPCMask(s.maskSlots(keep), 0)
+}
+
+// maskSlots is the hooks' keep count (the mask's first slots kept) for
+// keep of the instance's TPCs (0: every one): by the TPC map where there
+// is one, so that holes among the slots are not taken for TPCs. A count
+// that keeps every slot is no mask.
+func (s *Server) maskSlots(keep int) int {
+	if keep == 0 {
+		return 0
+	}
+	n := s.cfg.TPCMap.KeepSlots(keep, s.tpcs)
+	if m := s.cfg.TPCMap; m != nil && n >= m.Slots {
+		return 0
+	}
+	return n
 }
 
 // setTPCMask has the loop hold offline tasks to keep TPCs (0: all), the

@@ -4,11 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // TestRetpcFirstTasks: a rung's mask holds every offline task, or only
@@ -116,6 +119,58 @@ func TestHookFixedMasks(t *testing.T) {
 			}
 			if (r.TPCPast > 0) != tc.past {
 				t.Errorf("%d kernels with a mask bit past the 72 TPC slots, want some: %v", r.TPCPast, tc.past)
+			}
+		})
+	}
+}
+
+// TestSetTPCsByMap: with the GPU's TPC map a mask to a share of the TPCs
+// keeps that share of them, masking the last maskable slots (an H100's
+// ten holes are not taken for TPCs); without one the first slots are
+// kept; a share that takes no TPC is no mask. A map of another GPU size
+// is refused.
+func TestSetTPCsByMap(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "slo", "tpcmap-h100.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := slo.ParseTPCMap(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := New(Config{Socket: "unused", Policy: "fifo", Log: log, Sched: kernelsched.Config{SMs: 66}, TPCMap: m}); err == nil || !strings.Contains(err.Error(), "132 SMs") {
+		t.Errorf("a map of 132 SMs on an instance of 66: error %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		tpc   *slo.TPCMap
+		share float64
+		want  uint32
+	}{
+		{"7/8 by the map: slots 64-71 off", m, 0.875, 64},
+		{"3/4 by the map: 16 TPCs off", m, 0.75, 56},
+		{"one TPC off by the map", m, 0.985, 71},
+		{"a share that takes none: no mask", m, 0.999, 0},
+		{"every TPC", m, 1, 0},
+		{"7/8 without a map: 58 slots", nil, 0.875, 58},
+		{"3/4 without a map", nil, 0.75, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(Config{Socket: "unused", Policy: "fifo", Log: log, Sched: kernelsched.Config{SMs: 132}, TPCMap: tc.tpc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl, err := newSlot("trainer")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sl.close)
+			s.tasks[1] = &task{id: 1, seq: 1, hello: Hello{Name: "trainer"}, slot: sl, names: map[uint32]string{}, local: map[uint32]string{}}
+			s.SetTPCs(tc.share)
+			s.retpc()
+			if got := atomic.LoadUint32(sl.u32(offTPCKeep)); got != tc.want {
+				t.Errorf("SetTPCs(%g): the trainer's slot keeps %d slots, want %d", tc.share, got, tc.want)
 			}
 		})
 	}

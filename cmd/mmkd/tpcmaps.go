@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// loadTPCMaps reads every *.json file of dir (slo.tpc_maps) as a GPU's
+// TPC slot map, keyed by the GPU UUID inside it. A file that is not a
+// map, one without a UUID, and two maps of one GPU are errors naming the
+// files; an empty dir is no maps.
+func loadTPCMaps(dir string) (map[string]*slo.TPCMap, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("slo.tpc_maps %s: %w", dir, err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("slo.tpc_maps: %w", err)
+	}
+	slices.Sort(files)
+	maps, from := map[string]*slo.TPCMap{}, map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("slo.tpc_maps: %w", err)
+		}
+		m, err := slo.ParseTPCMap(b)
+		if err != nil {
+			return nil, fmt.Errorf("slo.tpc_maps: %s: %w", f, err)
+		}
+		if m.UUID == "" {
+			return nil, fmt.Errorf("slo.tpc_maps: %s: no uuid: which GPU the map is of must be said", f)
+		}
+		if prev, ok := from[m.UUID]; ok {
+			return nil, fmt.Errorf("slo.tpc_maps: %s and %s are both maps of %s", prev, f, m.UUID)
+		}
+		maps[m.UUID], from[m.UUID] = m, f
+	}
+	return maps, nil
+}
