@@ -244,6 +244,10 @@ type service struct {
 	begunAt time.Duration
 	// seen, per rung, what its requests showed there last.
 	seen []seenMark
+	// drainAt is judgedFrom's answer for the change that settled at
+	// drainFor; drainFinal: no request yet to end moves it.
+	drainFor, drainAt time.Duration
+	drainFinal        bool
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -524,8 +528,9 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	for _, sv := range c.services {
 		// Its requests judged: those of the Window, and those since the
 		// change up to Evidence back, that arrived after it settled.
-		win := sv.tr.Judged(now-c.cfg.Window, c.changedAt+c.settle, now)
-		since := sv.tr.Judged(now-c.cfg.Evidence, c.changedAt+c.settle, now)
+		from := c.judgedFrom(sv)
+		win := sv.tr.Judged(now-c.cfg.Window, from, now)
+		since := sv.tr.Judged(now-c.cfg.Evidence, from, now)
 		c.see(sv, now, since)
 		v, over, st := c.judge(sv, now, win, since)
 		heldInFact = heldInFact && c.heldBy(sv, now, since)
@@ -910,7 +915,7 @@ const (
 // is past its target (0: not past it) and the requests that say so.
 func (c *Controller) judge(sv *service, now time.Duration, st, long Stats) (verdict, float64, Stats) {
 	t := sv.tr.Target()
-	arrived := c.changedAt + c.settle
+	arrived := c.judgedFrom(sv)
 	bound := sv.tr.Bound()
 	switch {
 	case t.IsZero():
@@ -1047,6 +1052,24 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 	return d
 }
 
+// judgedFrom is when a service's requests begin to be judged against the
+// rung in force: those that arrived after the change settled and after
+// the queue of requests that came before it drained (Tracker.Drained),
+// at most a Window after the change. A queue built before a change
+// drains after it whatever the new rung does: on an H100 (round 36) a
+// batch-1 service's backlog took 2 s to drain, its late requests judged
+// against each rung it passed climbed the controller from 1/2 of the
+// TPCs to suspend in 2 s and kept it there for a minute.
+func (c *Controller) judgedFrom(sv *service) time.Duration {
+	from := c.changedAt + c.settle
+	if sv.drainFor == from && sv.drainFinal {
+		return sv.drainAt
+	}
+	at, final := sv.tr.Drained(from, c.changedAt+c.cfg.Window)
+	sv.drainFor, sv.drainAt, sv.drainFinal = from, at, final
+	return at
+}
+
 // heldBy reports whether a service's requests since the last change
 // (st: up to Evidence back) are enough to place its percentile and hold
 // its target: no more late than its budget. One that tells nothing of
@@ -1105,7 +1128,7 @@ func (c *Controller) nearing(sv *service, now time.Duration, v verdict, st Stats
 	if v == within && c.close(sv, st) {
 		return true
 	}
-	recent := sv.tr.Judged(now-c.cfg.Short, c.changedAt+c.settle, now)
+	recent := sv.tr.Judged(now-c.cfg.Short, c.judgedFrom(sv), now)
 	return recent.N >= c.cfg.MinSamples/2 && c.close(sv, recent)
 }
 

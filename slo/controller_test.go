@@ -802,6 +802,46 @@ func TestControllerQueueDrains(t *testing.T) {
 	}
 }
 
+// TestControllerBacklogNotJudged: a rung takes effect a second late (the
+// offline job's kernels already queued run on), so a service overloaded
+// on priority (14 ms of work a request at 80/s) keeps queueing for a
+// second after the climb to the first rung (8 ms), and its backlog drains
+// two seconds later. Those requests queued behind ones from before the
+// change, whatever the rung; judged against it they took the controller
+// to the top in a few ticks (as on an H100, round 36). Judged only from
+// when the queue drained, it stays on the first rung or the one above.
+func TestControllerBacklogNotJudged(t *testing.T) {
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=75ms"))
+	rng := rand.New(rand.NewPCG(3, 1))
+	var free, next time.Duration
+	var pending []req
+	var levels []int // the rung in force, every 10 ms
+	top := 0
+	var ds []Decision
+	for now := time.Duration(0); now < 20*time.Second; now += 10 * time.Millisecond {
+		levels = append(levels, c.Level())
+		for next <= now {
+			work := 14 * ms
+			if lag := len(levels) - 100; lag >= 0 && levels[lag] >= 1 {
+				work = 8 * ms
+			}
+			start := max(free, next)
+			free = start + work
+			pending = append(pending, req{free, free - next})
+			next += time.Duration(rng.ExpFloat64() / 80 * float64(time.Second))
+		}
+		pending = deliver(c, pending, now)
+		if d, ok := c.Step(now); ok {
+			ds = append(ds, d)
+		}
+		top = max(top, c.Level())
+	}
+	if top < 1 || top > 2 {
+		t.Errorf("highest rung %d, want 1 or 2: %+v", top, ds)
+	}
+}
+
 // TestControllerHeldNeedsItsRequests: a rung is remembered as holding a
 // load (for a fall of load to return to) only when the requests since it
 // came in force place the percentile and keep the budget. Priority with

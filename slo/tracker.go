@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -81,7 +82,11 @@ type Tracker struct {
 	open    []time.Duration
 	openAt  time.Duration
 	scratch []time.Duration
+	spans   []span
 }
+
+// span is one request's time in flight: from its arrival to its end.
+type span struct{ from, to time.Duration }
 
 // Sizes of a tracker.
 const (
@@ -206,6 +211,33 @@ func (t *Tracker) Judged(from, arrived, now time.Duration) Stats {
 		from = min(o, now)
 	}
 	return t.stats(t.scratch, now-from)
+}
+
+// Drained is the first time from after on at which none of the kept
+// requests was in flight (arrived and not ended), at most limit: when a
+// queue that built up before after had drained. Requests are kept once
+// they end, so a queue still draining shows as its requests end; final
+// says that a request kept arrived after the time returned (or limit was
+// reached), so that no request yet to end moves it.
+func (t *Tracker) Drained(after, limit time.Duration) (at time.Duration, final bool) {
+	t.spans = t.spans[:0]
+	for i := range t.n {
+		s := t.samples[(t.head+i)%len(t.samples)]
+		if s.At > after {
+			t.spans = append(t.spans, span{s.At - s.Latency, s.At})
+		}
+	}
+	slices.SortFunc(t.spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	at = after
+	for _, sp := range t.spans {
+		if sp.from > at {
+			return min(at, limit), true
+		}
+		if at = max(at, sp.to); at >= limit {
+			return limit, true
+		}
+	}
+	return at, false
 }
 
 // Arrivals counts the requests kept that arrived after from and at most

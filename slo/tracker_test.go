@@ -105,3 +105,36 @@ func TestTrackerKeepsTheLast(t *testing.T) {
 		t.Errorf("kept %d, last %v", st.N, tr.Last())
 	}
 }
+
+// TestTrackerDrained: the first time from after on at which no request
+// kept was in flight, at most limit; final once a request kept arrived
+// after it.
+func TestTrackerDrained(t *testing.T) {
+	// Requests as (arrival, end) in ms: a queue 0-100-250-300, idle,
+	// then one at 400-450.
+	reqs := [][2]int{{0, 100}, {90, 250}, {240, 300}, {400, 450}}
+	for _, tc := range []struct {
+		name         string
+		after, limit int
+		n            int // requests kept (the first n)
+		want         int
+		final        bool
+	}{
+		{"inside the queue: its end", 50, 1000, 4, 300, true},
+		{"in an idle spell: at once", 320, 1000, 4, 320, true},
+		{"capped", 50, 200, 4, 200, true},
+		{"the queue's end not yet seen", 50, 1000, 3, 300, false},
+		{"before every request", -10, 1000, 4, -10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(MustParse("p99=1s"), time.Second)
+			for _, r := range reqs[:tc.n] {
+				tr.Add(Sample{At: time.Duration(r[1]) * ms, Latency: time.Duration(r[1]-r[0]) * ms})
+			}
+			at, final := tr.Drained(time.Duration(tc.after)*ms, time.Duration(tc.limit)*ms)
+			if at != time.Duration(tc.want)*ms || final != tc.final {
+				t.Errorf("Drained = %v, %v; want %v, %v", at, final, time.Duration(tc.want)*ms, tc.final)
+			}
+		})
+	}
+}
