@@ -158,14 +158,18 @@ func (n *Node) sloServerConfig(key string) *server.SLOConfig {
 		OnDecision: func(d server.SLODecision) { n.sloDecided(key, d) }}
 }
 
-// tpcMap is the TPC slot map of a GPU's kernel scheduler: its own where
-// the controller masks and MIG is off (a MIG instance numbers its own
-// slots, unmeasured), else none.
+// tpcMap is the TPC slot map of a GPU's kernel scheduler where the
+// controller masks and MIG is off (a MIG instance numbers its own slots,
+// unmeasured): its own (slo.tpc_maps), else the one measured on others
+// of its product (slo.KnownTPCMap), else none.
 func (n *Node) tpcMap(g gpuInfo) *slo.TPCMap {
 	if !n.ladderMasks() || g.mig {
 		return nil
 	}
-	return n.cfg.SLO.TPCMaps[g.state.UUID]
+	if m := n.cfg.SLO.TPCMaps[g.state.UUID]; m != nil {
+		return m
+	}
+	return slo.KnownTPCMap(g.state.Name, g.state.SMs)
 }
 
 // ladderHolds reports whether the controller may hold launches (a rung

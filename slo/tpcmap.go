@@ -11,8 +11,10 @@ import (
 var h100Map []byte
 
 // H100TPCMap is the map bench/gpu/tpcmap.py took of an H100 80GB HBM3
-// (driver 580, 2026-11-27; the same on two GPUs): the layout the
-// simulator gives a 132-SM GPU. A fresh copy each call.
+// (driver 580, 2026-11-27; the same, slot for slot and SM for SM, on
+// three GPUs): the layout the simulator gives a 132-SM GPU, and mmkd's
+// for such a GPU without a map of its own (KnownTPCMap). A fresh copy
+// each call.
 func H100TPCMap() *TPCMap {
 	m, err := ParseTPCMap(h100Map)
 	if err != nil {
@@ -42,6 +44,19 @@ type TPCMap struct {
 	// alone took away; Holes the slots whose mask took none.
 	TPCs  map[int][]int `json:"tpcs"`
 	Holes []int         `json:"holes"`
+}
+
+// KnownTPCMap is the map of a GPU of this product name and SM count
+// where one was measured on others of it (nil: none): the H100 80GB
+// HBM3's. The slots a product's dies use were the same on every one
+// measured; a die that differed would mask fewer TPCs than a rung names
+// (a hole masked takes nothing), never more.
+func KnownTPCMap(name string, sms int) *TPCMap {
+	m := H100TPCMap()
+	if name != m.GPU || sms != m.SMs {
+		return nil
+	}
+	return m
 }
 
 // ParseTPCMap reads a map as bench/gpu/tpcmap.py writes it. Every slot

@@ -89,3 +89,20 @@ func FuzzParseTPCMap(f *testing.F) {
 		}
 	})
 }
+
+func TestKnownTPCMap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sms  int
+		want bool
+	}{
+		{"NVIDIA H100 80GB HBM3", 132, true},
+		{"NVIDIA H100 80GB HBM3", 114, false},
+		{"NVIDIA H200", 132, false},
+		{"", 0, false},
+	} {
+		if got := KnownTPCMap(tc.name, tc.sms); (got != nil) != tc.want {
+			t.Errorf("KnownTPCMap(%q, %d) = %v, want a map: %v", tc.name, tc.sms, got, tc.want)
+		}
+	}
+}
