@@ -167,7 +167,10 @@ func (n *Node) tpcMap(g gpuInfo) *slo.TPCMap {
 		return nil
 	}
 	if m := n.cfg.SLO.TPCMaps[g.state.UUID]; m != nil {
-		return m
+		if m.SMs == g.state.SMs {
+			return m
+		}
+		n.cfg.Log.Warn("TPC map not used: taken on a GPU of another SM count", "gpu", g.state.UUID, "mapSMs", m.SMs, "sms", g.state.SMs)
 	}
 	return slo.KnownTPCMap(g.state.Name, g.state.SMs)
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/mmkgpu/mmk/partitioner"
@@ -12,7 +14,7 @@ import (
 // on its product (an H100 80GB HBM3 of 132 SMs); a MIG instance, another
 // GPU without a map and a ladder without masks get none.
 func TestTPCMapOfAGPU(t *testing.T) {
-	m := &slo.TPCMap{UUID: "GPU-a", Slots: 2, SMs: 4, TPCs: map[int][]int{0: {0, 1}, 1: {2, 3}}}
+	m := &slo.TPCMap{UUID: "GPU-a", Slots: 72, SMs: 132, TPCs: map[int][]int{0: {0, 1}, 1: {2, 3}}}
 	masks, err := slo.ParseLadder([]string{"priority", "tpcs=0.5"})
 	if err != nil {
 		t.Fatal(err)
@@ -31,11 +33,12 @@ func TestTPCMapOfAGPU(t *testing.T) {
 		{"its own map", masks, partitioner.GPU{UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", SMs: 132}, false, "GPU-a"},
 		{"an H100 without one: the measured one", masks, partitioner.GPU{UUID: "GPU-b", Name: "NVIDIA H100 80GB HBM3", SMs: 132}, false, slo.H100TPCMap().UUID},
 		{"another GPU", masks, partitioner.GPU{UUID: "GPU-c", Name: "NVIDIA A100-SXM4-40GB", SMs: 108}, false, ""},
+		{"its map of another SM count: none", masks, partitioner.GPU{UUID: "GPU-a", Name: "NVIDIA A100-SXM4-40GB", SMs: 108}, false, ""},
 		{"a MIG instance", masks, partitioner.GPU{UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", SMs: 132}, true, ""},
 		{"no masks in the ladder", plain, partitioner.GPU{UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", SMs: 132}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := &Node{cfg: Config{SLO: &SLOConfig{Controller: slo.Config{Ladder: tc.ladder}, TPCMaps: map[string]*slo.TPCMap{"GPU-a": m}}}}
+			n := &Node{cfg: Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), SLO: &SLOConfig{Controller: slo.Config{Ladder: tc.ladder}, TPCMaps: map[string]*slo.TPCMap{"GPU-a": m}}}}
 			got := n.tpcMap(gpuInfo{state: partitioner.GPUState{GPU: tc.gpu}, mig: tc.mig})
 			switch {
 			case tc.want == "" && got != nil:

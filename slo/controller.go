@@ -1054,12 +1054,13 @@ func (c *Controller) move(now time.Duration, to int, id, reason string) Decision
 
 // judgedFrom is when a service's requests begin to be judged against the
 // rung in force: those that arrived after the change settled and after
-// the queue of requests that came before it drained (Tracker.Drained),
-// at most a Window after the change. A queue built before a change
+// the requests that came before then had ended (Tracker.Drained), at
+// most a Window after the change. A queue built before a change
 // drains after it whatever the new rung does: on an H100 (round 36) a
-// batch-1 service's backlog took 2 s to drain, its late requests judged
-// against each rung it passed climbed the controller from 1/2 of the
-// TPCs to suspend in 2 s and kept it there for a minute.
+// batch-1 service's backlog, judged against each rung passed while it
+// drained, climbed the controller from 0.82 of the TPCs to suspend in
+// 2 s, and its late requests counted since the change kept it there
+// through the next phase.
 func (c *Controller) judgedFrom(sv *service) time.Duration {
 	from := c.changedAt + c.settle
 	if sv.drainFor == from && sv.drainFinal {

@@ -775,21 +775,35 @@ func TestControllerFallReturnsToAHeldRung(t *testing.T) {
 func TestControllerQueueDrains(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=1s"))
-	rng := rand.New(rand.NewPCG(9, 1))
+	top, ds := queued(c, 9, 10, 60*time.Second, func(levels []int) time.Duration {
+		if levels[len(levels)-1] >= 1 {
+			return 50 * ms
+		}
+		return 150 * ms
+	})
+	if top < 1 || top >= len(c.Config().Ladder)-1 {
+		t.Errorf("highest rung %d, want 1 to %d: %+v", top, len(c.Config().Ladder)-2, ds)
+	}
+}
+
+// queued drives the controller with one service "svc" served one request
+// at a time, Poisson arrivals at rate a second (seed), each request
+// taking work(the rungs in force so far, every 10 ms) of the server's
+// time, for dur: the highest rung reached and the decisions.
+func queued(c *Controller, seed uint64, rate float64, dur time.Duration, work func(levels []int) time.Duration) (int, []Decision) {
+	rng := rand.New(rand.NewPCG(seed, 1))
 	var free, next time.Duration // the server is free at free
 	var pending []req
+	var levels []int
 	top := 0
 	var ds []Decision
-	for now := time.Duration(0); now < 60*time.Second; now += 10 * time.Millisecond {
+	for now := time.Duration(0); now < dur; now += 10 * time.Millisecond {
+		levels = append(levels, c.Level())
 		for next <= now {
-			work := 150 * ms
-			if c.Level() >= 1 {
-				work = 50 * ms
-			}
 			start := max(free, next)
-			free = start + work
+			free = start + work(levels)
 			pending = append(pending, req{free, free - next})
-			next += time.Duration(rng.ExpFloat64() / 10 * float64(time.Second))
+			next += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 		}
 		pending = deliver(c, pending, now)
 		if d, ok := c.Step(now); ok {
@@ -797,9 +811,7 @@ func TestControllerQueueDrains(t *testing.T) {
 		}
 		top = max(top, c.Level())
 	}
-	if top < 1 || top >= len(c.Config().Ladder)-1 {
-		t.Errorf("highest rung %d, want 1 to %d: %+v", top, len(c.Config().Ladder)-2, ds)
-	}
+	return top, ds
 }
 
 // TestControllerBacklogNotJudged: a rung takes effect a second late (the
@@ -813,32 +825,41 @@ func TestControllerQueueDrains(t *testing.T) {
 func TestControllerBacklogNotJudged(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=75ms"))
-	rng := rand.New(rand.NewPCG(3, 1))
-	var free, next time.Duration
-	var pending []req
-	var levels []int // the rung in force, every 10 ms
-	top := 0
-	var ds []Decision
-	for now := time.Duration(0); now < 20*time.Second; now += 10 * time.Millisecond {
-		levels = append(levels, c.Level())
-		for next <= now {
-			work := 14 * ms
-			if lag := len(levels) - 100; lag >= 0 && levels[lag] >= 1 {
-				work = 8 * ms
-			}
-			start := max(free, next)
-			free = start + work
-			pending = append(pending, req{free, free - next})
-			next += time.Duration(rng.ExpFloat64() / 80 * float64(time.Second))
+	top, ds := queued(c, 3, 80, 20*time.Second, func(levels []int) time.Duration {
+		if lag := len(levels) - 100; lag >= 0 && levels[lag] >= 1 {
+			return 8 * ms
 		}
-		pending = deliver(c, pending, now)
-		if d, ok := c.Step(now); ok {
-			ds = append(ds, d)
-		}
-		top = max(top, c.Level())
-	}
+		return 14 * ms
+	})
 	if top < 1 || top > 2 {
 		t.Errorf("highest rung %d, want 1 or 2: %+v", top, ds)
+	}
+}
+
+// TestControllerClimbsAnOverload: a service overloaded on the first
+// three rungs (14 ms of work a request at 80/s; 8 ms from rung 3) never
+// drains on them; its requests are judged from when those that came
+// before each change ended, so the controller reaches rung 3 within a few
+// seconds (a rule that waited for the service to be idle held each rung a
+// Window, and took 18-22 s).
+func TestControllerClimbsAnOverload(t *testing.T) {
+	c, _ := New(Config{Start: -1})
+	c.AddService("svc", MustParse("p99=75ms"))
+	_, ds := queued(c, 5, 80, 20*time.Second, func(levels []int) time.Duration {
+		if levels[len(levels)-1] >= 3 {
+			return 8 * ms
+		}
+		return 14 * ms
+	})
+	at := time.Duration(-1)
+	for _, d := range ds {
+		if d.To >= 3 {
+			at = d.At
+			break
+		}
+	}
+	if at < 0 || at > 8*time.Second {
+		t.Errorf("rung 3 reached at %v, want within 8 s: %+v", at, ds)
 	}
 }
 

@@ -25,11 +25,12 @@ func H100TPCMap() *TPCMap {
 
 // TPCMap is which of one GPU's TPC mask slots are TPCs a mask takes away.
 // A kernel descriptor's mask numbers more slots than the part has TPCs
-// (72 on Hopper, where an H100 has 66), and which slots are holes differs
-// from die to die (the TPCs fused off at manufacture). Measured on an
+// (72 on Hopper, where an H100 has 66), and which slots are holes may
+// differ between products and dies (three H100s had the same map, slot
+// for slot and SM for SM). Measured on an
 // H100 (bench/gpu/tpcmap.py, docs/results/slo-h100-tpcmap.md): ten holes,
 // five of them in the first GPC's nine slots, and four TPCs (eight SMs)
-// that no slot masked, so the first N slots kept N-10 to N+4 TPCs.
+// that no slot masked, so the first N slots kept N-6 to N+4 TPCs.
 // With a map a rung keeps the share of the TPCs it names: the slots it
 // masks are the last maskable ones.
 type TPCMap struct {
@@ -49,8 +50,9 @@ type TPCMap struct {
 // KnownTPCMap is the map of a GPU of this product name and SM count
 // where one was measured on others of it (nil: none): the H100 80GB
 // HBM3's. The slots a product's dies use were the same on every one
-// measured; a die that differed would mask fewer TPCs than a rung names
-// (a hole masked takes nothing), never more.
+// measured; on a die that differed a rung would mask another count of
+// TPCs than it names (fewer where its holes fall among the slots masked,
+// more where the map's holes there are its TPCs).
 func KnownTPCMap(name string, sms int) *TPCMap {
 	m := H100TPCMap()
 	if name != m.GPU || sms != m.SMs {
@@ -116,6 +118,9 @@ func (m *TPCMap) validate() error {
 	}
 	if i := slices.Index(seen, false); i >= 0 {
 		return fmt.Errorf("slot %d is neither in tpcs nor in holes", i)
+	}
+	if len(m.TPCs) == 0 {
+		return fmt.Errorf("no slot is a TPC (a map taken where the hook masked nothing)")
 	}
 	return nil
 }

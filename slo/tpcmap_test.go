@@ -62,6 +62,7 @@ func TestParseTPCMapErrors(t *testing.T) {
 		{"empty TPC", `{"slots": 1, "sms": 4, "tpcs": {"0": []}, "holes": []}`, "no SMs"},
 		{"slot missing", `{"slots": 3, "sms": 4, "tpcs": {"0": [0, 1]}, "holes": [2]}`, "slot 1 is neither"},
 		{"slot not a number", `{"slots": 1, "sms": 4, "tpcs": {"x": [0]}}`, "tpc map:"},
+		{"no TPC at all", `{"slots": 2, "sms": 4, "tpcs": {}, "holes": [0, 1]}`, "no slot is a TPC"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package slo
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -82,11 +81,7 @@ type Tracker struct {
 	open    []time.Duration
 	openAt  time.Duration
 	scratch []time.Duration
-	spans   []span
 }
-
-// span is one request's time in flight: from its arrival to its end.
-type span struct{ from, to time.Duration }
 
 // Sizes of a tracker.
 const (
@@ -213,31 +208,27 @@ func (t *Tracker) Judged(from, arrived, now time.Duration) Stats {
 	return t.stats(t.scratch, now-from)
 }
 
-// Drained is the first time from after on at which none of the kept
-// requests was in flight (arrived and not ended), at most limit: when a
-// queue that built up before after had drained. Requests are kept once
-// they end, so a queue still draining shows as its requests end; final
-// says that a request kept arrived after the time returned (or limit was
-// reached), so that no request yet to end moves it.
+// Drained is when the requests kept that arrived by after had all ended
+// (after itself if none was in flight then), at most limit: requests
+// that arrive later queue behind none of them. final says that a kept
+// request arrived after after, so that with requests ending in the order
+// they came no request yet to end moves the time returned (or that limit
+// was reached). A service that never drains (overloaded, or never idle)
+// is thus judged from when the queue of before ended, not later.
 func (t *Tracker) Drained(after, limit time.Duration) (at time.Duration, final bool) {
-	t.spans = t.spans[:0]
+	at = after
 	for i := range t.n {
 		s := t.samples[(t.head+i)%len(t.samples)]
-		if s.At > after {
-			t.spans = append(t.spans, span{s.At - s.Latency, s.At})
+		if s.At-s.Latency <= after {
+			at = max(at, s.At)
+		} else {
+			final = true
 		}
 	}
-	slices.SortFunc(t.spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
-	at = after
-	for _, sp := range t.spans {
-		if sp.from > at {
-			return min(at, limit), true
-		}
-		if at = max(at, sp.to); at >= limit {
-			return limit, true
-		}
+	if at >= limit {
+		return limit, true
 	}
-	return at, false
+	return at, final
 }
 
 // Arrivals counts the requests kept that arrived after from and at most

@@ -106,9 +106,8 @@ func TestTrackerKeepsTheLast(t *testing.T) {
 	}
 }
 
-// TestTrackerDrained: the first time from after on at which no request
-// kept was in flight, at most limit; final once a request kept arrived
-// after it.
+// TestTrackerDrained: when the requests kept that arrived by after had
+// all ended, at most limit; final once a request kept arrived after it.
 func TestTrackerDrained(t *testing.T) {
 	// Requests as (arrival, end) in ms: a queue 0-100-250-300, idle,
 	// then one at 400-450.
@@ -120,10 +119,11 @@ func TestTrackerDrained(t *testing.T) {
 		want         int
 		final        bool
 	}{
-		{"inside the queue: its end", 50, 1000, 4, 300, true},
+		{"inside the queue: the end of those before", 50, 1000, 4, 100, true},
+		{"later in it", 95, 1000, 4, 250, true},
 		{"in an idle spell: at once", 320, 1000, 4, 320, true},
-		{"capped", 50, 200, 4, 200, true},
-		{"the queue's end not yet seen", 50, 1000, 3, 300, false},
+		{"capped", 50, 80, 4, 80, true},
+		{"nothing that came later ended yet", 50, 1000, 1, 100, false},
 		{"before every request", -10, 1000, 4, -10, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

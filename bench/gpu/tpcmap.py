@@ -16,7 +16,9 @@ compiles). A slot whose mask takes SMs away is a TPC, and the SMs it took
 are that TPC's; one that takes none is a hole.
 
 Output: OUT/tpcmap.json ({"gpu", "uuid", "slots", "sms", "tpcs":
-{slot: [sm, sm]}, "holes": [...]}) and the same on stdout. No MPS, no
+{slot: [sm, sm]}, "holes": [...]}) and the same on stdout; it maps
+CUDA's device 0 (CUDA_VISIBLE_DEVICES=UUID picks another), and fails
+where no slot's mask took any SM (the hook masked nothing). No MPS, no
 kernel scheduler, no change to the GPU's state.
 """
 import argparse
@@ -92,7 +94,13 @@ def probe():
         host = (ctypes.c_uint32 * blocks)()
         check(cuda, cuda.cuMemcpyDtoH_v2(host, buf, blocks * 4), "cuMemcpyDtoH")
         seen |= {v for v in host if v != 0xFFFFFFFF}
-    print(json.dumps({"sms": sms.value, "seen": sorted(seen)}), flush=True)
+    name = ctypes.create_string_buffer(256)
+    check(cuda, cuda.cuDeviceGetName(name, 256, dev), "cuDeviceGetName")
+    uuid = (ctypes.c_ubyte * 16)()
+    check(cuda, cuda.cuDeviceGetUuid_v2(uuid, dev), "cuDeviceGetUuid")
+    h = bytes(uuid).hex()
+    gpu_uuid = "GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+    print(json.dumps({"sms": sms.value, "seen": sorted(seen), "gpu": name.value.decode(), "uuid": gpu_uuid}), flush=True)
 
 
 def run(hook, off):
@@ -134,9 +142,11 @@ def main():
         else:
             holes.append(s)
         print("slot %d: %s" % (s, gone or "hole"), file=sys.stderr, flush=True)
-    q = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid", "--format=csv,noheader", "-i", "0"], capture_output=True, text=True)
-    name, _, uuid = q.stdout.strip().partition(", ")
-    res = {"gpu": name, "uuid": uuid, "slots": a.slots, "sms": full["sms"], "tpcs": tpcs, "holes": holes}
+    if not tpcs:
+        raise SystemExit("tpcmap.py: no slot's mask took any SM: the hook masked nothing (see its log with MMK_HOOK_LOG=1)")
+    # The GPU the probes ran on (CUDA's device 0, as CUDA_VISIBLE_DEVICES
+    # picks it), not nvidia-smi's 0.
+    res = {"gpu": full["gpu"], "uuid": full["uuid"], "slots": a.slots, "sms": full["sms"], "tpcs": tpcs, "holes": holes}
     with open(os.path.join(a.out, "tpcmap.json"), "w") as f:
         json.dump(res, f)
     print(json.dumps(res))

@@ -5,11 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/mmkgpu/mmk/slo"
 )
 
-// loadTPCMaps reads every *.json file of dir (slo.tpc_maps) as a GPU's
+// loadTPCMaps reads every .json file of dir (slo.tpc_maps) as a GPU's
 // TPC slot map, keyed by the GPU UUID inside it. A file that is not a
 // map, one without a UUID, and two maps of one GPU are errors naming the
 // files; an empty dir is no maps.
@@ -17,12 +18,15 @@ func loadTPCMaps(dir string) (map[string]*slo.TPCMap, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("slo.tpc_maps %s: %w", dir, err)
-	}
-	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("slo.tpc_maps: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(strings.ToLower(e.Name()), ".json") {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
 	}
 	slices.Sort(files)
 	maps, from := map[string]*slo.TPCMap{}, map[string]string{}

@@ -58,6 +58,13 @@ func TestLoadTPCMaps(t *testing.T) {
 	if _, err := loadTPCMaps(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "slo.tpc_maps") {
 		t.Errorf("a missing directory: error %v", err)
 	}
+	file := filepath.Join(t.TempDir(), "map.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadTPCMaps(file); err == nil || !strings.Contains(err.Error(), "slo.tpc_maps") {
+		t.Errorf("a file, not a directory: error %v", err)
+	}
 	if maps, err := loadTPCMaps(""); err != nil || maps != nil {
 		t.Errorf("no directory: %v, %v", maps, err)
 	}

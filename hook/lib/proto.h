@@ -75,7 +75,8 @@
  *    bits of start, t_ns the end (never 0). It waits only for room in a
  *    full ring, within the bound.
  * 11. (Version 5.) TPC masks. While tpc_keep is not 0, every kernel the
- *    task launches may use only the GPU's first tpc_keep TPCs, where the
+ *    task launches may use only the mask's first tpc_keep TPC slots (the
+ *    server counts them by the GPU's TPC map where it has one), where the
  *    hook can say so to the driver (MMK_TPC_MASK=1: an undocumented
  *    interface of the driver, off by default). The hook sets tpc_state
  *    once it knows: 1 it masks, 2 it cannot (and lets every kernel use

@@ -227,7 +227,8 @@ type task struct {
 	// synchronisation returned, or the hook's mark (protocol step 9).
 	inReq    bool
 	reqStart time.Duration
-	// tpcKeep is the TPCs the slot lets its kernels use (0: all).
+	// tpcKeep is the keep count in the slot: its kernels use the first
+	// tpcKeep TPC slots (0: all).
 	tpcKeep uint32
 	// nt is the names' table (names and its bytes under Server.mu);
 	// shareOf the job whose share of slots and names the task holds

@@ -75,6 +75,8 @@ type SLOView struct {
 	Services  []ServiceView `json:"services"`
 	Offline   []TaskRef     `json:"offline"`
 	Suspended []int         `json:"suspended,omitempty"`
+	// TPCKeep is the TPCs the rung's mask leaves the offline tasks it
+	// masks (0: no mask), by the TPC map where the server has one.
 	TPCKeep   int           `json:"tpcKeep,omitempty"`
 	Decisions []SLODecision `json:"decisions"`
 	// TPCStates is what each offline task's hook said of TPC masks
@@ -417,9 +419,10 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	if r.TPCs > 0 {
 		keep = slo.KeptTPCs(r.TPCs, s.tpcs)
 	}
-	s.setTPCMask(s.maskSlots(keep), r.TPCTasks)
+	slots := s.maskSlots(keep)
+	s.setTPCMask(slots, r.TPCTasks)
 	st.mu.Lock()
-	st.tpcKeep = keep
+	st.tpcKeep = s.keptBy(slots)
 	var stopped []int
 	if r.Suspend {
 		for _, ref := range st.offline {
@@ -519,6 +522,15 @@ func (s *Server) SetTPCs(share float64) {
 		keep = slo.KeptTPCs(share, s.tpcs)
 	}
 	s.setTPCMask(s.maskSlots(keep), 0)
+}
+
+// keptBy is the TPCs a mask keeping the first slots slots leaves (0: no
+// mask): by the TPC map where there is one, else the slots themselves.
+func (s *Server) keptBy(slots int) int {
+	if m := s.cfg.TPCMap; m != nil && slots > 0 {
+		return s.tpcs - m.Masked(slots)
+	}
+	return slots
 }
 
 // maskSlots is the hooks' keep count (the mask's first slots kept) for

@@ -147,14 +147,15 @@ func TestSetTPCsByMap(t *testing.T) {
 		tpc   *slo.TPCMap
 		share float64
 		want  uint32
+		kept  int // the TPCs the server says the mask leaves
 	}{
-		{"7/8 by the map: slots 64-71 off", m, 0.875, 64},
-		{"3/4 by the map: 16 TPCs off", m, 0.75, 56},
-		{"one TPC off by the map", m, 0.985, 71},
-		{"a share that takes none: no mask", m, 0.999, 0},
-		{"every TPC", m, 1, 0},
-		{"7/8 without a map: 58 slots", nil, 0.875, 58},
-		{"3/4 without a map", nil, 0.75, 50},
+		{"7/8 by the map: slots 64-71 off", m, 0.875, 64, 58},
+		{"3/4 by the map: 16 TPCs off", m, 0.75, 56, 50},
+		{"one TPC off by the map", m, 0.985, 71, 65},
+		{"a share that takes none: no mask", m, 0.999, 0, 0},
+		{"every TPC", m, 1, 0, 0},
+		{"7/8 without a map: 58 slots", nil, 0.875, 58, 58},
+		{"3/4 without a map", nil, 0.75, 50, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := New(Config{Socket: "unused", Policy: "fifo", Log: log, Sched: kernelsched.Config{SMs: 132}, TPCMap: tc.tpc})
@@ -171,6 +172,9 @@ func TestSetTPCsByMap(t *testing.T) {
 			s.retpc()
 			if got := atomic.LoadUint32(sl.u32(offTPCKeep)); got != tc.want {
 				t.Errorf("SetTPCs(%g): the trainer's slot keeps %d slots, want %d", tc.share, got, tc.want)
+			}
+			if got := s.keptBy(int(tc.want)); got != tc.kept {
+				t.Errorf("SetTPCs(%g): %d TPCs said kept, want %d", tc.share, got, tc.kept)
 			}
 		})
 	}
