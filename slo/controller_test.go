@@ -775,12 +775,7 @@ func TestControllerFallReturnsToAHeldRung(t *testing.T) {
 func TestControllerQueueDrains(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=1s"))
-	top, ds := queued(c, 9, 10, 60*time.Second, func(levels []int) time.Duration {
-		if levels[len(levels)-1] >= 1 {
-			return 50 * ms
-		}
-		return 150 * ms
-	})
+	top, ds := queued(c, 9, 10, 60*time.Second, rungWork(1, 0, 50*ms, 150*ms))
 	if top < 1 || top >= len(c.Config().Ladder)-1 {
 		t.Errorf("highest rung %d, want 1 to %d: %+v", top, len(c.Config().Ladder)-2, ds)
 	}
@@ -814,6 +809,17 @@ func queued(c *Controller, seed uint64, rate float64, dur time.Duration, work fu
 	return top, ds
 }
 
+// rungWork is a request's work for queued: fast where the rung in force
+// lag ticks (10 ms each) ago was rung or above, else slow.
+func rungWork(rung, lag int, fast, slow time.Duration) func([]int) time.Duration {
+	return func(levels []int) time.Duration {
+		if i := len(levels) - 1 - lag; i >= 0 && levels[i] >= rung {
+			return fast
+		}
+		return slow
+	}
+}
+
 // TestControllerBacklogNotJudged: a rung takes effect a second late (the
 // offline job's kernels already queued run on), so a service overloaded
 // on priority (14 ms of work a request at 80/s) keeps queueing for a
@@ -825,12 +831,7 @@ func queued(c *Controller, seed uint64, rate float64, dur time.Duration, work fu
 func TestControllerBacklogNotJudged(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=75ms"))
-	top, ds := queued(c, 3, 80, 20*time.Second, func(levels []int) time.Duration {
-		if lag := len(levels) - 100; lag >= 0 && levels[lag] >= 1 {
-			return 8 * ms
-		}
-		return 14 * ms
-	})
+	top, ds := queued(c, 3, 80, 20*time.Second, rungWork(1, 100, 8*ms, 14*ms))
 	if top < 1 || top > 2 {
 		t.Errorf("highest rung %d, want 1 or 2: %+v", top, ds)
 	}
@@ -845,12 +846,7 @@ func TestControllerBacklogNotJudged(t *testing.T) {
 func TestControllerClimbsAnOverload(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=75ms"))
-	_, ds := queued(c, 5, 80, 20*time.Second, func(levels []int) time.Duration {
-		if levels[len(levels)-1] >= 3 {
-			return 8 * ms
-		}
-		return 14 * ms
-	})
+	_, ds := queued(c, 5, 80, 20*time.Second, rungWork(3, 0, 8*ms, 14*ms))
 	at := time.Duration(-1)
 	for _, d := range ds {
 		if d.To >= 3 {
