@@ -89,8 +89,11 @@ type JobSLO struct {
 	// Detail says it in numbers.
 	State  slo.State `json:"state"`
 	Detail string    `json:"detail"`
-	// Rung is the restraint on its instance's offline jobs now.
-	Rung string `json:"rung"`
+	// Rung is the restraint on its instance's offline jobs now;
+	// TPCsKept the TPCs its mask leaves them (0: no mask), by the GPU's
+	// TPC map where mmk has one.
+	Rung     string `json:"rung"`
+	TPCsKept int    `json:"tpcsKept,omitempty"`
 	// Live says the job's process is connected now (else this is its
 	// last view).
 	Live bool      `json:"live"`
@@ -112,6 +115,9 @@ type InstanceSLO struct {
 	Ladder   []string `json:"ladder"`
 	Level    int      `json:"level"`
 	Rung     string   `json:"rung"`
+	// TPCsKept is the TPCs the rung's mask leaves the offline jobs (0:
+	// no mask).
+	TPCsKept int `json:"tpcsKept,omitempty"`
 	// Suspended are the offline jobs it stopped.
 	Suspended []string `json:"suspended,omitempty"`
 }
@@ -317,7 +323,7 @@ func (n *Node) SLO() SLOView {
 	live := map[string]bool{}
 	for key, in := range n.sloInstances(false) {
 		sv := in.SLOView
-		is := InstanceSLO{Instance: in.name, Active: sv.Active, Ladder: sv.Ladder, Level: sv.Level, Rung: sv.Rung}
+		is := InstanceSLO{Instance: in.name, Active: sv.Active, Ladder: sv.Ladder, Level: sv.Level, Rung: sv.Rung, TPCsKept: sv.TPCKeep}
 		n.slo.mu.Lock()
 		for id := range n.slo.suspended {
 			if j, ok := n.get(id); ok && j.Placement != nil && j.Placement.InstanceKey == key {
@@ -424,7 +430,7 @@ func jobSLO(name string, sv server.SLOView, s server.ServiceView) JobSLO {
 	js := JobSLO{ID: s.Job, Instance: name, Target: s.Target.String(), BoundMs: ms(s.Bound), Source: src.String(),
 		Requests: s.Total, Late: s.Late, Attainment: 1, Recent: s.Recent, RecentN: s.Recent.N, RecentLate: s.Recent.Late,
 		P50Ms: ms(s.Recent.P50), PctMs: ms(s.Recent.Pct), Rate: s.Recent.Rate, AloneMs: ms(s.Alone), AloneN: s.AloneN,
-		State: s.State, Detail: s.Detail, Rung: sv.Rung, Live: true, At: time.Now()}
+		State: s.State, Detail: s.Detail, Rung: sv.Rung, TPCsKept: sv.TPCKeep, Live: true, At: time.Now()}
 	if s.Total > 0 {
 		js.Attainment = 1 - float64(s.Late)/float64(s.Total)
 	}

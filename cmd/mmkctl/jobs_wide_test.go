@@ -74,7 +74,7 @@ func TestJobsSLO(t *testing.T) {
 	}
 	n.SetSLO(node.SLOView{Jobs: []node.JobSLO{{ID: on, Name: "svc", Instance: "gpu0", GPUInstance: -1, Target: "p99=25ms", BoundMs: 25,
 		Source: "hook", Requests: 2000, Late: 30, Attainment: 0.985, RecentN: 200, RecentLate: 3, P50Ms: 9.5, PctMs: 27.25, Rate: 40,
-		State: "missed", Detail: "p99 27.25ms against 25ms over 200 requests, 3 late", Rung: "hold", Live: true, At: time.Now()}}})
+		State: "missed", Detail: "p99 27.25ms against 25ms over 200 requests, 3 late", Rung: "tpcs=0.97", TPCsKept: 64, Live: true, At: time.Now()}}})
 	out, err := mmkctl(t, "jobs", "--addr", addr, "-o", "wide")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestJobsSLO(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"SLO:", "p99=25ms, bound 25.00 ms", "98.50% of 2000 requests (30 late), measured by the hook",
-		"missed: p99 27.25ms against 25ms", "hold on the offline jobs of gpu0"} {
+		"missed: p99 27.25ms against 25ms", "tpcs=0.97 on the offline jobs of gpu0 (their kernels on 64 TPCs)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job lacks %q:\n%s", want, out)
 		}

@@ -570,12 +570,13 @@ func TestDashboardOnFakeNode(t *testing.T) {
 		}
 		n.SetSLO(node.SLOView{Jobs: []node.JobSLO{{ID: j.ID, Name: "newest", Instance: "gpu0", GPUInstance: -1, Target: "p99=25ms", BoundMs: 25,
 			Source: "reported", Requests: uint64(100 * (i + 1)), Late: 3, Attainment: 1 - 3/float64(100*(i+1)), RecentN: 100, RecentLate: late,
-			P50Ms: 7, PctMs: pct, State: "met", Detail: "p99 18ms against 25ms", Rung: "hold", Live: true, At: now.Add(time.Duration(i) * time.Second)}}})
+			P50Ms: 7, PctMs: pct, State: "met", Detail: "p99 18ms against 25ms", Rung: "tpcs=0.97", TPCsKept: 64, Live: true, At: now.Add(time.Duration(i) * time.Second)}}})
 	}
 	page(t, b, "an online job's latency",
 		chromedp.Navigate(srv.URL+"/#/jobs/"+j.ID),
 		waitFor(`!document.querySelector('#job-slo').hidden`),
 		waitFor(`document.querySelector('#job-slo-now').textContent.includes('99.00 % of 300 requests within')`),
+		waitFor(`document.querySelector('#job-slo-now').textContent.includes('of gpu0: tpcs=0.97 (their kernels on 64 TPCs)')`),
 		waitFor(`document.querySelector('#job-slo-chart polyline.pct') !== null && document.querySelector('#job-slo-chart polyline.bound') !== null`),
 		waitFor(`document.querySelectorAll('#job-slo-chart circle.late').length === 1`),
 	)
