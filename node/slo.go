@@ -90,8 +90,9 @@ type JobSLO struct {
 	State  slo.State `json:"state"`
 	Detail string    `json:"detail"`
 	// Rung is the restraint on its instance's offline jobs now;
-	// TPCsKept the TPCs its mask leaves them (0: no mask), by the GPU's
-	// TPC map where mmk has one.
+	// TPCsKept the TPCs its mask asks them to keep (0: no mask), by the
+	// GPU's TPC map where mmk has one (else the mask's first slots kept,
+	// holes included).
 	Rung     string `json:"rung"`
 	TPCsKept int    `json:"tpcsKept,omitempty"`
 	// Live says the job's process is connected now (else this is its
@@ -115,8 +116,8 @@ type InstanceSLO struct {
 	Ladder   []string `json:"ladder"`
 	Level    int      `json:"level"`
 	Rung     string   `json:"rung"`
-	// TPCsKept is the TPCs the rung's mask leaves the offline jobs (0:
-	// no mask).
+	// TPCsKept is the TPCs the rung's mask asks the offline jobs to
+	// keep (0: no mask; JobSLO.TPCsKept).
 	TPCsKept int `json:"tpcsKept,omitempty"`
 	// Suspended are the offline jobs it stopped.
 	Suspended []string `json:"suspended,omitempty"`

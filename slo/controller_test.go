@@ -827,7 +827,9 @@ func rungWork(rung, lag int, fast, slow time.Duration) func([]int) time.Duration
 // two seconds later. Those requests queued behind ones from before the
 // change, whatever the rung; judged against it they took the controller
 // to the top in a few ticks (as on an H100, round 36). Judged only from
-// when the queue drained, it stays on the first rung or the one above.
+// when the requests that came before the change had ended, it stays on
+// the first rung or the one above (those after them still wait on the
+// backlog for a while: one rung).
 func TestControllerBacklogNotJudged(t *testing.T) {
 	c, _ := New(Config{Start: -1})
 	c.AddService("svc", MustParse("p99=75ms"))

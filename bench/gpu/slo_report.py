@@ -94,19 +94,20 @@ def verdict(st, phases):
     holds = {s: all(st[(s, p)]["attain"] >= HELD for p in phases) for s in whole}
     static = [s for s in statics(settings) if not s.startswith("mask=")]
     static_ok = [s for s in static if holds.get(s)]
-    v["masks"] = {s: holds.get(s) for s in statics(settings) if s.startswith("mask=") and s in whole}
+    masks = [s for s in statics(settings) if s.startswith("mask=")]
+    v["masks"] = {s: holds.get(s) for s in masks if s in whole}
     v["whole"] = whole
     v["holds"] = holds
     if "mmk" in whole:
         if static_ok:
             best = max(static_ok, key=lambda s: whole[s])
-            v["best_static"] = best
+            v["best"], v["best_static"] = best, best
             v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
         else:
             att = {s: min(st[(s, p)]["attain"] for p in phases) for s in static if s in whole}
             if att:
                 best = max(att, key=lambda s: (att[s], whole[s]))
-                v["best_static"] = best + " (highest attainment; none holds every phase)"
+                v["best"], v["best_static"] = best, best + " (highest attainment; no by-hand setting holds every phase)"
                 v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
                 # The issue's other half of this case: mmk's attainment at
                 # least that setting's (each in its worst phase).
@@ -122,7 +123,7 @@ def verdict(st, phases):
                 b = max(ok, key=lambda s: st[(s, p)]["train"])
                 row.update(best=b, best_train=st[(b, p)]["train"], ratio=mm["train"] / st[(b, p)]["train"] if st[(b, p)]["train"] else None,
                            held=mm["attain"] >= HELD)
-            mk = [s for s in v["masks"] if (s, p) in st and st[(s, p)]["attain"] >= HELD]
+            mk = [s for s in masks if (s, p) in st and st[(s, p)]["attain"] >= HELD]
             if mk:
                 b = max(mk, key=lambda s: st[(s, p)]["train"])
                 row.update(best_mask=b, best_mask_train=st[(b, p)]["train"])
@@ -135,7 +136,7 @@ def verdict(st, phases):
 
 def summary(per_round, rounds):
     """The issue's questions across rounds: medians [min-max] of each
-    round's answer, each round against its own strongest static setting."""
+    round's answer, each round against its own strongest by-hand setting."""
     vs = [per_round[r][1] for r in rounds]
     lines = ["## The issue's questions across %d rounds (medians [min-max])" % len(rounds), ""]
     best = [v.get("best_static", "-") for v in vs]
@@ -146,7 +147,7 @@ def summary(per_round, rounds):
         rows = [v.get("per_phase", {}).get(p) for v in vs]
         rows = [r for r in rows if r]
         held = [r for r in rows if "best" in r]
-        lines.append("- %s: mmk's attainment %s (goal 99 %% where a static setting held: %d of %d rounds, mmk held in %d); trainers against the phase's best static %sx (goal 0.9x)." % (
+        lines.append("- %s: mmk's attainment %s (goal 99 %% where a by-hand setting held: %d of %d rounds, mmk held in %d); trainers against the phase's best by-hand setting %sx (goal 0.9x)." % (
             p, spread([100 * r["mmk_attain"] for r in rows], "%.1f%%"), len(held), len(rows), sum(1 for r in held if r["held"]),
             spread([r.get("ratio") for r in held])))
     b1 = list(zip(*[v["b1_p50x"] for v in vs if v.get("b1_p50x")]))
@@ -263,25 +264,28 @@ def main(out):
     lines += ["## The issue's questions, per round", ""]
     for r in rounds:
         st, v = per_round[r]
-        lines.append("Round %d: static settings holding every target in every phase: %s." % (
-            r, ", ".join(s for s in statics(v["holds"]) if v["holds"].get(s)) or "none"))
+        held = [s for s in statics(v["holds"]) if v["holds"].get(s)]
+        lines.append("Round %d: by-hand settings holding every target in every phase: %s; fixed masks: %s." % (
+            r, ", ".join(s for s in held if not s.startswith("mask=")) or "none", ", ".join(s for s in held if s.startswith("mask=")) or "none"))
         if "mmk_over_best" in v:
             lines.append("- Whole run: mmk's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); mmk holds every phase: %s." % (
-                fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best_static"].split(" ")[0])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
-            for m, held in v.get("masks", {}).items():
-                lines.append("- mmk's fixed mask %s (its mechanism without the controller, not a by-hand setting): trainers %s of alone over the run, every phase held: %s; mmk %sx it." % (
-                    m, fmt(v["whole"].get(m)), held, fmt(v["whole"]["mmk"] / v["whole"][m] if v["whole"].get(m) else None)))
+                fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best"])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
             if "worst_attain" in v:
                 m, b = v["worst_attain"]
                 lines.append("- Attainment in the worst phase: mmk %.1f %% against %.1f %% for %s (goal: at least as high)." % (
-                    100 * m, 100 * b, v["best_static"].split(" ")[0]))
+                    100 * m, 100 * b, v["best"]))
+        for m, held in v.get("masks", {}).items():
+            lines.append("- mmk's fixed mask %s (its mechanism without the controller, not a by-hand setting): trainers %s of alone over the run, every phase held: %s; mmk %sx it." % (
+                m, fmt(v["whole"].get(m)), held, fmt(v["whole"]["mmk"] / v["whole"][m] if v["whole"].get(m) and "mmk" in v["whole"] else None)))
         for p, row in v.get("per_phase", {}).items():
             if "best" in row:
-                lines.append("- %s: best static %s (trainers %.2f); mmk %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)%s." % (
+                lines.append("- %s: best by-hand setting %s (trainers %.2f); mmk %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)%s." % (
                     p, row["best"], row["best_train"], row["mmk_train"], fmt(row["ratio"]), 100 * row["mmk_attain"],
                     "; best fixed mask that held it %s (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
             else:
-                lines.append("- %s: no static setting held every target; mmk's lowest attainment %.1f %%, trainers %.2f." % (p, 100 * row["mmk_attain"], row["mmk_train"]))
+                lines.append("- %s: no by-hand setting held every target; mmk's lowest attainment %.1f %%, trainers %.2f%s." % (
+                    p, 100 * row["mmk_attain"], row["mmk_train"],
+                    "; fixed mask %s held it (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
         if v.get("b1_p50x"):
             lines.append("- batch-1 service under mmk: p50 %s of alone (goal at most 1.10x)." % ", ".join("%.2fx" % x for x in v["b1_p50x"]))
         lines.append("")

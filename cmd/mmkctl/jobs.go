@@ -338,7 +338,7 @@ func sloRows(j jobWithEvents) [][]string {
 		{"Restraint:", s.Rung + " on the offline jobs of " + s.Instance},
 	}
 	if s.TPCsKept > 0 {
-		rows[len(rows)-1][1] += fmt.Sprintf(" (their kernels on %d TPCs)", s.TPCsKept)
+		rows[len(rows)-1][1] += fmt.Sprintf(" (a mask keeping %d TPCs)", s.TPCsKept)
 	}
 	if s.AloneN > 0 {
 		rows = append(rows, []string{"Alone:", fmt.Sprintf("%.2f ms at the target's percentile over %d requests", s.AloneMs, s.AloneN)})

@@ -99,7 +99,7 @@ func TestJobsSLO(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"SLO:", "p99=25ms, bound 25.00 ms", "98.50% of 2000 requests (30 late), measured by the hook",
-		"missed: p99 27.25ms against 25ms", "tpcs=0.97 on the offline jobs of gpu0 (their kernels on 64 TPCs)"} {
+		"missed: p99 27.25ms against 25ms", "tpcs=0.97 on the offline jobs of gpu0 (a mask keeping 64 TPCs)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job lacks %q:\n%s", want, out)
 		}

@@ -576,7 +576,7 @@ func TestDashboardOnFakeNode(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/#/jobs/"+j.ID),
 		waitFor(`!document.querySelector('#job-slo').hidden`),
 		waitFor(`document.querySelector('#job-slo-now').textContent.includes('99.00 % of 300 requests within')`),
-		waitFor(`document.querySelector('#job-slo-now').textContent.includes('of gpu0: tpcs=0.97 (their kernels on 64 TPCs)')`),
+		waitFor(`document.querySelector('#job-slo-now').textContent.includes('of gpu0: tpcs=0.97 (a mask keeping 64 TPCs)')`),
 		waitFor(`document.querySelector('#job-slo-chart polyline.pct') !== null && document.querySelector('#job-slo-chart polyline.bound') !== null`),
 		waitFor(`document.querySelectorAll('#job-slo-chart circle.late').length === 1`),
 	)

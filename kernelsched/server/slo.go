@@ -75,8 +75,9 @@ type SLOView struct {
 	Services  []ServiceView `json:"services"`
 	Offline   []TaskRef     `json:"offline"`
 	Suspended []int         `json:"suspended,omitempty"`
-	// TPCKeep is the TPCs the rung's mask leaves the offline tasks it
-	// masks (0: no mask), by the TPC map where the server has one.
+	// TPCKeep is the TPCs the rung's mask asks the offline tasks it
+	// masks to keep (0: no mask), by the TPC map where the server has
+	// one; without a map, the mask's first slots kept, holes included.
 	TPCKeep   int           `json:"tpcKeep,omitempty"`
 	Decisions []SLODecision `json:"decisions"`
 	// TPCStates is what each offline task's hook said of TPC masks

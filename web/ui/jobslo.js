@@ -57,7 +57,7 @@ function draw(v, j) {
     text += o.requests ? (100 * o.attainment).toFixed(2) + ' % of ' + o.requests + ' requests within' : 'no request yet';
     if (o.recentRequests) text += ' · now ' + ms(o.pctMs) + ' at its percentile, p50 ' + ms(o.p50Ms);
     text += ' · ' + o.state + ' · measured by the ' + o.source + ' · offline jobs' + (o.instance ? ' of ' + o.instance : '') + ': ' + o.rung;
-    if (o.tpcsKept) text += ' (their kernels on ' + o.tpcsKept + ' TPCs)';
+    if (o.tpcsKept) text += ' (a mask keeping ' + o.tpcsKept + ' TPCs)';
     if (!o.live) text += ' · (last seen)';
     setText($('job-slo-now'), text);
     $('job-slo-now').title = 'its latency target and bound; the share of its requests within the bound since it connected, of how many; its latency now at the target\u2019s percentile and its median; ' +
