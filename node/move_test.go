@@ -146,17 +146,22 @@ func hasReconfig(t *testing.T, h *harness, ok func(jobs.Reconfig) bool) bool {
 // hasEvent reports whether job id has an event whose reason holds s.
 func hasEvent(t *testing.T, h *harness, id, s string) bool {
 	t.Helper()
+	if eventSaid(t, h, id, s) {
+		return true
+	}
+	evs, _ := h.n.Events(id)
+	t.Logf("events of %s: %+v", id, evs)
+	return false
+}
+
+// eventSaid reports whether one of the job's events says s, quietly.
+func eventSaid(t *testing.T, h *harness, id, s string) bool {
+	t.Helper()
 	evs, err := h.n.Events(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range evs {
-		if strings.Contains(e.Reason, s) {
-			return true
-		}
-	}
-	t.Logf("events of %s: %+v", id, evs)
-	return false
+	return slices.ContainsFunc(evs, func(e jobs.Event) bool { return strings.Contains(e.Reason, s) })
 }
 
 // TestMovableJobs: a move takes only running jobs, not one moved within

@@ -84,8 +84,9 @@ func TestReshareTurnsAMaskIntoAShare(t *testing.T) {
 			mu.Lock()
 			level = 0
 			mu.Unlock()
+			// The cap is cleared before its note is written: wait for both.
 			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-				if j, _ = h.n.Job(off.ID); j.ShareCap == 0 {
+				if j, _ = h.n.Job(off.ID); j.ShareCap == 0 && eventSaid(t, h, off.ID, "MPS share cap of 75 % on gpu0 lifted") {
 					break
 				}
 			}
