@@ -136,10 +136,11 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	if i := slices.Index(g.keys, key); i >= 0 && g.mig {
 		sms = g.layout.Instances[i].Profile.SMs
 	}
+	tpcMap := n.tpcMap(g)
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
 		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
-		SLO: n.sloServerConfig(key), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: n.tpcMap(g),
+		SLO: n.sloServerConfig(key), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: tpcMap,
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)
@@ -156,7 +157,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	n.scheds[key] = s
 	n.mu.Unlock()
 	n.notify()
-	n.cfg.Log.Info("kernel scheduler serving", "instance", key, "policy", c.Policy, "socket", sock, "tpcMap", n.tpcMap(g) != nil)
+	n.cfg.Log.Info("kernel scheduler serving", "instance", key, "policy", c.Policy, "socket", sock, "tpcMap", tpcMap != nil)
 	return sock, nil
 }
 

@@ -171,13 +171,11 @@ func maskedSMs(r slo.Rung, sms int, byMap bool) int {
 	if sms != h100.SMs {
 		return 2 * min(keep, tpcs)
 	}
-	slots := keep
+	var served *slo.TPCMap // the kernel scheduler's map
 	if byMap {
-		if slots = h100.KeepSlots(keep, tpcs); slots >= h100.Slots {
-			return 0
-		}
+		served = h100
 	}
-	return 2 * (tpcs - h100.Masked(slots))
+	return 2 * h100.Kept(served.KeepSlots(keep, tpcs), tpcs)
 }
 
 // h100 is the TPC slot layout of a 132-SM GPU in the simulator.

@@ -532,7 +532,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		win := sv.tr.Judged(now-c.cfg.Window, from, now)
 		since := sv.tr.Judged(now-c.cfg.Evidence, from, now)
 		c.see(sv, now, since)
-		v, over, st := c.judge(sv, now, win, since)
+		v, over, st := c.judge(sv, now, from, win, since)
 		heldInFact = heldInFact && c.heldBy(sv, now, since)
 		rate += sv.tr.Window(now-c.cfg.Window, now).Rate
 		judgedRate += win.Rate
@@ -542,7 +542,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			worst, worstOver, worstSt = sv, over, st
 		}
 		switch f, before := c.swing(sv, now); {
-		case f >= c.cfg.Swing && v != missed && c.nearing(sv, now, v, st) && f > swing:
+		case f >= c.cfg.Swing && v != missed && c.nearing(sv, now, from, v, st) && f > swing:
 			rising, swing, riseFrom = sv, f, before
 		case f > 0 && f <= 1/c.cfg.Swing:
 			fell = true
@@ -910,12 +910,12 @@ const (
 	missed
 )
 
-// judge looks at one service's requests judged (st: the Window's; long:
-// those since the change, up to Evidence back): its verdict, how far it
+// judge looks at one service's requests judged, those that arrived after
+// arrived (judgedFrom; st: the Window's; long: those since the change,
+// up to Evidence back): its verdict, how far it
 // is past its target (0: not past it) and the requests that say so.
-func (c *Controller) judge(sv *service, now time.Duration, st, long Stats) (verdict, float64, Stats) {
+func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Stats) (verdict, float64, Stats) {
 	t := sv.tr.Target()
-	arrived := c.judgedFrom(sv)
 	bound := sv.tr.Bound()
 	switch {
 	case t.IsZero():
@@ -1124,12 +1124,13 @@ func (c *Controller) close(sv *service, st Stats) bool {
 // last Short alone. The Window's requests are mostly of the load before
 // the rise: a service well within its target at a low load may be
 // close to its bound by the first requests of a high one, and its
-// misses come before the evidence of them.
-func (c *Controller) nearing(sv *service, now time.Duration, v verdict, st Stats) bool {
+// misses come before the evidence of them. judged is when its requests
+// begin to be judged (judgedFrom).
+func (c *Controller) nearing(sv *service, now, judged time.Duration, v verdict, st Stats) bool {
 	if v == within && c.close(sv, st) {
 		return true
 	}
-	recent := sv.tr.Judged(now-c.cfg.Short, c.judgedFrom(sv), now)
+	recent := sv.tr.Judged(now-c.cfg.Short, judged, now)
 	return recent.N >= c.cfg.MinSamples/2 && c.close(sv, recent)
 }
 

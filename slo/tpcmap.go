@@ -137,11 +137,10 @@ func (m *TPCMap) sortedTPCs() []int {
 
 // KeepSlots is the slot count a mask keeping keep of an instance's tpcs
 // TPCs writes (the hook masks the slots from it on; the kernel
-// scheduler's keep count): with no map, keep itself, the first slots
-// taken for TPCs; with one, the count that masks the last tpcs-keep
-// maskable TPCs, all of them where fewer can be masked (but slot 0: a
-// count of 0 says no mask), and Slots (no mask) where none is to be
-// taken.
+// scheduler's keep count, 0: no mask): with no map, keep itself, the
+// first slots taken for TPCs; with one, the count that masks the last
+// tpcs-keep maskable TPCs, all of them where fewer can be masked (but
+// slot 0), and 0 where none is to be taken.
 func (m *TPCMap) KeepSlots(keep, tpcs int) int {
 	if m == nil {
 		return keep
@@ -149,12 +148,21 @@ func (m *TPCMap) KeepSlots(keep, tpcs int) int {
 	off := tpcs - keep
 	real := m.sortedTPCs()
 	if off <= 0 || len(real) == 0 {
-		return m.Slots
+		return 0
 	}
 	if off >= len(real) {
 		return max(real[0], 1) // 0 would say no mask
 	}
 	return real[len(real)-off]
+}
+
+// Kept is the TPCs of tpcs that a keep count of slots leaves the kernels
+// it masks (0: no mask): by the map, or with none the slots themselves.
+func (m *TPCMap) Kept(slots, tpcs int) int {
+	if slots == 0 || m == nil {
+		return slots
+	}
+	return tpcs - m.Masked(slots)
 }
 
 // Masked is how many TPCs a mask of the slots from slots on takes away.

@@ -15,14 +15,14 @@ func TestTPCMapH100(t *testing.T) {
 		keep, tpcs  int
 		slots, took int
 	}{
-		{"every TPC kept: no mask", 66, 66, 72, 0},
+		{"every TPC kept: no mask", 66, 66, 0, 0},
 		{"one off: the last slot", 65, 66, 71, 1},
 		{"two off", 64, 66, 70, 2},
 		{"7/8: eight off, slots 64-71", 58, 66, 64, 8},
 		{"3/4: sixteen off, slots 56-71", 50, 66, 56, 16},
 		{"1/2: 33 off, past four holes", 33, 66, 37, 33},
 		{"more off than slots mask: all of them but slot 0", 1, 66, 1, 61},
-		{"more kept than the part has: no mask", 70, 66, 72, 0},
+		{"more kept than the part has: no mask", 70, 66, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,8 +30,12 @@ func TestTPCMapH100(t *testing.T) {
 			if got != tc.slots {
 				t.Fatalf("KeepSlots(%d, %d) = %d, want %d", tc.keep, tc.tpcs, got, tc.slots)
 			}
-			if took := m.Masked(got); took != tc.took {
-				t.Fatalf("slots %d.. take %d TPCs, want %d", got, m.Masked(got), tc.took)
+			took := 0 // a count of 0 is no mask
+			if got > 0 {
+				took = 66 - m.Kept(got, 66)
+			}
+			if took != tc.took {
+				t.Fatalf("slots %d.. take %d TPCs, want %d", got, took, tc.took)
 			}
 		})
 	}
@@ -42,6 +46,9 @@ func TestTPCMapNilKeepsSlotsAsTPCs(t *testing.T) {
 	for _, keep := range []int{1, 33, 58, 66} {
 		if got := m.KeepSlots(keep, 66); got != keep {
 			t.Errorf("no map: KeepSlots(%d) = %d, want %d", keep, got, keep)
+		}
+		if got := m.Kept(keep, 66); got != keep {
+			t.Errorf("no map: Kept(%d) = %d, want %d", keep, got, keep)
 		}
 	}
 }

@@ -61,7 +61,7 @@ DONE:
 """
 
 
-def check(cuda, r, what):
+def check(r, what):
     if r != 0:
         raise SystemExit("tpcmap.py: %s: CUDA error %d" % (what, r))
 
@@ -69,35 +69,35 @@ def check(cuda, r, what):
 def probe():
     """In this process: the SM ids the kernel's blocks ran on, as JSON."""
     cuda = ctypes.CDLL("libcuda.so.1")
-    check(cuda, cuda.cuInit(0), "cuInit")
+    check(cuda.cuInit(0), "cuInit")
     dev = ctypes.c_int()
-    check(cuda, cuda.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+    check(cuda.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
     sms = ctypes.c_int()
-    check(cuda, cuda.cuDeviceGetAttribute(ctypes.byref(sms), 16, dev), "SM count")  # MULTIPROCESSOR_COUNT
+    check(cuda.cuDeviceGetAttribute(ctypes.byref(sms), 16, dev), "SM count")  # MULTIPROCESSOR_COUNT
     ctx = ctypes.c_void_p()
-    check(cuda, cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    check(cuda, cuda.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    check(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    check(cuda.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     mod = ctypes.c_void_p()
-    check(cuda, cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)), "cuModuleLoadData")
+    check(cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(PTX)), "cuModuleLoadData")
     fn = ctypes.c_void_p()
-    check(cuda, cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"smid"), "cuModuleGetFunction")
+    check(cuda.cuModuleGetFunction(ctypes.byref(fn), mod, b"smid"), "cuModuleGetFunction")
     blocks = sms.value * 16
     buf = ctypes.c_uint64()
-    check(cuda, cuda.cuMemAlloc_v2(ctypes.byref(buf), blocks * 4), "cuMemAlloc")
+    check(cuda.cuMemAlloc_v2(ctypes.byref(buf), blocks * 4), "cuMemAlloc")
     seen = set()
     for _ in range(3):
-        check(cuda, cuda.cuMemsetD32_v2(buf, 0xFFFFFFFF, blocks), "cuMemset")
+        check(cuda.cuMemsetD32_v2(buf, 0xFFFFFFFF, blocks), "cuMemset")
         out, spin = ctypes.c_uint64(buf.value), ctypes.c_uint64(50000)
         params = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(out), ctypes.c_void_p), ctypes.cast(ctypes.byref(spin), ctypes.c_void_p))
-        check(cuda, cuda.cuLaunchKernel(fn, blocks, 1, 1, 32, 1, 1, 0, None, params, None), "cuLaunchKernel")
-        check(cuda, cuda.cuCtxSynchronize(), "cuCtxSynchronize")
+        check(cuda.cuLaunchKernel(fn, blocks, 1, 1, 32, 1, 1, 0, None, params, None), "cuLaunchKernel")
+        check(cuda.cuCtxSynchronize(), "cuCtxSynchronize")
         host = (ctypes.c_uint32 * blocks)()
-        check(cuda, cuda.cuMemcpyDtoH_v2(host, buf, blocks * 4), "cuMemcpyDtoH")
+        check(cuda.cuMemcpyDtoH_v2(host, buf, blocks * 4), "cuMemcpyDtoH")
         seen |= {v for v in host if v != 0xFFFFFFFF}
     name = ctypes.create_string_buffer(256)
-    check(cuda, cuda.cuDeviceGetName(name, 256, dev), "cuDeviceGetName")
+    check(cuda.cuDeviceGetName(name, 256, dev), "cuDeviceGetName")
     uuid = (ctypes.c_ubyte * 16)()
-    check(cuda, cuda.cuDeviceGetUuid_v2(uuid, dev), "cuDeviceGetUuid")
+    check(cuda.cuDeviceGetUuid_v2(uuid, dev), "cuDeviceGetUuid")
     h = bytes(uuid).hex()
     gpu_uuid = "GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
     print(json.dumps({"sms": sms.value, "seen": sorted(seen), "gpu": name.value.decode(), "uuid": gpu_uuid}), flush=True)

@@ -423,7 +423,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	slots := s.maskSlots(keep)
 	s.setTPCMask(slots, r.TPCTasks)
 	st.mu.Lock()
-	st.tpcKeep = s.keptBy(slots)
+	st.tpcKeep = s.cfg.TPCMap.Kept(slots, s.tpcs)
 	var stopped []int
 	if r.Suspend {
 		for _, ref := range st.offline {
@@ -525,28 +525,15 @@ func (s *Server) SetTPCs(share float64) {
 	s.setTPCMask(s.maskSlots(keep), 0)
 }
 
-// keptBy is the TPCs a mask keeping the first slots slots leaves (0: no
-// mask): by the TPC map where there is one, else the slots themselves.
-func (s *Server) keptBy(slots int) int {
-	if m := s.cfg.TPCMap; m != nil && slots > 0 {
-		return s.tpcs - m.Masked(slots)
-	}
-	return slots
-}
-
-// maskSlots is the hooks' keep count (the mask's first slots kept) for
-// keep of the instance's TPCs (0: every one): by the TPC map where there
-// is one, so that holes among the slots are not taken for TPCs. A count
-// that keeps every slot is no mask.
+// maskSlots is the hooks' keep count (the mask's first slots kept; 0:
+// no mask) for keep of the instance's TPCs (0: every one): by the TPC
+// map where there is one, so that holes among the slots are not taken
+// for TPCs (slo.TPCMap.KeepSlots).
 func (s *Server) maskSlots(keep int) int {
 	if keep == 0 {
 		return 0
 	}
-	n := s.cfg.TPCMap.KeepSlots(keep, s.tpcs)
-	if m := s.cfg.TPCMap; m != nil && n >= m.Slots {
-		return 0
-	}
-	return n
+	return s.cfg.TPCMap.KeepSlots(keep, s.tpcs)
 }
 
 // setTPCMask has the loop hold offline tasks to keep TPCs (0: all), the

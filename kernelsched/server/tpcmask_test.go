@@ -173,7 +173,7 @@ func TestSetTPCsByMap(t *testing.T) {
 			if got := atomic.LoadUint32(sl.u32(offTPCKeep)); got != tc.want {
 				t.Errorf("SetTPCs(%g): the trainer's slot keeps %d slots, want %d", tc.share, got, tc.want)
 			}
-			if got := s.keptBy(int(tc.want)); got != tc.kept {
+			if got := tc.tpc.Kept(int(tc.want), s.tpcs); got != tc.kept {
 				t.Errorf("SetTPCs(%g): %d TPCs said kept, want %d", tc.share, got, tc.kept)
 			}
 		})
