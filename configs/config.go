@@ -60,6 +60,11 @@ type SLOConfig struct {
 	// down.
 	Window time.Duration `mapstructure:"window"`
 	Calm   time.Duration `mapstructure:"calm"`
+	// Aim is the share of each target's budget the controller aims for
+	// (slo.Config.Aim): 1 tightens only on evidence of more late requests
+	// than the target allows; 0.5 on evidence of more than half as many,
+	// a margin for phases judged on a few hundred requests.
+	Aim float64 `mapstructure:"aim"`
 	// HookMarks lets an online job's hook mark where each request starts
 	// (its launch callbacks stay on for it); off, only the latencies a
 	// service reports itself are measured.
@@ -81,7 +86,7 @@ func (c SLOConfig) Target() slo.Target {
 // the ladder).
 func (c SLOConfig) ControllerConfig() slo.Config {
 	l, _ := slo.ParseLadder(c.Ladder)
-	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm}
+	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm, Aim: c.Aim}
 }
 
 // validate checks the default target, the ladder and the durations.
@@ -100,6 +105,9 @@ func (c SLOConfig) validate() error {
 		// hook sees none of its launches (docs/slo.md).
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","),
 			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
+	}
+	if !(c.Aim > 0 && c.Aim <= 1) {
+		return &FieldError{Key: "slo.aim", Value: c.Aim, Reason: "must be in (0, 1]"}
 	}
 	if err := positive("slo.window", int64(c.Window)); err != nil {
 		return err

@@ -197,6 +197,8 @@ func TestDaemonKeys(t *testing.T) {
 		{"default slo", []string{"MMK_SLO_DEFAULT=p99=2x"}, ""},
 		{"slo without a unit", []string{"MMK_SLO_DEFAULT=p99=25"}, "slo.default"},
 		{"slo window", []string{"MMK_SLO_WINDOW=0s"}, "slo.window"},
+		{"slo aim zero", []string{"MMK_SLO_AIM=0"}, "slo.aim"},
+		{"slo aim above one", []string{"MMK_SLO_AIM=1.5"}, "slo.aim"},
 		{"slo ladder masks and holds", []string{"MMK_SLO_LADDER=priority,hold,tpcs=0.5"}, "slo.ladder"},
 		{"slo ladder masks", []string{"MMK_SLO_LADDER=priority,tpcs=0.5,suspend"}, ""},
 	}

@@ -40,6 +40,14 @@ type Config struct {
 	// budget) would have had as many late requests in the window with
 	// probability below Alpha.
 	Alpha float64
+	// Aim is the share of a target's budget the controller aims for: a
+	// miss is a late fraction above Aim times the budget, on evidence
+	// (Alpha). Below 1 it keeps a margin: a rung that leaks at the budget
+	// itself is found short before its phase ends (a p99 judged on a few
+	// hundred requests passes or fails on two or three of them), at the
+	// price of some climbs a rung leaking just below the budget did not
+	// need. 0 takes the default (0.5); at most 1.
+	Aim float64
 	// TrialAlpha is the evidence a miss needs on a rung stepped down to
 	// that has not held every target at this load lately (Remember): the
 	// step is a trial, and a few late requests end it before they use up
@@ -100,6 +108,7 @@ func DefaultConfig() Config {
 		Headroom:   0.3,
 		MinSamples: 20,
 		Alpha:      0.01,
+		Aim:        1,
 		TrialAlpha: 0.1,
 		MinAlone:   50,
 		Probe:      3 * time.Second,
@@ -134,6 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.Headroom, d.Headroom)
 	orZero(&c.MinSamples, d.MinSamples)
 	orZero(&c.Alpha, d.Alpha)
+	orZero(&c.Aim, d.Aim)
 	orZero(&c.TrialAlpha, d.TrialAlpha)
 	orZero(&c.MinAlone, d.MinAlone)
 	orZero(&c.Probe, d.Probe)
@@ -147,6 +157,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
+	case c.Aim < 0 || c.Aim > 1:
+		return c, fmt.Errorf("slo controller: aim %v is not in (0, 1]", c.Aim)
 	case c.TrialAlpha <= 0 || c.TrialAlpha >= 1:
 		return c, fmt.Errorf("slo controller: trial alpha %v is not in (0, 1)", c.TrialAlpha)
 	case c.SwingAlpha <= 0 || c.SwingAlpha >= 1:
@@ -973,13 +985,14 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 }
 
 // evidence reports whether st's late requests are more than a service
-// meeting its target exactly would have had, with probability below
-// Alpha, and that probability.
+// late with probability Aim times its budget would have had, with
+// probability below Alpha, and that probability.
 func (c *Controller) evidence(st Stats, t Target) (float64, bool) {
-	if st.Late < 2 || float64(st.Late) <= t.Budget()*float64(st.N) {
+	b := c.cfg.Aim * t.Budget()
+	if st.Late < 2 || float64(st.Late) <= b*float64(st.N) {
 		return 1, false
 	}
-	p := BinomialTail(st.N, st.Late, t.Budget())
+	p := BinomialTail(st.N, st.Late, b)
 	alpha := c.cfg.Alpha
 	if c.trial {
 		alpha = c.cfg.TrialAlpha

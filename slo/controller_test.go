@@ -1505,3 +1505,57 @@ func TestControllerSteadyNearTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerAim: a service 0.8 % late on rung 0 and 0.1 % on every
+// rung above, beside a p99 target (a 1 % budget), at 60 requests a
+// second for three minutes over 10 seeds. Aiming at the whole budget
+// (Aim 1) the controller leaves it on rung 0 most of the time: it meets
+// its target there. Aiming at half of it (Aim 0.5), the 0.8 % is a miss
+// on evidence, and rung 1 is held most of the time.
+func TestControllerAim(t *testing.T) {
+	plant := func(rung int) []time.Duration {
+		if rung == 0 {
+			return lateIn(1000, 8, 8*ms, 40*ms)
+		}
+		return lateIn(1000, 1, 8*ms, 40*ms)
+	}
+	for _, tc := range []struct {
+		aim            float64
+		restrainedMore bool
+	}{{1, false}, {0.5, true}} {
+		var on, all time.Duration
+		for seed := uint64(1); seed <= 10; seed++ {
+			c, err := New(Config{Start: -1, Aim: tc.aim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AddService("svc", MustParse("p99=25ms"))
+			tr := run(t, c, 25*ms, []phase{{3 * time.Minute, 60, plant}}, seed)
+			for r, d := range tr.onRung[0] {
+				all += d
+				if r > 0 {
+					on += d
+				}
+			}
+		}
+		frac := float64(on) / float64(all)
+		t.Logf("aim %g: restrained %.0f %% of the time", tc.aim, 100*frac)
+		if tc.restrainedMore != (frac > 0.5) {
+			t.Errorf("aim %g: restrained %.0f %% of the time; want more than half: %v", tc.aim, 100*frac, tc.restrainedMore)
+		}
+	}
+}
+
+// TestConfigAimRange: an aim outside (0, 1] is refused by name; 0 takes
+// the default.
+func TestConfigAimRange(t *testing.T) {
+	for _, aim := range []float64{-0.1, 1.01} {
+		if _, err := New(Config{Aim: aim}); err == nil || !strings.Contains(err.Error(), "aim") {
+			t.Errorf("aim %v: error %v, want one naming the aim", aim, err)
+		}
+	}
+	c, err := New(Config{})
+	if err != nil || c.Config().Aim != DefaultConfig().Aim {
+		t.Errorf("aim 0: %v, aim %v; want the default %v", err, c.Config().Aim, DefaultConfig().Aim)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,13 @@ func replayAgainst(t *testing.T, rec benchRecording, target Target, static strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := New(Config{Ladder: ladder})
+	// SLO_AIM replays the controller aiming at another share of the
+	// budget (Config.Aim).
+	aim, _ := strconv.ParseFloat(os.Getenv("SLO_AIM"), 64)
+	c, err := New(Config{Ladder: ladder, Aim: aim})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.AddService("svc", target)
 	att, train, ds = replayBench(t, rec, c, settings, target.Bound, phaseLen, seed)
 	pinned, _ := New(Config{Ladder: Ladder{{}}})

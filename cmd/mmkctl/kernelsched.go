@@ -27,6 +27,7 @@ func newKernelschedCommand() *cobra.Command {
 	var spin, poll time.Duration
 	var targets []string
 	var ladder, requests, tpcMap string
+	var aim float64
 	serve := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
@@ -57,7 +58,7 @@ func newKernelschedCommand() *cobra.Command {
 				}
 			}
 			if len(targets) > 0 || ladder != "" {
-				sc, err := sloConfig(targets, ladder, sloOff)
+				sc, err := sloConfig(targets, ladder, aim, sloOff)
 				if err != nil {
 					return err
 				}
@@ -108,6 +109,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
 	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo target NAME TARGET) and answer each with a JSON line on stdout")
 	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
+	serve.Flags().Float64Var(&aim, "slo-aim", slo.DefaultConfig().Aim, "the share of each target's budget the latency controller aims for, in (0, 1]: 0.5 tightens on evidence of more than half the late requests a target allows")
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
 	serve.Flags().StringVar(&requests, "requests", "", "write every online request measured to this file, a JSON line each (source hook or reported, pid, name, end and latency in ns)")
 	serve.Flags().StringVar(&tpcMap, "tpc-map", "", "which of the GPU's TPC mask slots are TPCs, as bench/gpu/tpcmap.py writes it: a mask to a share of the TPCs then keeps that share (without it the first slots are taken for TPCs, and an H100's holes among them are not)")
@@ -118,10 +120,14 @@ func newKernelschedCommand() *cobra.Command {
 }
 
 // sloConfig is the latency controller of the serve command's flags: the
-// targets by task name, the ladder, and suspension by SIGSTOP and
-// SIGCONT to each offline task's process.
-func sloConfig(targets []string, ladder string, off bool) (*server.SLOConfig, error) {
+// targets by task name, the ladder, the aim, and suspension by SIGSTOP
+// and SIGCONT to each offline task's process.
+func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.SLOConfig, error) {
+	if !(aim > 0 && aim <= 1) {
+		return nil, fmt.Errorf("--slo-aim %v: want a share of the budget in (0, 1]", aim)
+	}
 	c := &server.SLOConfig{Targets: map[string]slo.Target{}, Suspend: signalProcesses, Off: off}
+	c.Controller.Aim = aim
 	for _, kv := range targets {
 		name, v, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
