@@ -347,6 +347,16 @@ func (c *Controller) Reset(now time.Duration) {
 // Config is the controller's configuration, defaults filled in.
 func (c *Controller) Config() Config { return c.cfg }
 
+// SetAim changes the share of each target's budget the controller aims
+// for (Config.Aim), from its next step; it refuses one outside (0, 1].
+func (c *Controller) SetAim(aim float64) error {
+	if !(aim > 0 && aim <= 1) {
+		return fmt.Errorf("slo controller: aim %v is not in (0, 1]", aim)
+	}
+	c.cfg.Aim = aim
+	return nil
+}
+
 // Level is the rung in force.
 func (c *Controller) Level() int { return c.level }
 

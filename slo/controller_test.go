@@ -1556,6 +1556,12 @@ func TestConfigAimRange(t *testing.T) {
 	}
 	c, err := New(Config{})
 	if err != nil || c.Config().Aim != DefaultConfig().Aim {
-		t.Errorf("aim 0: %v, aim %v; want the default %v", err, c.Config().Aim, DefaultConfig().Aim)
+		t.Fatalf("aim 0: %v, aim %v; want the default %v", err, c.Config().Aim, DefaultConfig().Aim)
+	}
+	if err := c.SetAim(0.5); err != nil || c.Config().Aim != 0.5 {
+		t.Errorf("SetAim(0.5): %v, aim %v", err, c.Config().Aim)
+	}
+	if err := c.SetAim(0); err == nil || c.Config().Aim != 0.5 {
+		t.Errorf("SetAim(0): %v, aim %v; want an error and the aim kept", err, c.Config().Aim)
 	}
 }

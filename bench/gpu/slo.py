@@ -26,6 +26,9 @@ come. Under one MPS daemon, in a rotated order per round:
               whose hooks hold the driver's callbacks (MMK_TPC_MASK=1);
               --no-masks gives it the hooked trainers of hold and the
               ladder priority, hold, suspend
+  mmk-aim=F   (only when named in --settings) mmk as above, its controller
+              aiming at the share F of each target's budget (slo aim F;
+              mmk itself aims at --aim): two controllers side by side
   mmk-off     mmk's processes with their hooks on (request marks, masks
               subscribed) and the controller off: what the hook alone
               costs the services, against prio
@@ -122,6 +125,11 @@ def cpu_plan(n_services, n_trainer_procs):
     return plan
 
 
+def is_controller(setting):
+    """Whether a setting runs mmk's controller: mmk, mmk-aim=F."""
+    return setting == "mmk" or setting.startswith("mmk-aim=")
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -187,7 +195,7 @@ class Bench:
     def start_server(self):
         mmkctl = os.path.join(self.args.bin, "mmkctl")
         argv = [mmkctl, "kernelsched", "serve", "--control", "--policy", "fifo", "--socket", self.sock, "--profiles", self.profiles,
-                "--requests", os.path.join(self.args.out, "requests.jsonl"), "--slo-off", "--slo-ladder", self.args.ladder]
+                "--requests", os.path.join(self.args.out, "requests.jsonl"), "--slo-off", "--slo-ladder", self.args.ladder, "--slo-aim", "%g" % self.args.aim]
         if self.args.tpc_map:
             argv += ["--tpc-map", self.args.tpc_map]
         err = open(os.path.join(self.args.out, "server.log"), "a")
@@ -221,9 +229,9 @@ class Bench:
         t0, m0 = time.time(), time.monotonic()
         end = m0 + seconds
         while time.monotonic() < end:
-            if setting == "mmk" and self.server:
+            if is_controller(setting) and self.server:
                 st = self.control("slo status").get("slo") or {}
-                self.timeline.append({"round": self.args.round, "phase": phase, "t": time.monotonic(), "level": st.get("level"),
+                self.timeline.append({"round": self.args.round, "setting": setting, "phase": phase, "t": time.monotonic(), "level": st.get("level"),
                                       "rung": st.get("rung"), "services": [{k: s.get(k) for k in ("name", "State", "Detail")} for s in st.get("services") or []]})
                 time.sleep(min(0.5, max(0, end - time.monotonic())))
             else:
@@ -322,10 +330,13 @@ class Bench:
         self.references("mps", svcs, groups["h"])
         self.set_targets()
 
-        def mmk():
-            hooks_to(1)()
-            self.control("policy fifo")
-            self.control("slo on")
+        def mmk(aim):
+            def f():
+                hooks_to(1)()
+                self.control("policy fifo")
+                self.control("slo aim %g" % aim)
+                self.control("slo on")
+            return f
 
         def mmk_off():
             hooks_to(1)()
@@ -338,7 +349,7 @@ class Bench:
             ("prio+70%", groups["p70"], policy("fifo", 0)),
             ("prio+50%", groups["p50"], policy("fifo", 0)),
             ("hold", groups["h"], policy("guard tau=-1ns", 1)),
-            ("mmk", groups["m"], mmk),
+            ("mmk", groups["m"], mmk(a.aim)),
             ("mmk-off", groups["m"], mmk_off),
         ]
 
@@ -359,6 +370,8 @@ class Bench:
             # mask=F: mmk's masked trainers with a fixed share F of the
             # TPCs (the kernel scheduler's tpcs F), the controller off.
             settings += [(k, groups["m"], mask(float(k[5:]))) for k in masks]
+            # mmk-aim=F: mmk's controller aiming at the share F.
+            settings += [(k, groups["m"], mmk(float(k[8:]))) for k in keep if k.startswith("mmk-aim=")]
         k = a.round % len(settings)
         for name, trainers, prep in settings[k:] + settings[:k]:
             self.setting("mps", name, svcs, trainers, PHASES, prep)
@@ -487,6 +500,7 @@ def main():
     ap.add_argument("--slo-mult", type=float, default=2.0)
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend (beside one trainer the first mask is the second), with --no-masks priority,hold,suspend")
+    ap.add_argument("--aim", type=float, default=1, help="the share of each target's budget mmk's controller aims for (kernelsched serve --slo-aim), in (0, 1]")
     ap.add_argument("--tpc-map", default="", help="the GPU's TPC slot map (bench/gpu/tpcmap.py's tpcmap.json) for the kernel scheduler (kernelsched serve --tpc-map): masks keep the share of the TPCs they name")
     ap.add_argument("--no-masks", action="store_true", help="mmk without TPC masks: the hooked trainers of hold, ladder priority,hold,suspend")
     ap.add_argument("--ref-s", type=float, default=6, help="seconds of each reference window (services and trainers alone)")
@@ -497,14 +511,17 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true")
     args = ap.parse_args()
+    if not 0 < args.aim <= 1:
+        ap.error("--aim %g: the share of the budget must be in (0, 1]" % args.aim)
     for k in args.settings.split(",") if args.settings else []:
-        if k.startswith("mask="):
-            try:
-                f = float(k[5:])
-            except ValueError:
-                f = 0
-            if not 0 < f <= 1:
-                ap.error("--settings %s: the share of the TPCs must be a number in (0, 1]" % k)
+        for prefix, what in (("mask=", "the share of the TPCs"), ("mmk-aim=", "the share of the budget")):
+            if k.startswith(prefix):
+                try:
+                    f = float(k[len(prefix):])
+                except ValueError:
+                    f = 0
+                if not 0 < f <= 1:
+                    ap.error("--settings %s: %s must be a number in (0, 1]" % (k, what))
     if not args.ladder:
         args.ladder = "priority,hold,suspend" if args.no_masks else "priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend"
     if args.fake:

@@ -12,10 +12,11 @@ import (
 // sleeping workers, a real kernel scheduler server with the latency
 // controller): every setting runs through every load phase, the papers'
 // policies at the high phase, a fixed mask (mask=F) among the static
-// settings, each window holds the services' and
+// settings, a second controller aiming at half the budget (mmk-aim=0.5)
+// beside mmk, with its rung in slo.jsonl under its own name, each window holds the services' and
 // trainers' numbers, and the report answers the questions.
 func TestSLODryRun(t *testing.T) {
-	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875")
+	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,mmk-aim=0.5")
 	type window struct {
 		Round    int
 		Setting  string
@@ -56,7 +57,7 @@ func TestSLODryRun(t *testing.T) {
 	if rated == 0 {
 		t.Error("no window records svc-b1's rate")
 	}
-	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875"} {
+	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "mmk-aim=0.5"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
 			t.Errorf("setting %s ran phases %v", s, seen[s])
 		}
@@ -70,12 +71,21 @@ func TestSLODryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Phase high", "| **mmk** |", "| mask=0.875 |", "Whole run: mmk's trainers", "batch-1 service under mmk"} {
+	for _, want := range []string{"## Phase high", "| **mmk** |", "| mask=0.875 |", "Whole run: mmk's trainers", "batch-1 service under mmk",
+		"| **mmk-aim=0.5** |", "Whole run: mmk-aim=0.5's trainers"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "round-2.svg")); err != nil {
 		t.Error(err)
+	}
+	type rung struct{ Setting string }
+	ctl := map[string]int{}
+	for _, r := range jsonLines[rung](t, filepath.Join(out, "slo.jsonl")) {
+		ctl[r.Setting]++
+	}
+	if ctl["mmk"] == 0 || ctl["mmk-aim=0.5"] == 0 || len(ctl) != 2 {
+		t.Errorf("slo.jsonl's rung lines by setting %v, want mmk's and mmk-aim=0.5's", ctl)
 	}
 }

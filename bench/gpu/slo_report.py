@@ -86,8 +86,14 @@ def round_stats(ws):
     return out
 
 
-def verdict(st, phases):
-    """The issue's comparisons for one round."""
+def is_controller(setting):
+    """Whether a setting runs mmk's controller: mmk, or mmk-aim=F (the
+    controller aiming at another share of the budget)."""
+    return setting == "mmk" or setting.startswith("mmk-aim=")
+
+
+def verdict(st, phases, ctl="mmk"):
+    """The issue's comparisons for one round, of the controller setting ctl."""
     v = {"phases": phases}
     settings = sorted({s for s, _ in st})
     whole = {s: statistics.fmean(st[(s, p)]["train"] for p in phases) for s in settings if all((s, p) in st for p in phases)}
@@ -98,24 +104,24 @@ def verdict(st, phases):
     v["masks"] = {s: holds.get(s) for s in masks if s in whole}
     v["whole"] = whole
     v["holds"] = holds
-    if "mmk" in whole:
+    if ctl in whole:
         if static_ok:
             best = max(static_ok, key=lambda s: whole[s])
             v["best"], v["best_static"] = best, best
-            v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
+            v["mmk_over_best"] = whole[ctl] / whole[best] if whole[best] > 0 else None
         else:
             att = {s: min(st[(s, p)]["attain"] for p in phases) for s in static if s in whole}
             if att:
                 best = max(att, key=lambda s: (att[s], whole[s]))
                 v["best"], v["best_static"] = best, best + " (highest attainment; no by-hand setting holds every phase)"
-                v["mmk_over_best"] = whole["mmk"] / whole[best] if whole[best] > 0 else None
+                v["mmk_over_best"] = whole[ctl] / whole[best] if whole[best] > 0 else None
                 # The issue's other half of this case: mmk's attainment at
                 # least that setting's (each in its worst phase).
-                v["worst_attain"] = (min(st[("mmk", p)]["attain"] for p in phases), att[best])
+                v["worst_attain"] = (min(st[(ctl, p)]["attain"] for p in phases), att[best])
         per = {}
         for p in phases:
             ok = [s for s in static if (s, p) in st and st[(s, p)]["attain"] >= HELD]
-            mm = st.get(("mmk", p))
+            mm = st.get((ctl, p))
             if not mm:
                 continue
             row = {"mmk_attain": mm["attain"], "mmk_train": mm["train"]}
@@ -129,30 +135,33 @@ def verdict(st, phases):
                 row.update(best_mask=b, best_mask_train=st[(b, p)]["train"])
             per[p] = row
         v["per_phase"] = per
-        b1 = [st[("mmk", p)]["services"].get("svc-b1", {}).get("p50x") for p in phases if ("mmk", p) in st]
+        b1 = [st[(ctl, p)]["services"].get("svc-b1", {}).get("p50x") for p in phases if (ctl, p) in st]
         v["b1_p50x"] = [x for x in b1 if x is not None]
     return v
 
 
-def summary(per_round, rounds):
-    """The issue's questions across rounds: medians [min-max] of each
-    round's answer, each round against its own strongest by-hand setting."""
-    vs = [per_round[r][1] for r in rounds]
-    lines = ["## The issue's questions across %d rounds (medians [min-max])" % len(rounds), ""]
+def summary(per_round, rounds, ctl="mmk"):
+    """The issue's questions across rounds for the controller setting ctl:
+    medians [min-max] of each round's answer, each round against its own
+    strongest by-hand setting."""
+    vs = [per_round[r][1][ctl] for r in rounds if ctl in per_round[r][1]]
+    if not vs:
+        return []
+    lines = ["## The issue's questions across %d rounds, %s (medians [min-max])" % (len(vs), ctl), ""]
     best = [v.get("best_static", "-") for v in vs]
     lines.append("- The strongest simple alternative per round: %s." % ", ".join(best))
-    lines.append("- Whole run, mmk's trainers against it: %sx (goal 1.15x); rounds in which mmk held every phase: %d of %d." % (
-        spread([v.get("mmk_over_best") for v in vs]), sum(1 for v in vs if v["holds"].get("mmk")), len(vs)))
+    lines.append("- Whole run, %s's trainers against it: %sx (goal 1.15x); rounds in which %s held every phase: %d of %d." % (
+        ctl, spread([v.get("mmk_over_best") for v in vs]), ctl, sum(1 for v in vs if v["holds"].get(ctl)), len(vs)))
     for p in vs[0]["phases"]:
         rows = [v.get("per_phase", {}).get(p) for v in vs]
         rows = [r for r in rows if r]
         held = [r for r in rows if "best" in r]
-        lines.append("- %s: mmk's attainment %s (goal 99 %% where a by-hand setting held: %d of %d rounds, mmk held in %d); trainers against the phase's best by-hand setting %sx (goal 0.9x)." % (
-            p, spread([100 * r["mmk_attain"] for r in rows], "%.1f%%"), len(held), len(rows), sum(1 for r in held if r["held"]),
+        lines.append("- %s: %s's attainment %s (goal 99 %% where a by-hand setting held: %d of %d rounds, held in %d); trainers against the phase's best by-hand setting %sx (goal 0.9x)." % (
+            p, ctl, spread([100 * r["mmk_attain"] for r in rows], "%.1f%%"), len(held), len(rows), sum(1 for r in held if r["held"]),
             spread([r.get("ratio") for r in held])))
     b1 = list(zip(*[v["b1_p50x"] for v in vs if v.get("b1_p50x")]))
     if b1:
-        lines.append("- batch-1 service under mmk, p50 against alone per phase: %s (goal at most 1.10x)." % ", ".join(spread(list(x)) for x in b1))
+        lines.append("- batch-1 service under %s, p50 against alone per phase: %s (goal at most 1.10x)." % (ctl, ", ".join(spread(list(x)) for x in b1)))
     lines.append("")
     return lines
 
@@ -175,7 +184,8 @@ def svg(path, rnd, st, phases, tl):
     attainment (dot); below, mmk's rung over time."""
     present = {s for s, _ in st}
     masks = [s for s in statics(present) if s.startswith("mask=")]
-    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold"] + masks + ["mmk", "mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
+    ctls = sorted((s for s in present if is_controller(s)), key=lambda s: (s != "mmk", s))
+    settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold"] + masks + ctls + ["mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
     W, H, left, top = 880, 360, 60, 30
     cw = (W - left - 20) / max(len(settings), 1)
     bw = cw / (len(phases) + 1)
@@ -206,25 +216,60 @@ def svg(path, rnd, st, phases, tl):
         g.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>' % (left + j * 110, H + 2, colors[j % 4], left + j * 110 + 14, H + 11, p))
     pts = [t for t in tl if t.get("round") == rnd and t.get("level") is not None]
     if pts:
+        # Each controller setting's rung, one run after the other (lines
+        # written before settings were named are mmk's).
         t0, t1 = pts[0]["t"], pts[-1]["t"]
         top2, h2 = H + 40, 100
         levels = max(t["level"] for t in pts) + 1
-        g.append('<text x="%d" y="%d" font-size="13">mmk: the controller\'s rung over the run (0: priority alone)</text>' % (left, top2 - 8))
+        names = ", ".join(ctls) or "mmk"
+        g.append('<text x="%d" y="%d" font-size="13">%s: the controller\'s rung over the run (0: priority alone)</text>' % (left, top2 - 8, names))
         xs = lambda t: left + (t - t0) / max(t1 - t0, 1e-9) * (W - left - 20)
         ys = lambda l: top2 + h2 - l / max(levels - 1, 1) * h2
-        path_d = " ".join(("M" if i == 0 else "L") + "%.1f %.1f" % (xs(t["t"]), ys(t["level"])) for i, t in enumerate(pts))
-        g.append('<path d="%s" fill="none" stroke="#333" stroke-width="1.5"/>' % path_d)
+        for k, c in enumerate(ctls or ["mmk"]):
+            run = [t for t in pts if t.get("setting", "mmk") == c]
+            if not run:
+                continue
+            path_d = " ".join(("M" if i == 0 else "L") + "%.1f %.1f" % (xs(t["t"]), ys(t["level"])) for i, t in enumerate(run))
+            g.append('<path d="%s" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></path>' % (path_d, ["#333", "#c00", "#06c"][k % 3], c))
         last = None
         for t in pts:
-            if t["phase"] != last:
+            if (t.get("setting", "mmk"), t["phase"]) != last:
                 g.append('<text x="%.1f" y="%d">%s</text>' % (xs(t["t"]), top2 + h2 + 14, t["phase"]))
-                last = t["phase"]
+                last = (t.get("setting", "mmk"), t["phase"])
         for l in range(levels):
             name = next((t["rung"] for t in pts if t["level"] == l), "")
             g.append('<text x="%d" y="%.1f" text-anchor="end" font-size="9">%s</text>' % (left - 4, ys(l) + 3, name))
     g.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(g) + "\n")
+
+
+def questions(ctl, v):
+    """The issue's questions of one round (verdict v) for the controller
+    setting ctl, as report lines."""
+    out = []
+    if "mmk_over_best" in v:
+        out.append("- Whole run: %s's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); it holds every phase: %s." % (
+            ctl, fmt(v["whole"].get(ctl)), fmt(v["whole"].get(v["best"])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get(ctl)))
+        if "worst_attain" in v:
+            m, b = v["worst_attain"]
+            out.append("- Attainment in the worst phase: %s %.1f %% against %.1f %% for %s (goal: at least as high)." % (
+                ctl, 100 * m, 100 * b, v["best"]))
+    for m, held in v.get("masks", {}).items():
+        out.append("- mmk's fixed mask %s (its mechanism without the controller, not a by-hand setting): trainers %s of alone over the run, every phase held: %s; %s %sx it." % (
+            m, fmt(v["whole"].get(m)), held, ctl, fmt(v["whole"][ctl] / v["whole"][m] if v["whole"].get(m) and ctl in v["whole"] else None)))
+    for p, row in v.get("per_phase", {}).items():
+        if "best" in row:
+            out.append("- %s: best by-hand setting %s (trainers %.2f); %s %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)%s." % (
+                p, row["best"], row["best_train"], ctl, row["mmk_train"], fmt(row["ratio"]), 100 * row["mmk_attain"],
+                "; best fixed mask that held it %s (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
+        else:
+            out.append("- %s: no by-hand setting held every target; %s's lowest attainment %.1f %%, trainers %.2f%s." % (
+                p, ctl, 100 * row["mmk_attain"], row["mmk_train"],
+                "; fixed mask %s held it (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
+    if v.get("b1_p50x"):
+        out.append("- batch-1 service under %s: p50 %s of alone (goal at most 1.10x)." % (ctl, ", ".join("%.2fx" % x for x in v["b1_p50x"])))
+    return out
 
 
 def main(out):
@@ -238,7 +283,8 @@ def main(out):
     per_round = {}
     for r in rounds:
         st = round_stats([w for w in wins if w["round"] == r])
-        per_round[r] = (st, verdict(st, phases))
+        ctls = sorted((s for s, _ in st if is_controller(s)), key=lambda s: (s != "mmk", s))
+        per_round[r] = (st, {c: verdict(st, phases, c) for c in dict.fromkeys(ctls or ["mmk"])})
         svg(os.path.join(out, "round-%d.svg" % r), r, st, phases, tl)
     settings = []
     for w in wins:
@@ -258,39 +304,22 @@ def main(out):
                 cells += [spread([100 * v["attain"] for v in vals], "%.1f%%"), spread([v["p50x"] for v in vals]), spread([v["p99x"] for v in vals])]
             tr = [st[(s, p)]["train"] for st, _ in per_round.values() if (s, p) in st]
             stp = [st[(s, p)]["stp"] for st, _ in per_round.values() if (s, p) in st]
-            name = "**%s**" % s if s == "mmk" else s
+            name = "**%s**" % s if is_controller(s) else s
             lines.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), spread(tr), spread(stp)))
         lines.append("")
     lines += ["## The issue's questions, per round", ""]
     for r in rounds:
-        st, v = per_round[r]
-        held = [s for s in statics(v["holds"]) if v["holds"].get(s)]
+        st, vc = per_round[r]
+        v0 = next(iter(vc.values()))
+        held = [s for s in statics(v0["holds"]) if v0["holds"].get(s)]
         lines.append("Round %d: by-hand settings holding every target in every phase: %s; fixed masks: %s." % (
             r, ", ".join(s for s in held if not s.startswith("mask=")) or "none", ", ".join(s for s in held if s.startswith("mask=")) or "none"))
-        if "mmk_over_best" in v:
-            lines.append("- Whole run: mmk's trainers at %s of alone against %s for %s (the strongest simple alternative): %sx (goal 1.15x); mmk holds every phase: %s." % (
-                fmt(v["whole"].get("mmk")), fmt(v["whole"].get(v["best"])), v["best_static"], fmt(v["mmk_over_best"]), v["holds"].get("mmk")))
-            if "worst_attain" in v:
-                m, b = v["worst_attain"]
-                lines.append("- Attainment in the worst phase: mmk %.1f %% against %.1f %% for %s (goal: at least as high)." % (
-                    100 * m, 100 * b, v["best"]))
-        for m, held in v.get("masks", {}).items():
-            lines.append("- mmk's fixed mask %s (its mechanism without the controller, not a by-hand setting): trainers %s of alone over the run, every phase held: %s; mmk %sx it." % (
-                m, fmt(v["whole"].get(m)), held, fmt(v["whole"]["mmk"] / v["whole"][m] if v["whole"].get(m) and "mmk" in v["whole"] else None)))
-        for p, row in v.get("per_phase", {}).items():
-            if "best" in row:
-                lines.append("- %s: best by-hand setting %s (trainers %.2f); mmk %.2f (%sx, goal 0.9x), attainment %.1f %% (goal 99 %%)%s." % (
-                    p, row["best"], row["best_train"], row["mmk_train"], fmt(row["ratio"]), 100 * row["mmk_attain"],
-                    "; best fixed mask that held it %s (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
-            else:
-                lines.append("- %s: no by-hand setting held every target; mmk's lowest attainment %.1f %%, trainers %.2f%s." % (
-                    p, 100 * row["mmk_attain"], row["mmk_train"],
-                    "; fixed mask %s held it (trainers %.2f)" % (row["best_mask"], row["best_mask_train"]) if "best_mask" in row else ""))
-        if v.get("b1_p50x"):
-            lines.append("- batch-1 service under mmk: p50 %s of alone (goal at most 1.10x)." % ", ".join("%.2fx" % x for x in v["b1_p50x"]))
+        for ctl, v in vc.items():
+            lines += questions(ctl, v)
         lines.append("")
     if len(rounds) > 1:
-        lines += summary(per_round, rounds)
+        for ctl in dict.fromkeys(c for r in rounds for c in per_round[r][1]):
+            lines += summary(per_round, rounds, ctl)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)

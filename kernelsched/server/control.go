@@ -21,6 +21,7 @@ import (
 //	stats
 //	slo on|off
 //	slo target NAME TARGET
+//	slo aim F
 //	slo status
 //	tpcs F
 type Command struct {
@@ -33,10 +34,11 @@ type Command struct {
 	Policy string
 	Config kernelsched.Config
 	// SLO is the latency controller's command: "on", "off", "target" (of
-	// the tasks named Task) or "status".
+	// the tasks named Task), "aim" (Aim: slo.Config.Aim) or "status".
 	SLO    string
 	Task   string
 	Target slo.Target
+	Aim    float64
 	// TPCs is the share of the TPCs offline tasks keep (tpcs F, 1: all).
 	TPCs float64
 }
@@ -123,8 +125,14 @@ func parseSLOCommand(f []string) (Command, error) {
 			return Command{}, fmt.Errorf("slo target %s: %w", f[1], err)
 		}
 		c.SLO, c.Task, c.Target = "target", f[1], t
+	case len(f) == 2 && f[0] == "aim":
+		x, err := fraction(f[1], 1)
+		if err != nil {
+			return Command{}, fmt.Errorf("slo aim %s: %w", f[1], err)
+		}
+		c.SLO, c.Aim = "aim", x
 	default:
-		return Command{}, fmt.Errorf("slo takes on, off, status or target NAME TARGET, got %q", strings.Join(f, " "))
+		return Command{}, fmt.Errorf("slo takes on, off, status, target NAME TARGET or aim F, got %q", strings.Join(f, " "))
 	}
 	return c, nil
 }
@@ -171,6 +179,8 @@ func (s *Server) Do(ctx context.Context, line string) []byte {
 		err = s.SetSLOActive(ctx, c.SLO == "on")
 	case c.Op == "slo" && c.SLO == "target":
 		err = s.SetTarget(c.Task, c.Target)
+	case c.Op == "slo" && c.SLO == "aim":
+		err = s.SetAim(c.Aim)
 	case c.Op == "tpcs":
 		s.SetTPCs(c.TPCs)
 	case c.Op == "slo" && s.slo == nil:

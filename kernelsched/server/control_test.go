@@ -40,7 +40,11 @@ func TestParseCommand(t *testing.T) {
 		{"slo status", Command{Op: "slo", SLO: "status"}, ""},
 		{"slo target svc p99=20ms", Command{Op: "slo", SLO: "target", Task: "svc"}, ""},
 		{"slo target svc p99=20", Command{}, `slo target svc: latency target "p99=20": the bound "20" has no unit`},
-		{"slo", Command{}, "slo takes on, off, status or target NAME TARGET"},
+		{"slo aim 0.5", Command{Op: "slo", SLO: "aim"}, ""},
+		{"slo aim 0", Command{}, "slo aim 0: must be in (0, 1]"},
+		{"slo aim 1.5", Command{}, "slo aim 1.5: must be in (0, 1]"},
+		{"slo aim half", Command{}, `slo aim half`},
+		{"slo", Command{}, "slo takes on, off, status, target NAME TARGET or aim F"},
 		{"slo target svc", Command{}, "slo takes on, off"},
 	}
 	for _, tc := range tests {
@@ -71,7 +75,7 @@ func TestParseCommand(t *testing.T) {
 
 func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{"stats", "policy guard tau=1ms slack=0.05", "policy fikit", "policy guard floor=NaN", "policy guard probe-every=99999999999999999999",
-		"slo target a p99.9=2x", "slo on"} {
+		"slo target a p99.9=2x", "slo on", "slo aim 0.5", "slo aim NaN"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
@@ -81,6 +85,9 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" && c.Op != "slo" {
 			t.Fatalf("%q parsed to op %q", line, c.Op)
+		}
+		if c.SLO == "aim" && !(c.Aim > 0 && c.Aim <= 1) {
+			t.Fatalf("%q parsed to aim %v, out of (0, 1]", line, c.Aim)
 		}
 		g := c.Config.Guard
 		if g.Floor < 0 || g.Floor > 1 || g.Slack < 0 || g.Inflight < 0 || (g.ProbeEvery != 0 && g.ProbeEvery < 2) {
@@ -117,5 +124,42 @@ func TestControl(t *testing.T) {
 		if step.line == "stats" && r.Counters == nil {
 			t.Errorf("stats: no counters")
 		}
+	}
+}
+
+// TestControlAim: slo aim sets the controller's aim on a server that has
+// one, refuses a value out of range without changing it, and fails on a
+// server without a controller.
+func TestControlAim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := sloServer(t, []string{"priority", "tpcs=0.5"}, nil, nil, nil)
+	for _, step := range []struct {
+		line string
+		ok   bool
+		aim  float64
+	}{
+		{"slo aim 0.5", true, 0.5},
+		{"slo aim 2", false, 0.5},
+		{"slo aim 1", true, 1},
+	} {
+		var r Reply
+		if err := json.Unmarshal(s.Do(ctx, step.line), &r); err != nil {
+			t.Fatal(err)
+		}
+		s.slo.mu.Lock()
+		aim := s.slo.ctrl.Config().Aim
+		s.slo.mu.Unlock()
+		if r.OK != step.ok || aim != step.aim {
+			t.Errorf("%q: ok %v (error %q), aim %v; want ok %v, aim %v", step.line, r.OK, r.Error, aim, step.ok, step.aim)
+		}
+	}
+	plain, _ := startServer(t, "fifo")
+	var r Reply
+	if err := json.Unmarshal(plain.Do(ctx, "slo aim 0.5"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || !strings.Contains(r.Error, "no latency controller") {
+		t.Errorf("slo aim on a server without a controller: ok %v, error %q", r.OK, r.Error)
 	}
 }

@@ -228,6 +228,17 @@ func (s *Server) SetTarget(name string, t slo.Target) error {
 	return nil
 }
 
+// SetAim sets the share of each target's budget the controller aims for
+// (slo.Config.Aim).
+func (s *Server) SetAim(aim float64) error {
+	if s.slo == nil {
+		return errors.New("slo: the server has no latency controller")
+	}
+	s.slo.mu.Lock()
+	defer s.slo.mu.Unlock()
+	return s.slo.ctrl.SetAim(aim)
+}
+
 // SetSLOActive turns the controller on (from rung 0) or off: off, the
 // offline tasks are resumed, unmasked, and the policy goes back to the
 // server's configured one (Config.Policy) with its defaults.
