@@ -46,7 +46,7 @@ type Config struct {
 	// itself is found short before its phase ends (a p99 judged on a few
 	// hundred requests passes or fails on two or three of them), at the
 	// price of some climbs a rung leaking just below the budget did not
-	// need. 0 takes the default (0.5); at most 1.
+	// need. 0 takes the default (1); at most 1.
 	Aim float64
 	// TrialAlpha is the evidence a miss needs on a rung stepped down to
 	// that has not held every target at this load lately (Remember): the
@@ -157,7 +157,7 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
-	case c.Aim < 0 || c.Aim > 1:
+	case !(c.Aim > 0 && c.Aim <= 1):
 		return c, fmt.Errorf("slo controller: aim %v is not in (0, 1]", c.Aim)
 	case c.TrialAlpha <= 0 || c.TrialAlpha >= 1:
 		return c, fmt.Errorf("slo controller: trial alpha %v is not in (0, 1)", c.TrialAlpha)
@@ -260,6 +260,11 @@ type service struct {
 	// drainFor; drainFinal: no request yet to end moves it.
 	drainFor, drainAt time.Duration
 	drainFinal        bool
+	// aloneLate is the share of its requests alone past its bound when
+	// alone it misses its target (0: it does not); newlyUnattainable: it
+	// was found so at the last judgement.
+	aloneLate         float64
+	newlyUnattainable bool
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -483,12 +488,21 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
-	if c.probing && s.At-s.Latency > c.changedAt+c.settle {
-		// Arrived after the probe's restraint settled (a request queued
-		// before it is not alone).
+	if (c.probing || c.Rung().Suspend) && s.At-s.Latency > c.changedAt+c.settle {
+		// Arrived after the probe's restraint, or a suspension, settled (a
+		// request queued before it is not alone): no offline work ran
+		// beside it. What a service misses so is not the offline jobs'
+		// doing (a machine that stalls on its own: rounds 38 and 39 on an
+		// H100, docs/results/slo-h100-stalls.md).
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {
+		if sv.tr.Target().Ratio == 0 && len(sv.alone) > 0 && s.At-sv.aloneAt >= c.cfg.Remember {
+			// Measured alone again after long: afresh (an absolute target
+			// is found unattainable on what the service does alone now,
+			// not on a stall long gone).
+			sv.alone = sv.alone[:0]
+		}
 		if len(sv.alone) >= Keep {
 			sv.alone = sv.alone[1:]
 		}
@@ -564,13 +578,28 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			worst, worstOver, worstSt = sv, over, st
 		}
 		switch f, before := c.swing(sv, now); {
-		case f >= c.cfg.Swing && v != missed && c.nearing(sv, now, from, v, st) && f > swing:
+		case f >= c.cfg.Swing && v != missed && sv.aloneLate == 0 && c.nearing(sv, now, from, v, st) && f > swing:
+			// (Past its bound alone, its latency says nothing of nearing it.)
 			rising, swing, riseFrom = sv, f, before
 		case f > 0 && f <= 1/c.cfg.Swing:
 			fell = true
 		}
 	}
 	top := len(c.cfg.Ladder) - 1
+	if cl := c.climb; cl != nil && cl.from < c.level {
+		if sv := c.service(cl.id); sv != nil && sv.newlyUnattainable {
+			// Measured alone on the way up (a suspension), the service
+			// misses its target without the offline jobs: its climb was
+			// judged against a budget no restraint gives. Back to where it
+			// began, the rungs' misses on the way forgotten; from there the
+			// offline jobs are held to its budget beyond what it misses
+			// alone.
+			sv.newlyUnattainable = false
+			c.climb, c.badAt = nil, -1<<62
+			clear(c.fails[cl.from:])
+			return c.move(now, cl.from, sv.id, "relax: "+sv.id+" misses its target alone: "+sv.detail), true
+		}
+	}
 	if worst != nil {
 		c.badAt = now
 		if c.climb == nil || c.level == 0 {
@@ -627,7 +656,12 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		// Its load rose while it was close to its bound: the misses would
 		// come before the evidence of them.
 		c.swungAt, c.enterRate = now, rate
-		c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
+		if c.climb == nil || c.climb.id != rising.id {
+			// A rise during the service's own climb keeps where the climb
+			// began: a futile climb goes back there, not to the rung the
+			// rise found.
+			c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
+		}
 		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
 		to, past := c.preemptTo(now)
 		d := c.move(now, to, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s%s",
@@ -947,13 +981,52 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 		sv.state, sv.detail = Calibrating, fmt.Sprintf("%d of %d requests alone measured for %s", len(sv.alone), c.cfg.MinAlone, t)
 		return wellWithin, 0, st
 	}
-	if t.Ratio == 0 && len(sv.alone) >= c.cfg.MinAlone {
-		if a := aloneAt(sv.alone, t.Percentile); a > bound {
-			sv.state = Unattainable
-			sv.detail = fmt.Sprintf("p%g alone %v > bound %v (%d requests alone)", t.Percentile, roundMs(a), bound, len(sv.alone))
-			return wellWithin, 0, st
+	v, over, judged := c.judgeAgainst(sv, now, arrived, st, long)
+	if was := sv.aloneLate; c.unattainable(sv, now) {
+		// Alone it misses its target: the offline jobs are held to add no
+		// more late requests than its budget to those it has alone.
+		sv.state = Unattainable
+		d := fmt.Sprintf("p%g alone %v > bound %v (%d requests alone, %.1f %% late)",
+			t.Percentile, roundMs(aloneAt(sv.alone, t.Percentile)), bound, len(sv.alone), 100*sv.aloneLate)
+		if b := c.budget(sv); b < 1 {
+			d += fmt.Sprintf("; held to %.1f %% late: %s", 100*b, sv.detail)
+		}
+		sv.detail = d
+		sv.newlyUnattainable = was == 0
+	}
+	return v, over, judged
+}
+
+// unattainable reports whether sv's absolute target is past what it
+// does alone lately (MinAlone requests alone, the last within Remember),
+// and sets sv.aloneLate: the share of those requests past its bound (0:
+// attainable).
+func (c *Controller) unattainable(sv *service, now time.Duration) bool {
+	t, bound := sv.tr.Target(), sv.tr.Bound()
+	sv.aloneLate = 0
+	if t.Ratio != 0 || bound == 0 || len(sv.alone) < c.cfg.MinAlone || now-sv.aloneAt >= c.cfg.Remember || aloneAt(sv.alone, t.Percentile) <= bound {
+		return false
+	}
+	late := 0
+	for _, l := range sv.alone {
+		if l > bound {
+			late++
 		}
 	}
+	sv.aloneLate = float64(late) / float64(len(sv.alone))
+	return true
+}
+
+// budget is the share of sv's requests that may be late: its target's,
+// and, for a target it misses alone, the share late alone besides.
+func (c *Controller) budget(sv *service) float64 {
+	return sv.tr.Target().Budget() + sv.aloneLate
+}
+
+// judgeAgainst is judge's verdict of a service with a target and a
+// bound, against its budget (Controller.budget).
+func (c *Controller) judgeAgainst(sv *service, now, arrived time.Duration, st, long Stats) (verdict, float64, Stats) {
+	t, bound := sv.tr.Target(), sv.tr.Bound()
 	if sv.futileUntil > now {
 		if r := sv.tr.Window(now-c.cfg.Window, now).Rate; r <= futileLoad*sv.futileRate && r >= sv.futileRate/futileLoad {
 			sv.state, sv.detail = NotHeld, sv.futileWhy
@@ -966,14 +1039,14 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 		return wellWithin, 0, st
 	}
 	desc := fmt.Sprintf("p%g %v against %v over %d requests, %d late", t.Percentile, roundMs(st.Pct), bound, st.N, st.Late)
-	if p, ok := c.evidence(st, t); ok {
+	if p, ok := c.evidence(st, sv); ok {
 		sv.state, sv.detail = Missed, desc
 		return missed, -math.Log(p), st
 	}
 	// Misses too few for a Window may be many since the rung changed.
 	room := st
 	if long.N > st.N {
-		if p, ok := c.evidence(long, t); ok {
+		if p, ok := c.evidence(long, sv); ok {
 			sv.state, sv.detail = Missed, fmt.Sprintf("%d of %d requests late since %v ago (p%g %v against %v)",
 				long.Late, long.N, (now-max(now-c.cfg.Evidence, arrived)).Round(time.Second), t.Percentile, roundMs(long.Pct), bound)
 			return missed, -math.Log(p), long
@@ -987,6 +1060,14 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 	// Or, on fewer, with none of them past twice the headroom.
 	need := c.placesPercentile(t)
 	h := c.cfg.Headroom
+	if sv.aloneLate > 0 {
+		// Past its bound alone, its percentile never has room: room is no
+		// more late requests than alone and half its budget.
+		if float64(room.Late) <= (sv.aloneLate+t.Budget()/2)*float64(room.N) && room.N >= need {
+			return wellWithin, 0, st
+		}
+		return within, 0, st
+	}
 	if float64(room.Late) <= t.Budget()*float64(room.N)/2 && room.N >= need && float64(room.Pct) <= (1-h)*float64(bound) ||
 		room.N >= c.cfg.MinSamples && float64(room.Max) <= (1-2*h)*float64(bound) {
 		return wellWithin, 0, st
@@ -994,11 +1075,12 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 	return within, 0, st
 }
 
-// evidence reports whether st's late requests are more than a service
-// late with probability Aim times its budget would have had, with
+// evidence reports whether st's late requests are more than sv would
+// have had late with probability Aim times its target's budget (and, if
+// it misses the target alone, its share late alone besides), with
 // probability below Alpha, and that probability.
-func (c *Controller) evidence(st Stats, t Target) (float64, bool) {
-	b := c.cfg.Aim * t.Budget()
+func (c *Controller) evidence(st Stats, sv *service) (float64, bool) {
+	b := c.cfg.Aim*sv.tr.Target().Budget() + sv.aloneLate
 	if st.Late < 2 || float64(st.Late) <= b*float64(st.N) {
 		return 1, false
 	}

@@ -162,12 +162,15 @@ func oneIn20Late(typical time.Duration) func(int) []time.Duration {
 // helped (15 ms against 20 ms) but that still misses is said not held and
 // the top rung stays.
 func TestControllerTightensUntilHeld(t *testing.T) {
-	c, err := New(Config{Start: -1})
+	// Its top rung holds launches (a suspension would measure the service
+	// alone: TestControllerMissesAlone).
+	lad := DefaultLadder()[:4]
+	c, err := New(Config{Start: -1, Ladder: lad})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.AddService("svc", MustParse("p99=10ms"))
-	top := len(DefaultLadder()) - 1
+	top := len(lad) - 1
 	helps := func(r int) []time.Duration {
 		if r == top {
 			return []time.Duration{15 * ms}
@@ -187,7 +190,7 @@ func TestControllerTightensUntilHeld(t *testing.T) {
 		t.Errorf("the second rung came %v after the first", gap)
 	}
 	st := c.Status(20 * time.Second)
-	if st[0].State != NotHeld || !strings.Contains(st[0].Detail, "p99 15ms") || !strings.Contains(st[0].Detail, "at the top rung (suspend)") {
+	if st[0].State != NotHeld || !strings.Contains(st[0].Detail, "p99 15ms") || !strings.Contains(st[0].Detail, "at the top rung (hold)") {
 		t.Errorf("status %+v", st[0])
 	}
 }
@@ -197,13 +200,16 @@ func TestControllerTightensUntilHeld(t *testing.T) {
 // the top, see that it did not help, and go back to where it started; the
 // service is left alone until its load changes.
 func TestControllerFutileClimb(t *testing.T) {
-	c, _ := New(Config{Start: -1})
+	// Its top rung holds launches (a suspension would measure the service
+	// alone: TestControllerMissesAlone).
+	lad := DefaultLadder()[:4]
+	c, _ := New(Config{Start: -1, Ladder: lad})
 	c.AddService("svc", MustParse("p99=10ms"))
 	tr := run(t, c, 10*ms, []phase{{20 * time.Second, 50, constant(20 * ms)}, {20 * time.Second, 200, constant(20 * ms)}}, 1)
-	top := len(DefaultLadder()) - 1
+	top := len(lad) - 1
 	var futile []Decision
 	for _, d := range tr.decisions {
-		if strings.Contains(d.Reason, "futile: svc p99 20ms at suspend against 20ms at priority: restraining the offline jobs does not help it") {
+		if strings.Contains(d.Reason, "futile: svc p99 20ms at hold against 20ms at priority: restraining the offline jobs does not help it") {
 			futile = append(futile, d)
 		}
 	}
@@ -327,7 +333,7 @@ func TestControllerUnattainable(t *testing.T) {
 		t.Fatalf("climbed to %d", c.Level())
 	}
 	st := c.Status(time.Second)[0]
-	if st.State != Unattainable || st.Detail != "p99 alone 8ms > bound 5ms (60 requests alone)" || st.Alone != 8*ms || st.AloneN != 60 {
+	if st.State != Unattainable || st.Detail != "p99 alone 8ms > bound 5ms (60 requests alone, 100.0 % late)" || st.Alone != 8*ms || st.AloneN != 60 {
 		t.Errorf("%+v", st)
 	}
 }
@@ -1549,7 +1555,7 @@ func TestControllerAim(t *testing.T) {
 // TestConfigAimRange: an aim outside (0, 1] is refused by name; 0 takes
 // the default.
 func TestConfigAimRange(t *testing.T) {
-	for _, aim := range []float64{-0.1, 1.01} {
+	for _, aim := range []float64{-0.1, 1.01, math.NaN()} {
 		if _, err := New(Config{Aim: aim}); err == nil || !strings.Contains(err.Error(), "aim") {
 			t.Errorf("aim %v: error %v, want one naming the aim", aim, err)
 		}
@@ -1563,5 +1569,75 @@ func TestConfigAimRange(t *testing.T) {
 	}
 	if err := c.SetAim(0); err == nil || c.Config().Aim != 0.5 {
 		t.Errorf("SetAim(0): %v, aim %v; want an error and the aim kept", err, c.Config().Aim)
+	}
+}
+
+// TestControllerMissesAlone: on a machine that stalls on its own (rounds
+// 38 and 39 on an H100: a service alone 2-5 % past a 25 ms bound), a
+// service's misses are not all the offline jobs' doing. Its requests
+// while the offline jobs are suspended measure it alone; once they show
+// it past its bound alone, the climb goes back to where it began, the
+// service is said unattainable with its share late alone, and from
+// there the offline jobs are held only to add no more than its budget
+// to that share. Over 10 seeds of the benchmark's four 22 s phases:
+//   - 5 % late on every rung: the trainer at 0.77 of its speed (by the
+//     rungs' speeds below), not 0.58 (the climbs to suspend and back that
+//     each phase's change of load set off before, each futile);
+//   - 9 % late below rung 2, 2 % from it, 1.5 % suspended: most of the
+//     time on rung 2 or below, where 2 % is held, not on the top.
+func TestControllerMissesAlone(t *testing.T) {
+	lad, err := ParseLadder([]string{"priority", "tpcs=0.97", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	speed := []float64{0.9, 0.8, 0.65, 0.5, 0.3, 0} // the trainer's, rung by rung
+	for _, tc := range []struct {
+		name      string
+		plant     func(int) []time.Duration
+		minSpeed  float64
+		maxOnTop  float64
+		wantAlone string
+	}{
+		{"5 % late everywhere", func(int) []time.Duration { return lateIn(200, 10, 8*ms, 40*ms) }, 0.7, 0.1, "% late)"},
+		{"9 % late, 2 % from rung 2", func(r int) []time.Duration {
+			switch {
+			case r == 5:
+				return lateIn(200, 3, 8*ms, 40*ms)
+			case r >= 2:
+				return lateIn(200, 4, 8*ms, 40*ms)
+			}
+			return lateIn(200, 18, 8*ms, 40*ms)
+		}, 0.55, 0.1, "% late: "},
+	} {
+		var on [6]time.Duration
+		var n, late int
+		var last ServiceStatus
+		for seed := uint64(1); seed <= 10; seed++ {
+			c, _ := New(Config{Ladder: lad})
+			c.AddService("svc", MustParse("p99=25ms"))
+			pl := tc.plant
+			tr := run(t, c, 25*ms, []phase{{22 * time.Second, 15, pl}, {22 * time.Second, 30, pl}, {22 * time.Second, 50, pl}, {22 * time.Second, 15, pl}}, seed)
+			for _, p := range tr.onRung {
+				for r, d := range p {
+					on[r] += d
+				}
+			}
+			for i := range tr.n {
+				n, late = n+tr.n[i], late+tr.late[i]
+			}
+			last = c.Status(88 * time.Second)[0]
+		}
+		var w, all float64
+		for r, d := range on {
+			w, all = w+speed[r]*d.Seconds(), all+d.Seconds()
+		}
+		top := on[5].Seconds() / all
+		t.Logf("%s: time on the rungs %v, %.1f %% late, trainer at %.2f, on top %.0f %% of the time; %s: %s", tc.name, on, 100*float64(late)/float64(n), w/all, 100*top, last.State, last.Detail)
+		if w/all < tc.minSpeed || top > tc.maxOnTop {
+			t.Errorf("%s: trainer at %.2f (want %.2f or more), on the top rung %.0f %% of the time (want at most %.0f %%)", tc.name, w/all, tc.minSpeed, 100*top, 100*tc.maxOnTop)
+		}
+		if last.State != Unattainable || !strings.Contains(last.Detail, tc.wantAlone) {
+			t.Errorf("%s: last status %s (%s), want unattainable with %q", tc.name, last.State, last.Detail, tc.wantAlone)
+		}
 	}
 }

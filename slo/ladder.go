@@ -18,10 +18,11 @@ type Rung struct {
 	Tau     time.Duration
 	HoldAll bool
 	// TPCs is the fraction of the GPU's TPCs offline kernels may use, in
-	// (0, 1); 0 means all (no mask). The hook keeps the first F of them
-	// as slots of the kernel descriptor's mask, which on an H100 has six
-	// holes among its first 64 slots (docs/results/slo-h100-masks.md), so
-	// a rung keeps F or somewhat less of the TPCs the part has.
+	// (0, 1); 0 means all (no mask). With the GPU's slot map (TPCMap) the
+	// mask keeps that share of its TPCs (TPCMap.KeepSlots); without one it
+	// keeps the first F of the kernel descriptor's mask slots, among which
+	// an H100 has holes (docs/results/slo-h100-tpcmap.md), so somewhat
+	// less.
 	TPCs float64
 	// TPCTasks is how many offline tasks the mask holds, the first to
 	// have connected whose hooks can mask (0: all of them). With several

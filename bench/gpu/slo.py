@@ -333,6 +333,10 @@ class Bench:
         def mmk(aim):
             def f():
                 hooks_to(1)()
+                # Off first: slo on starts the controller afresh (rung 0,
+                # nothing remembered) only when it was off, and a setting
+                # of another aim may have run just before.
+                self.control("slo off")
                 self.control("policy fifo")
                 self.control("slo aim %g" % aim)
                 self.control("slo on")

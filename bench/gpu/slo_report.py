@@ -144,7 +144,7 @@ def summary(per_round, rounds, ctl="mmk"):
     """The issue's questions across rounds for the controller setting ctl:
     medians [min-max] of each round's answer, each round against its own
     strongest by-hand setting."""
-    vs = [per_round[r][1][ctl] for r in rounds if ctl in per_round[r][1]]
+    vs = [per_round[r][1][ctl] for r in rounds if ctl in per_round[r][1] and ctl in per_round[r][1][ctl]["whole"]]
     if not vs:
         return []
     lines = ["## The issue's questions across %d rounds, %s (medians [min-max])" % (len(vs), ctl), ""]
@@ -230,7 +230,9 @@ def svg(path, rnd, st, phases, tl):
             if not run:
                 continue
             path_d = " ".join(("M" if i == 0 else "L") + "%.1f %.1f" % (xs(t["t"]), ys(t["level"])) for i, t in enumerate(run))
-            g.append('<path d="%s" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></path>' % (path_d, ["#333", "#c00", "#06c"][k % 3], c))
+            color = ["#333", "#c00", "#06c"][k % 3]
+            g.append('<path d="%s" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></path>' % (path_d, color, c))
+            g.append('<text x="%d" y="%d" fill="%s">%s</text>' % (W - 200, top2 + 12 * k, color, c))
         last = None
         for t in pts:
             if (t.get("setting", "mmk"), t["phase"]) != last:
@@ -279,7 +281,7 @@ def main(out):
     for w in wins:
         if w["setting"] == "prio" and w["phase"] not in phases:
             phases.append(w["phase"])
-    lines = ["# SLO benchmark", "", "Raw lines: windows.jsonl (one per setting and phase), slo.jsonl (mmk's rung); plots: round-R.svg.", ""]
+    lines = ["# SLO benchmark", "", "Raw lines: windows.jsonl (one per setting and phase), slo.jsonl (the controllers' rungs); plots: round-R.svg.", ""]
     per_round = {}
     for r in rounds:
         st = round_stats([w for w in wins if w["round"] == r])

@@ -107,7 +107,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().DurationVar(&poll, "poll", time.Millisecond, "while no task is held: how often the loop reads the rings (up to 16 times less often while no launch comes)")
 	serve.Flags().BoolVar(&loud, "loud", false, "keep every hook's launch callbacks on even while the policy needs none of a task's launches (by default such a task is quiet: its hook reports only synchronisations); for measuring the hook's cost while it reports")
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
-	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo target NAME TARGET) and answer each with a JSON line on stdout")
+	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo aim F, slo target NAME TARGET) and answer each with a JSON line on stdout")
 	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
 	serve.Flags().Float64Var(&aim, "slo-aim", slo.DefaultConfig().Aim, "the share of each target's budget the latency controller aims for, in (0, 1]: 0.5 tightens on evidence of more than half the late requests a target allows")
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
