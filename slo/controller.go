@@ -998,13 +998,16 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 }
 
 // unattainable reports whether sv's absolute target is past what it
-// does alone lately (MinAlone requests alone, the last within Remember),
-// and sets sv.aloneLate: the share of those requests past its bound (0:
-// attainable).
+// does alone lately (MinAlone requests alone, the last within Remember):
+// its percentile alone past the bound, and more of them late than its
+// budget on evidence (Alpha: one late of 50 alone is no proof that a p99
+// is out of reach). It sets sv.aloneLate: the share of those requests
+// past the bound (0: attainable).
 func (c *Controller) unattainable(sv *service, now time.Duration) bool {
 	t, bound := sv.tr.Target(), sv.tr.Bound()
 	sv.aloneLate = 0
-	if t.Ratio != 0 || bound == 0 || len(sv.alone) < c.cfg.MinAlone || now-sv.aloneAt >= c.cfg.Remember || aloneAt(sv.alone, t.Percentile) <= bound {
+	n := len(sv.alone)
+	if t.Ratio != 0 || bound == 0 || n < c.cfg.MinAlone || now-sv.aloneAt >= c.cfg.Remember || aloneAt(sv.alone, t.Percentile) <= bound {
 		return false
 	}
 	late := 0
@@ -1013,7 +1016,10 @@ func (c *Controller) unattainable(sv *service, now time.Duration) bool {
 			late++
 		}
 	}
-	sv.aloneLate = float64(late) / float64(len(sv.alone))
+	if BinomialTail(n, late, t.Budget()) >= c.cfg.Alpha {
+		return false
+	}
+	sv.aloneLate = float64(late) / float64(n)
 	return true
 }
 
