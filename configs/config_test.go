@@ -197,6 +197,7 @@ func TestDaemonKeys(t *testing.T) {
 		{"default slo", []string{"MMK_SLO_DEFAULT=p99=2x"}, ""},
 		{"slo without a unit", []string{"MMK_SLO_DEFAULT=p99=25"}, "slo.default"},
 		{"slo window", []string{"MMK_SLO_WINDOW=0s"}, "slo.window"},
+		{"slo aim", []string{"MMK_SLO_AIM=0.5"}, ""},
 		{"slo aim zero", []string{"MMK_SLO_AIM=0"}, "slo.aim"},
 		{"slo aim above one", []string{"MMK_SLO_AIM=1.5"}, "slo.aim"},
 		{"slo ladder masks and holds", []string{"MMK_SLO_LADDER=priority,hold,tpcs=0.5"}, "slo.ladder"},
@@ -211,6 +212,12 @@ func TestDaemonKeys(t *testing.T) {
 				}
 				if tc.name == "data dir from the environment" && c.DataDir != "/srv/mmk" {
 					t.Errorf("data_dir %q", c.DataDir)
+				}
+				if tc.name == "slo aim" && c.SLO.ControllerConfig().Aim != 0.5 {
+					t.Errorf("slo.aim 0.5: the controller's aim %v", c.SLO.ControllerConfig().Aim)
+				}
+				if tc.name == "defaults" && c.SLO.ControllerConfig().Aim != 1 {
+					t.Errorf("default slo.aim: the controller's aim %v, want 1", c.SLO.ControllerConfig().Aim)
 				}
 				if tc.name == "duration" && c.Jobs.StopGrace.Seconds() != 3 {
 					t.Errorf("stop_grace %v", c.Jobs.StopGrace)

@@ -33,6 +33,9 @@ func newKernelschedCommand() *cobra.Command {
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !(aim > 0 && aim <= 1) {
+				return fmt.Errorf("--slo-aim %v: want a share of the budget in (0, 1]", aim)
+			}
 			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Spin: spin, Poll: poll, Loud: loud, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if profiles != "" {
 				st, err := os.Stat(profiles)
@@ -120,12 +123,9 @@ func newKernelschedCommand() *cobra.Command {
 }
 
 // sloConfig is the latency controller of the serve command's flags: the
-// targets by task name, the ladder, the aim, and suspension by SIGSTOP
-// and SIGCONT to each offline task's process.
+// targets by task name, the ladder, the aim (checked by the command),
+// and suspension by SIGSTOP and SIGCONT to each offline task's process.
 func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.SLOConfig, error) {
-	if !(aim > 0 && aim <= 1) {
-		return nil, fmt.Errorf("--slo-aim %v: want a share of the budget in (0, 1]", aim)
-	}
 	c := &server.SLOConfig{Targets: map[string]slo.Target{}, Suspend: signalProcesses, Off: off}
 	c.Controller.Aim = aim
 	for _, kv := range targets {

@@ -48,3 +48,19 @@ func TestProgressOffTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesABadAim: kernelsched serve refuses an aim out of (0, 1]
+// by its flag and value, with or without the latency controller on,
+// before it opens any socket.
+func TestServeRefusesABadAim(t *testing.T) {
+	for _, args := range [][]string{
+		{"kernelsched", "serve", "--socket", "/nonexistent/s.sock", "--slo-aim", "0"},
+		{"kernelsched", "serve", "--socket", "/nonexistent/s.sock", "--slo-aim", "1.5", "--slo", "svc=p99=20ms"},
+		{"kernelsched", "serve", "--socket", "/nonexistent/s.sock", "--slo-aim", "NaN"},
+	} {
+		_, _, err := mmkctlStderr(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "--slo-aim") {
+			t.Errorf("%v: error %v, want one naming --slo-aim", args, err)
+		}
+	}
+}

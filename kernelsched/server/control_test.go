@@ -150,6 +150,9 @@ func TestControlAim(t *testing.T) {
 		s.slo.mu.Lock()
 		aim := s.slo.ctrl.Config().Aim
 		s.slo.mu.Unlock()
+		if step.ok && (r.SLO == nil || r.SLO.Aim != step.aim) {
+			t.Errorf("%q: the reply's view %+v, want aim %v", step.line, r.SLO, step.aim)
+		}
 		if r.OK != step.ok || aim != step.aim {
 			t.Errorf("%q: ok %v (error %q), aim %v; want ok %v, aim %v", step.line, r.OK, r.Error, aim, step.ok, step.aim)
 		}

@@ -85,9 +85,10 @@ type SLOView struct {
 	TPCStates map[int]uint32 `json:"tpcStates,omitempty"`
 	Policy    string         `json:"policy"`
 	// Since is when the controller was last turned on; Window how far
-	// back it judges.
+	// back it judges; Aim the share of each target's budget it aims for.
 	Since  time.Time     `json:"since"`
 	Window time.Duration `json:"window"`
+	Aim    float64       `json:"aim"`
 	// History is each service's points over time, by pid (SLO(true)).
 	History map[int][]Point `json:"-"`
 }
@@ -497,7 +498,7 @@ func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 	st := s.slo
 	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
 		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
-		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window}
+		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window, Aim: st.ctrl.Config().Aim}
 	if !st.active {
 		v.Level, v.Rung = 0, slo.Rung{}.String()
 	}
