@@ -352,6 +352,10 @@ func (c *Controller) Reset(now time.Duration) {
 // Config is the controller's configuration, defaults filled in.
 func (c *Controller) Config() Config { return c.cfg }
 
+// Ladder is the controller's ladder, which never changes: safe to read
+// while another goroutine sets its aim (SetAim), unlike Config.
+func (c *Controller) Ladder() Ladder { return c.cfg.Ladder }
+
 // SetAim changes the share of each target's budget the controller aims
 // for (Config.Aim), from its next step; it refuses one outside (0, 1].
 func (c *Controller) SetAim(aim float64) error {
@@ -488,12 +492,15 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
-	if (c.probing || c.Rung().Suspend) && s.At-s.Latency > c.changedAt+c.settle {
-		// Arrived after the probe's restraint, or a suspension, settled (a
-		// request queued before it is not alone): no offline work ran
-		// beside it. What a service misses so is not the offline jobs'
-		// doing (a machine that stalls on its own: rounds 38 and 39 on an
-		// H100, docs/results/slo-h100-stalls.md).
+	if (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) && s.At-s.Latency > c.judgedFrom(sv) {
+		// Arrived after the probe's restraint, or a suspension, settled
+		// and what queued before it drained (judgedFrom): no offline work
+		// ran beside it. What a service with an absolute target misses so
+		// is not the offline jobs' doing (a machine that stalls on its
+		// own: rounds 38 and 39 on an H100,
+		// docs/results/slo-h100-stalls.md). A ratio target's bound is set
+		// by probes alone: a suspension's requests, at whatever load
+		// called for it, would move it.
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {
@@ -703,8 +710,11 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		c.probing, c.probeFrom, c.probeFor = true, c.level, sv.id
 		d := c.move(now, top, sv.id, "")
 		c.probeUntil, c.lastProbe = now+c.settle+c.cfg.Probe, now
-		d.Reason += fmt.Sprintf("probe: %s has a ratio target (%s) and no latency alone yet; offline work held for %v",
-			sv.id, sv.tr.Target(), c.settle+c.cfg.Probe)
+		why := fmt.Sprintf("has a ratio target (%s) and no latency alone yet", sv.tr.Target())
+		if sv.tr.Target().Ratio == 0 {
+			why = fmt.Sprintf("was past its target alone (%.1f %% late) %v ago: is it still?", 100*sv.aloneLate, (now - sv.aloneAt).Round(time.Second))
+		}
+		d.Reason += fmt.Sprintf("probe: %s %s; offline work held for %v", sv.id, why, c.settle+c.cfg.Probe)
 		return d, true
 	}
 	if c.same(0, c.level) || !allMet {
@@ -981,8 +991,11 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 		sv.state, sv.detail = Calibrating, fmt.Sprintf("%d of %d requests alone measured for %s", len(sv.alone), c.cfg.MinAlone, t)
 		return wellWithin, 0, st
 	}
+	was := sv.aloneLate
+	un := c.unattainable(sv, now)
+	sv.newlyUnattainable = un && was == 0
 	v, over, judged := c.judgeAgainst(sv, now, arrived, st, long)
-	if was := sv.aloneLate; c.unattainable(sv, now) {
+	if un {
 		// Alone it misses its target: the offline jobs are held to add no
 		// more late requests than its budget to those it has alone.
 		sv.state = Unattainable
@@ -992,22 +1005,30 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 			d += fmt.Sprintf("; held to %.1f %% late: %s", 100*b, sv.detail)
 		}
 		sv.detail = d
-		sv.newlyUnattainable = was == 0
 	}
 	return v, over, judged
 }
 
 // unattainable reports whether sv's absolute target is past what it
-// does alone lately (MinAlone requests alone, the last within Remember):
-// its percentile alone past the bound, and more of them late than its
-// budget on evidence (Alpha: one late of 50 alone is no proof that a p99
-// is out of reach). It sets sv.aloneLate: the share of those requests
-// past the bound (0: attainable).
+// does alone (MinAlone requests alone): its percentile alone past the
+// bound, and more of them late than its budget on evidence (Alpha: one
+// late of 50 alone is no proof that a p99 is out of reach). It sets
+// sv.aloneLate: the share of those requests past the bound (0:
+// attainable). A verdict whose requests alone are older than Remember
+// stands until a probe measures the service alone again (needsProbe),
+// which starts its requests alone afresh (Observe).
 func (c *Controller) unattainable(sv *service, now time.Duration) bool {
 	t, bound := sv.tr.Target(), sv.tr.Bound()
-	sv.aloneLate = 0
 	n := len(sv.alone)
-	if t.Ratio != 0 || bound == 0 || n < c.cfg.MinAlone || now-sv.aloneAt >= c.cfg.Remember || aloneAt(sv.alone, t.Percentile) <= bound {
+	if t.Ratio != 0 || bound == 0 || n < c.cfg.MinAlone {
+		sv.aloneLate = 0
+		return false
+	}
+	if now-sv.aloneAt >= c.cfg.Remember {
+		return sv.aloneLate > 0
+	}
+	sv.aloneLate = 0
+	if aloneAt(sv.alone, t.Percentile) <= bound {
 		return false
 	}
 	late := 0
@@ -1106,7 +1127,10 @@ func (c *Controller) needsProbe(now time.Duration) *service {
 	}
 	for _, sv := range c.services {
 		t := sv.tr.Target()
-		if t.Ratio == 0 || sv.tr.Bound() > 0 {
+		// A ratio target without a bound, or an absolute one found out of
+		// reach alone on requests older than Remember (is it still?).
+		stale := t.Ratio == 0 && sv.aloneLate > 0 && now-sv.aloneAt >= c.cfg.Remember
+		if (t.Ratio == 0 || sv.tr.Bound() > 0) && !stale {
 			continue
 		}
 		if sv.tr.Window(now-c.cfg.Window, now).N >= c.cfg.MinSamples {
@@ -1184,14 +1208,15 @@ func (c *Controller) judgedFrom(sv *service) time.Duration {
 
 // heldBy reports whether a service's requests since the last change
 // (st: up to Evidence back) are enough to place its percentile and hold
-// its target: no more late than its budget. One that tells nothing of
-// the rungs (tellsOfRungs), or idle since, holds.
+// its target: no more late than its budget (Controller.budget: with the
+// share late alone of a target out of reach alone). One without a target
+// or a bound, futile, or idle since, holds.
 func (c *Controller) heldBy(sv *service, now time.Duration, st Stats) bool {
 	t := sv.tr.Target()
-	if !sv.tellsOfRungs(now) || st.N == 0 {
+	if t.IsZero() || sv.tr.Bound() == 0 || sv.futile(now) || st.N == 0 {
 		return true
 	}
-	return st.N >= c.placesPercentile(t) && float64(st.Late) <= t.Budget()*float64(st.N)
+	return st.N >= c.placesPercentile(t) && float64(st.Late) <= c.budget(sv)*float64(st.N)
 }
 
 // tellsOfRungs reports whether sv's requests say anything of the rungs:

@@ -254,6 +254,12 @@ func (s *Server) SetSLOActive(ctx context.Context, on bool) error {
 		s.slo.ctrl.Reset(mono())
 		s.slo.since = mono()
 	}
+	if !on && was {
+		// Off, the restraint is lifted: the controller back on rung 0
+		// too, so that it takes no request for one measured alone (a
+		// suspension's) while the offline jobs run.
+		s.slo.ctrl.Reset(mono())
+	}
 	s.slo.mu.Unlock()
 	if !on && was {
 		return s.applyRung(ctx, slo.Rung{}, true)
@@ -264,7 +270,9 @@ func (s *Server) SetSLOActive(ctx context.Context, on bool) error {
 // sloLoop runs the controller until ctx ends, then lifts every
 // restraint it put on.
 func (s *Server) sloLoop(ctx context.Context) {
+	s.slo.mu.Lock() // the controller's config changes under it (slo aim)
 	tick := max(s.slo.ctrl.Config().Tick/4, 10*time.Millisecond)
+	s.slo.mu.Unlock()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -295,7 +303,7 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	// Which rungs restrain alike now: a mask of the first N offline tasks
 	// is the shared mask beside N or fewer that can mask.
 	maskable := 0
-	if st.ctrl.Config().Ladder.UsesTPCs() {
+	if st.ctrl.Ladder().UsesTPCs() {
 		maskable = s.maskable()
 	}
 
