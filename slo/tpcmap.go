@@ -26,7 +26,7 @@ func H100TPCMap() *TPCMap {
 // TPCMap is which of one GPU's TPC mask slots are TPCs a mask takes away.
 // A kernel descriptor's mask numbers more slots than the part has TPCs
 // (72 on Hopper, where an H100 has 66), and which slots are holes may
-// differ between products and dies (three H100s had the same map, slot
+// differ between products and dies (five H100s had the same map, slot
 // for slot and SM for SM). Measured on an
 // H100 (bench/gpu/tpcmap.py, docs/results/slo-h100-tpcmap.md): ten holes,
 // five of them in the first GPC's nine slots, and four TPCs (eight SMs)
