@@ -106,8 +106,8 @@ func (c SLOConfig) validate() error {
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","),
 			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
 	}
-	if !(c.Aim > 0 && c.Aim <= 1) {
-		return &FieldError{Key: "slo.aim", Value: c.Aim, Reason: "must be in (0, 1]"}
+	if err := slo.CheckAim(c.Aim); err != nil {
+		return &FieldError{Key: "slo.aim", Value: c.Aim, Reason: err.Error()}
 	}
 	if err := positive("slo.window", int64(c.Window)); err != nil {
 		return err

@@ -153,8 +153,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Alpha <= 0 || c.Alpha >= 1:
 		return c, fmt.Errorf("slo controller: alpha %v is not in (0, 1)", c.Alpha)
-	case !(c.Aim > 0 && c.Aim <= 1):
-		return c, fmt.Errorf("slo controller: aim %v is not in (0, 1]", c.Aim)
+	case CheckAim(c.Aim) != nil:
+		return c, fmt.Errorf("slo controller: %w", CheckAim(c.Aim))
 	case c.TrialAlpha <= 0 || c.TrialAlpha >= 1:
 		return c, fmt.Errorf("slo controller: trial alpha %v is not in (0, 1)", c.TrialAlpha)
 	case c.SwingAlpha <= 0 || c.SwingAlpha >= 1:
@@ -169,6 +169,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("slo controller: max calm %v is below calm %v", c.MaxCalm, c.Calm)
 	}
 	return c, nil
+}
+
+// CheckAim refuses an aim (Config.Aim) outside (0, 1]: the one check
+// of the controller's config, its SetAim, mmkd's config and the serve
+// command's flag.
+func CheckAim(aim float64) error {
+	if !(aim > 0 && aim <= 1) {
+		return fmt.Errorf("aim %v is not in (0, 1]", aim)
+	}
+	return nil
 }
 
 func orZero[T comparable](v *T, d T) {

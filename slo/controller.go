@@ -91,6 +91,9 @@ type service struct {
 	// was found so at the last judgement.
 	aloneLate         float64
 	newlyUnattainable bool
+	// alonePct is the latency alone at its target's percentile that the
+	// verdict on aloneLate rests on.
+	alonePct time.Duration
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -178,8 +181,8 @@ func (c *Controller) Ladder() Ladder { return c.cfg.Ladder }
 // SetAim changes the share of each target's budget the controller aims
 // for (Config.Aim), from its next step; it refuses one outside (0, 1].
 func (c *Controller) SetAim(aim float64) error {
-	if !(aim > 0 && aim <= 1) {
-		return fmt.Errorf("slo controller: aim %v is not in (0, 1]", aim)
+	if err := CheckAim(aim); err != nil {
+		return fmt.Errorf("slo controller: %w", err)
 	}
 	c.cfg.Aim = aim
 	return nil

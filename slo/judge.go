@@ -43,7 +43,7 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 		// more late requests than its budget to those it has alone.
 		sv.state = Unattainable
 		d := fmt.Sprintf("p%g alone %v > bound %v (%d requests alone, %.1f %% late)",
-			t.Percentile, roundMs(aloneAt(sv.alone, t.Percentile)), bound, len(sv.alone), 100*sv.aloneLate)
+			t.Percentile, roundMs(sv.alonePct), bound, len(sv.alone), 100*sv.aloneLate)
 		if b := c.budget(sv); b < 1 {
 			d += fmt.Sprintf("; held to %.1f %% late: %s", 100*b, sv.detail)
 		}
@@ -57,7 +57,7 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 // bound, and more of them late than its budget on evidence (Alpha: one
 // late of 50 alone is no proof that a p99 is out of reach). It sets
 // sv.aloneLate: the share of those requests past the bound (0:
-// attainable). A verdict whose requests alone are older than Remember
+// attainable), and sv.alonePct: their latency at the percentile. A verdict whose requests alone are older than Remember
 // stands until a probe measures the service alone again (needsProbe),
 // which starts its requests alone afresh (Observe).
 func (c *Controller) unattainable(sv *service, now time.Duration) bool {
@@ -70,8 +70,8 @@ func (c *Controller) unattainable(sv *service, now time.Duration) bool {
 	if now-sv.aloneAt >= c.cfg.Remember {
 		return sv.aloneLate > 0
 	}
-	sv.aloneLate = 0
-	if aloneAt(sv.alone, t.Percentile) <= bound {
+	sv.aloneLate, sv.alonePct = 0, aloneAt(sv.alone, t.Percentile)
+	if sv.alonePct <= bound {
 		return false
 	}
 	late := 0

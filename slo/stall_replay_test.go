@@ -1,6 +1,7 @@
 package slo
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -48,7 +49,7 @@ func TestControllerStallReplay(t *testing.T) {
 			c.AddService("svc", target)
 			att, tr, _ := replayBench(t, rec, c, settings, target.Bound, phaseLen, seed)
 			train += mean(tr) / seeds
-			worst += slicesMin(att) / seeds
+			worst += slices.Min(att) / seeds
 			// The static settings' worst phase, with the same draws: the
 			// lower of priority's and MPS 70 %'s.
 			sw := 1.0
@@ -56,7 +57,7 @@ func TestControllerStallReplay(t *testing.T) {
 				p, _ := New(Config{Ladder: Ladder{{}}})
 				p.AddService("svc", target)
 				a, _, _ := replayBench(t, rec, p, []string{s}, target.Bound, phaseLen, seed)
-				sw = min(sw, slicesMin(a))
+				sw = min(sw, slices.Min(a))
 			}
 			staticWorst += sw / seeds
 		}
@@ -65,13 +66,4 @@ func TestControllerStallReplay(t *testing.T) {
 			t.Errorf("%s: trainer at %.2f (want %.2f or more), worst phase %.3f (want at least %.3f)", tc.file, train, tc.minTrain, worst, staticWorst-0.01)
 		}
 	}
-}
-
-// slicesMin is the least of v (1 for none).
-func slicesMin(v []float64) float64 {
-	m := 1.0
-	for _, x := range v {
-		m = min(m, x)
-	}
-	return m
 }

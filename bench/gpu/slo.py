@@ -67,6 +67,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pareto  # noqa: E402
 from pareto import Proc, Sampler, cpu_busy, pinned  # noqa: E402
+from slo_report import is_controller  # noqa: E402
 
 # name, model, batch, rates (low, medium, high) in requests a second.
 SERVICES = [("svc-b1", "resnet50", 1, (20, 50, 100)), ("svc-b32", "resnet50", 32, (8, 16, 30))]
@@ -123,11 +124,6 @@ def cpu_plan(n_services, n_trainer_procs):
         at += 2
     plan["lp"] = cpus[at:]
     return plan
-
-
-def is_controller(setting):
-    """Whether a setting runs mmk's controller: mmk, mmk-aim=F."""
-    return setting == "mmk" or setting.startswith("mmk-aim=")
 
 
 class Bench:

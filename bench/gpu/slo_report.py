@@ -92,6 +92,11 @@ def is_controller(setting):
     return setting == "mmk" or setting.startswith("mmk-aim=")
 
 
+def controllers(settings):
+    """The controller settings among settings, mmk first."""
+    return sorted((s for s in set(settings) if is_controller(s)), key=lambda s: (s != "mmk", s))
+
+
 def verdict(st, phases, ctl="mmk"):
     """The issue's comparisons for one round, of the controller setting ctl."""
     v = {"phases": phases}
@@ -184,7 +189,7 @@ def svg(path, rnd, st, phases, tl):
     attainment (dot); below, mmk's rung over time."""
     present = {s for s, _ in st}
     masks = [s for s in statics(present) if s.startswith("mask=")]
-    ctls = sorted((s for s in present if is_controller(s)), key=lambda s: (s != "mmk", s))
+    ctls = controllers(present)
     settings = [s for s in ["together", "prio", "prio+70%", "prio+50%", "hold"] + masks + ctls + ["mmk-off", "time slicing"] if any((s, p) in st for p in phases)]
     W, H, left, top = 880, 360, 60, 30
     cw = (W - left - 20) / max(len(settings), 1)
@@ -285,8 +290,7 @@ def main(out):
     per_round = {}
     for r in rounds:
         st = round_stats([w for w in wins if w["round"] == r])
-        ctls = sorted((s for s, _ in st if is_controller(s)), key=lambda s: (s != "mmk", s))
-        per_round[r] = (st, {c: verdict(st, phases, c) for c in dict.fromkeys(ctls or ["mmk"])})
+        per_round[r] = (st, {c: verdict(st, phases, c) for c in controllers(s for s, _ in st) or ["mmk"]})
         svg(os.path.join(out, "round-%d.svg" % r), r, st, phases, tl)
     settings = []
     for w in wins:

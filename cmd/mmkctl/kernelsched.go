@@ -33,8 +33,8 @@ func newKernelschedCommand() *cobra.Command {
 		Short: "Serve the kernel scheduler for one GPU instance on a Unix socket until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !(aim > 0 && aim <= 1) {
-				return fmt.Errorf("--slo-aim %v: want a share of the budget in (0, 1]", aim)
+			if err := slo.CheckAim(aim); err != nil {
+				return fmt.Errorf("--slo-aim: %w", err)
 			}
 			cfg := server.Config{Socket: socket, Policy: policy, Sched: kernelsched.Config{SMs: sms}, Spin: spin, Poll: poll, Loud: loud, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if profiles != "" {
