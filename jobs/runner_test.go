@@ -121,11 +121,12 @@ func start(t *testing.T, r *Runner, l Launch) Proc {
 }
 
 // stopAtEnd kills the job when the test ends, if it still runs, and waits
-// for its end.
+// for its end. A job whose shim is gone (a test killed it) is killed by
+// Stop itself, which says so with ErrSupervisorLost.
 func stopAtEnd(t *testing.T, r *Runner, id string) {
 	t.Cleanup(func() {
-		if err := r.Stop(id, time.Millisecond); errors.Is(err, ErrNotStarted) {
-			return // removed
+		if err := r.Stop(id, time.Millisecond); errors.Is(err, ErrNotStarted) || errors.Is(err, ErrSupervisorLost) {
+			return // removed, or killed by Stop
 		} else if err != nil {
 			t.Errorf("cleanup: %v", err)
 			return
