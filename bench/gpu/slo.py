@@ -243,11 +243,14 @@ class Bench:
         print("  %-8s %-12s %-9s %s" % (segment, setting, phase, w["gpu"]), flush=True)
         return w
 
-    def rates(self, phase_index, services):
+    def rates(self, phase_index, services, phase):
+        """Sets each service's rate for the phase; the arrivals restart
+        from the phase's own stream, so that every setting sees the same
+        arrivals in it (slo_worker.py)."""
         self.cur_rates = {}
         for name in services:
             self.cur_rates[name] = self.svc_rates[name][phase_index]
-            self.procs[name].send("rate %g" % self.cur_rates[name])
+            self.procs[name].send("rate %g %s" % (self.cur_rates[name], phase))
 
     def setting(self, segment, name, services, trainers, phases, prepare=None, seconds=None):
         """Runs one setting through phases (each --phase-s, or seconds):
@@ -258,12 +261,12 @@ class Bench:
                 p.send("pause")
         if prepare:
             prepare()
-        self.rates(phases[0][1], services)
+        self.rates(phases[0][1], services, "settle")
         for n in run:
             self.procs[n].send("run")
         time.sleep(self.args.settle)
         for phase, idx in phases:
-            self.rates(idx, services)
+            self.rates(idx, services, phase)
             self.window(segment, name, phase, run, seconds or self.args.phase_s)
         for n in run:
             self.procs[n].send("pause")

@@ -1,6 +1,9 @@
 package gpu
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,13 +17,15 @@ import (
 // policies at the high phase, a fixed mask (mask=F) among the static
 // settings, a second controller aiming at half the budget (mmk-aim=0.5)
 // beside mmk, with its rung in slo.jsonl under its own name, each window holds the services' and
-// trainers' numbers, and the report answers the issue's questions.
+// trainers' numbers, every setting sees the same arrivals in the same
+// phase, and the report answers the issue's questions.
 func TestSLODryRun(t *testing.T) {
 	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,mmk-aim=0.5")
 	type window struct {
 		Round    int
 		Setting  string
 		Phase    string
+		M0, M1   float64
 		Rates    map[string]float64
 		Services map[string]struct {
 			N       int     `json:"n"`
@@ -57,6 +62,9 @@ func TestSLODryRun(t *testing.T) {
 	if rated == 0 {
 		t.Error("no window records svc-b1's rate")
 	}
+	sameArrivals(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws, func(w window) (string, string, float64, float64) {
+		return w.Setting, w.Phase, w.M0, w.M1
+	})
 	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "mmk-aim=0.5"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
 			t.Errorf("setting %s ran phases %v", s, seen[s])
@@ -88,4 +96,73 @@ func TestSLODryRun(t *testing.T) {
 	if ctl["mmk"] == 0 || ctl["mmk-aim=0.5"] == 0 || len(ctl) != 2 {
 		t.Errorf("slo.jsonl's rung lines by setting %v, want mmk's and mmk-aim=0.5's", ctl)
 	}
+}
+
+// sameArrivals checks that service svc saw the same arrivals in the same
+// phase under every setting of the records: the gaps between its
+// arrivals in a window (after the first two, which may still come from
+// the stream before) are those of the same phase under "prio".
+func sameArrivals[W any](t *testing.T, records, svc string, ws []W, of func(W) (setting, phase string, m0, m1 float64)) {
+	t.Helper()
+	f, err := os.Open(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs map[string]struct{ Requests [][3]float64 }
+	if err := json.NewDecoder(z).Decode(&recs); err != nil {
+		t.Fatal(err)
+	}
+	gaps := func(m0, m1 float64) []float64 {
+		var a []float64
+		for _, r := range recs[svc].Requests {
+			if m0 <= r[0] && r[0] <= m1 {
+				a = append(a, r[0])
+			}
+		}
+		var g []float64
+		for i := 3; i < len(a); i++ {
+			g = append(g, a[i]-a[i-1])
+		}
+		return g
+	}
+	ref := map[string][]float64{}
+	for _, w := range ws {
+		if setting, phase, m0, m1 := of(w); setting == "prio" {
+			ref[phase] = gaps(m0, m1)
+		}
+	}
+	compared := 0
+	for _, w := range ws {
+		setting, phase, m0, m1 := of(w)
+		want, ok := ref[phase]
+		if !ok || setting == "prio" || strings.HasPrefix(setting, "alone ") {
+			continue
+		}
+		got := gaps(m0, m1)
+		if !containsRun(want, got, 10) {
+			t.Errorf("%s %s: %s's arrivals are not prio's (gaps %v, prio's %v)", setting, phase, svc, got[:min(len(got), 10)], want[:min(len(want), 10)])
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Error("no window to compare arrivals in")
+	}
+}
+
+// containsRun reports whether the first n gaps of got (all, if fewer)
+// appear in want in a row, starting among want's first four, within the
+// records' rounding.
+func containsRun(want, got []float64, n int) bool {
+	n = min(n, len(got))
+	for off := 0; off < 4 && off+n <= len(want); off++ {
+		if slices.EqualFunc(want[off:off+n], got[:n], func(a, b float64) bool { return math.Abs(a-b) < 5e-6 }) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,7 +11,8 @@ lives through every setting of the benchmark; commands, one per line:
   go        move to the GPU and warm up; then {"event": "ready"} (paused)
   run       serve; arrivals start now at the rate in force
   pause     stop taking arrivals, finish the queue, synchronize
-  rate R    the arrival rate from now on (0: none)
+  rate R [S] the arrival rate from now on (0: none); with S (a word),
+            the gaps from now on are drawn from the stream S of --seed
   hook 0|1  turn the mmk hook's callbacks off or on (between requests)
   lat T0 T1 the latencies (ms) of the requests that arrived between T0
             and T1 (time.monotonic()), as {"event": "lat", "ms": [...]}
@@ -21,8 +22,11 @@ With --report every request is also reported to mmk through the hook
 (mmk_report_request: arrival to end, CLOCK_MONOTONIC), so that mmk judges
 the service's target by what it really saw. Records: per request its
 arrival, start and end (time.monotonic(), seconds). The arrivals are
-drawn from --seed: every setting sees the same sequence of gaps. --fake
-sleeps instead of using the GPU (a dry run of the driver).
+drawn from --seed; a rate command that names a stream (slo.py names the
+load phase) restarts the gaps from that stream, so every setting sees
+the same arrivals in the same phase, relative to the phase's start, and
+settings compare on the same bursts. --fake sleeps instead of using the
+GPU (a dry run of the driver).
 """
 import argparse
 import collections
@@ -45,6 +49,8 @@ class Control(pareto_worker.Control):
 
     def __init__(self):
         self.rate = 0.0
+        self.stream = None  # the stream the last rate command named
+        self.streams = 0  # bumped at each rate command that names one
         self.epoch = 0  # bumped at each run, rate change or pause
         self.records = []  # the serving loop's, appended as requests end
         super().__init__()
@@ -52,9 +58,12 @@ class Control(pareto_worker.Control):
     def command(self, cmd):
         if cmd[0] in ("run", "pause"):
             self.epoch += 1
-        if cmd[0] == "rate" and len(cmd) == 2:
+        if cmd[0] == "rate" and len(cmd) in (2, 3):
             try:
                 self.rate = max(float(cmd[1]), 0.0)
+                if len(cmd) == 3:
+                    self.stream = cmd[2]
+                    self.streams += 1
                 self.epoch += 1
             except ValueError:
                 out({"event": "error", "error": "rate %r is not a number" % cmd[1]})
@@ -75,13 +84,16 @@ def serve(args, ctl, hook, work, sync):
         report.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong]
         report.restype = ctypes.c_int
     records, queue = ctl.records, collections.deque()
-    epoch, next_arrival, reported = -1, None, 0
+    epoch, streams, next_arrival, reported = -1, 0, None, 0
     while True:
         with ctl.cv:
             if ctl.quit:
                 break
             if ctl.epoch != epoch:
                 epoch = ctl.epoch
+                if ctl.streams != streams:
+                    streams = ctl.streams
+                    rng = random.Random("%d/%s" % (args.seed, ctl.stream))
                 # A new run, rate or pause: the next arrival is drawn anew
                 # from now (the queue, if any, is still served).
                 next_arrival = None
