@@ -19,6 +19,11 @@ type benchRecording struct {
 	Rates    map[string]float64              `json:"rates"`
 	Latency  map[string]map[string][]float64 `json:"latency"`
 	Trainers map[string]map[string]float64   `json:"trainers"`
+	// Service and Arrivals are, in the order of Latency, each request's
+	// service time (ms) and its arrival (s into its window), for the
+	// queue model (queue_replay_test.go); older recordings lack them.
+	Service  map[string]map[string][]float64 `json:"service"`
+	Arrivals map[string]map[string][]float64 `json:"arrivals"`
 }
 
 func loadRecording(t *testing.T, file string) benchRecording {

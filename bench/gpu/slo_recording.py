@@ -8,7 +8,11 @@ From OUTDIR/windows.jsonl and OUTDIR/records-rROUND-mps.json.gz: the
 service's request latencies (ms, by arrival in each window) per static
 setting and load phase, its rates, and the trainers' speed against alone
 per setting and phase. The services alone ("alone SERVICE") stand for the
-top rung (key "together", trainers at 0).
+top rung (key "together", trainers at 0). For the queue model of the
+replay (slo/queue_replay_test.go) also each request's service time (ms,
+its start to its end: the service serves one request at a time, first
+come first served) and its arrival (s after the window began), in the
+same order ("service", "arrivals").
 """
 import gzip
 import json
@@ -31,19 +35,22 @@ def main():
         for name, t in w.get("trainers", {}).items():
             if w["setting"].startswith("alone "):
                 alone[name] = t["it_s"]
-    rec = {"rates": {}, "latency": {}, "trainers": {}}
+    rec = {"rates": {}, "latency": {}, "trainers": {}, "service": {}, "arrivals": {}}
     for w in windows:
         setting = w["setting"]
         if setting.startswith("alone "):
             if setting != "alone " + svc:
                 continue
             setting = "together"
-        lat = [round((e - a) * 1e3, 3) for a, _, e in records[svc]["requests"] if w["m0"] <= a <= w["m1"]]
-        if not lat:
+        reqs = [r for r in records[svc]["requests"] if w["m0"] <= r[0] <= w["m1"]]
+        if not reqs:
             continue
+        lat = [round((e - a) * 1e3, 3) for a, _, e in reqs]
         phases = [w["phase"]] + (["low-again"] if setting == "together" and w["phase"] == "low" else [])
         for phase in phases:
             rec["latency"].setdefault(setting, {})[phase] = lat
+            rec["service"].setdefault(setting, {})[phase] = [round((e - st) * 1e3, 3) for _, st, e in reqs]
+            rec["arrivals"].setdefault(setting, {})[phase] = [round(a - w["m0"], 6) for a, _, _ in reqs]
             rate = (w.get("rates") or {}).get(svc)
             if rate and setting != "together":
                 rec["rates"][phase] = rate
