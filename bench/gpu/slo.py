@@ -245,12 +245,13 @@ class Bench:
 
     def rates(self, phase_index, services, phase):
         """Sets each service's rate for the phase; the arrivals restart
-        from the phase's own stream, so that every setting sees the same
-        arrivals in it (slo_worker.py)."""
+        from the stream of the phase in this round, so that every setting
+        of a round sees the same arrivals in it and each round others
+        (slo_worker.py)."""
         self.cur_rates = {}
         for name in services:
             self.cur_rates[name] = self.svc_rates[name][phase_index]
-            self.procs[name].send("rate %g %s" % (self.cur_rates[name], phase))
+            self.procs[name].send("rate %g %s-r%d" % (self.cur_rates[name], phase, self.args.round))
 
     def setting(self, segment, name, services, trainers, phases, prepare=None, seconds=None):
         """Runs one setting through phases (each --phase-s, or seconds):
