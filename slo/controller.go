@@ -314,7 +314,8 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
-	if (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) && s.At-s.Latency > c.judgedFrom(sv) {
+	if arrived := s.At - s.Latency; (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) &&
+		arrived > c.changedAt+c.settle && arrived > c.judgedFrom(sv) {
 		// Arrived after the probe's restraint, or a suspension, settled
 		// and what queued before it drained (judgedFrom): no offline work
 		// ran beside it. What a service with an absolute target misses so
@@ -322,7 +323,10 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		// own: rounds 38 and 39 on an H100,
 		// docs/results/slo-h100-stalls.md). A ratio target's bound is set
 		// by probes alone: a suspension's requests, at whatever load
-		// called for it, would move it.
+		// called for it, would move it. (judgedFrom is never before the
+		// change settled: a request that came earlier is not asked of
+		// it, which would scan the requests kept for each one of a
+		// backlog.)
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {
