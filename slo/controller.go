@@ -145,6 +145,11 @@ type Controller struct {
 	// alike: per rung but the last, whether it restrains as the one
 	// above it does now (SetAlike).
 	alike []bool
+	// unsuspended: a suspension in force did not stop every offline job
+	// (SetSuspended); suspendedAt: when the last one that had failed
+	// stopped them all.
+	unsuspended bool
+	suspendedAt time.Duration
 }
 
 // New builds a controller at rung 0.
@@ -153,7 +158,19 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62, resetAt: -1 << 62}, nil
+	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62, resetAt: -1 << 62, suspendedAt: -1 << 62}, nil
+}
+
+// SetSuspended tells the controller, after its rung was applied at now,
+// whether every offline job is stopped that the rung suspends (true where
+// it suspends none). While one runs on (its suspension failed), requests
+// are not taken for the services alone; once all are stopped, only those
+// that arrive Settle after that are.
+func (c *Controller) SetSuspended(all bool, now time.Duration) {
+	if c.unsuspended && all {
+		c.suspendedAt = now
+	}
+	c.unsuspended = !all
 }
 
 // Reset puts the controller back on rung 0 at now, with its first wait
@@ -314,8 +331,8 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		sv.alone = sv.alone[:0]
 	}
 	sv.tr.Add(s)
-	if arrived := s.At - s.Latency; (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) &&
-		arrived > c.changedAt+c.settle && arrived > c.judgedFrom(sv) {
+	if arrived := s.At - s.Latency; (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) && !c.unsuspended &&
+		arrived > c.changedAt+c.settle && arrived > c.suspendedAt+c.settle && arrived > c.judgedFrom(sv) {
 		// Arrived after the probe's restraint, or a suspension, settled
 		// and what queued before it drained (judgedFrom): no offline work
 		// ran beside it. What a service with an absolute target misses so
@@ -326,7 +343,8 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		// called for it, would move it. (judgedFrom is never before the
 		// change settled: a request that came earlier is not asked of
 		// it, which would scan the requests kept for each one of a
-		// backlog.)
+		// backlog.) Not while a suspension failed to stop every offline
+		// job (SetSuspended).
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {

@@ -1708,6 +1708,41 @@ func TestControllerSuspensionSetsNoRatioBound(t *testing.T) {
 	}
 }
 
+// TestControllerFailedSuspensionIsNotAlone: requests while the rung
+// suspends count as the service alone only while every offline job is
+// stopped (SetSuspended): not while a suspension failed to stop one, and
+// once it stopped them all, only those that arrive Settle after that.
+// Before, a failed suspension's requests, the offline jobs running
+// beside them, were taken for what the service does alone.
+func TestControllerFailedSuspensionIsNotAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		apply     func(c *Controller)
+		wantAlone int
+	}{
+		{"stopped them all", func(c *Controller) { c.SetSuspended(true, 10*time.Second) }, 200},
+		{"one runs on", func(c *Controller) { c.SetSuspended(false, 10*time.Second) }, 0},
+		{"all stopped at 12 s", func(c *Controller) {
+			c.SetSuspended(false, 10*time.Second)
+			c.SetSuspended(true, 12*time.Second)
+		}, 49}, // those arriving after 12.5 s: the last 49 of 10.995-12.985 s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lad, _ := ParseLadder([]string{"priority", "suspend"})
+			c, _ := New(Config{Start: -1, Ladder: lad})
+			c.AddService("svc", MustParse("p99=25ms"))
+			c.level, c.changedAt = 1, 10*time.Second
+			tc.apply(c)
+			for i := range 200 {
+				c.Observe("svc", Sample{At: 11*time.Second + time.Duration(i)*10*ms, Latency: 5 * ms}, false)
+			}
+			if got := len(c.service("svc").alone); got != tc.wantAlone {
+				t.Errorf("%d requests taken as alone, want %d", got, tc.wantAlone)
+			}
+		})
+	}
+}
+
 // maskLadder is the ladder of the H100 rounds 38-40: priority, a mask
 // keeping 0.97, 3/4, 1/2 and 1/4 of the TPCs, suspend.
 func maskLadder(t *testing.T) Ladder {

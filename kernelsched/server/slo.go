@@ -484,6 +484,13 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	slices.Sort(now)
 	st.mu.Lock()
 	st.suspended = now
+	// A suspension that left an offline job running measures no service
+	// alone.
+	all := true
+	for _, p := range stopped {
+		all = all && slices.Contains(now, p)
+	}
+	st.ctrl.SetSuspended(all, mono())
 	st.mu.Unlock()
 	return errors.Join(errs...)
 }

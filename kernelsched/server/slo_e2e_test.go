@@ -301,3 +301,67 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		t.Errorf("lo ran %d kernels with a mask bit past the GPU's 72 TPC slots, want none", loRes.TPCPast)
 	}
 }
+
+// TestSLOFailedSuspensionMeasuresNoneAlone: on a rung that suspends the
+// offline task, the service's requests measure it alone (absolute
+// target) only if the suspension stopped the task: where stopping it
+// fails, the task runs beside them and none is taken for the service
+// alone. Before, a failed suspension's requests were.
+func TestSLOFailedSuspensionMeasuresNoneAlone(t *testing.T) {
+	a := buildC(t)
+	for _, tc := range []struct {
+		name    string
+		suspend func([]int, bool) error
+	}{
+		{"stopped", (&recorder{}).suspend},
+		{"stop fails", func([]int, bool) error { return syscall.EPERM }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sloServer(t, []string{"suspend"}, map[string]slo.Target{"svc": slo.MustParse("p99=25ms")}, tc.suspend, func(c *Config) {
+				c.SLO.Controller.Settle = 50 * time.Millisecond
+				c.SLO.Controller.Tick = 50 * time.Millisecond
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			lo := replay(ctx, a, writeSynced(t, 400, 3, 200), 0, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo")
+			lo.Args = append(lo.Args, "4")
+			loDone := make(chan struct{})
+			go func() {
+				defer close(loDone)
+				runReplay(t, lo)
+			}()
+			defer func() {
+				// Resumed by the controller turned off, so that lo ends.
+				_ = s.SetSLOActive(ctx, false)
+				<-loDone
+			}()
+			waitFor(t, func() bool { return s.Counters().Tasks == 1 })
+			hi := replay(ctx, a, writeRequests(t, 300, 4, 100, 10, 2000), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1",
+				"MMK_TASK_NAME=svc", "MMK_FAKE_REPORT=1")
+			hiDone := make(chan struct{})
+			go func() {
+				defer close(hiDone)
+				runReplay(t, hi)
+			}()
+			var sv ServiceView
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if v, ok := service(s, "svc"); ok {
+					sv = v
+					if sv.Total >= 200 {
+						break
+					}
+				}
+			}
+			<-hiDone
+			t.Logf("%d requests, %d alone; suspended %v", sv.Total, sv.AloneN, s.SLO(false).Suspended)
+			switch {
+			case sv.Total < 200:
+				t.Fatalf("%d requests seen, want 200 or more", sv.Total)
+			case tc.name == "stopped" && sv.AloneN == 0:
+				t.Error("no request measured the service alone while the offline task was stopped")
+			case tc.name == "stop fails" && sv.AloneN != 0:
+				t.Errorf("%d requests measured the service alone while the offline task ran beside them", sv.AloneN)
+			}
+		})
+	}
+}
