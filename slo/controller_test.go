@@ -1743,6 +1743,34 @@ func TestControllerFailedSuspensionIsNotAlone(t *testing.T) {
 	}
 }
 
+// TestControllerUnattainableSaysItsAim: an unattainable service's
+// detail says the late share the offline jobs are held to (its budget
+// and its share late alone) and, below an aim of 1, the share the
+// controller tightens past.
+func TestControllerUnattainableSaysItsAim(t *testing.T) {
+	for _, tc := range []struct {
+		aim  float64
+		want string
+	}{
+		{1, "held to 11.0 % late: "},
+		{0.5, "held to 11.0 % late (aiming at 10.5 %): "},
+	} {
+		c, _ := New(Config{Start: -1, Ladder: maskLadder(t), Aim: tc.aim})
+		c.AddService("svc", MustParse("p99=25ms"))
+		for i := range 100 {
+			lat := 8 * ms
+			if i%10 == 0 {
+				lat = 40 * ms
+			}
+			c.Observe("svc", Sample{At: time.Duration(i) * 50 * ms, Latency: lat}, true)
+		}
+		c.Step(5 * time.Second)
+		if st := c.Status(5 * time.Second)[0]; st.State != Unattainable || !strings.Contains(st.Detail, tc.want) {
+			t.Errorf("aim %g: %s (%s), want unattainable with %q", tc.aim, st.State, st.Detail, tc.want)
+		}
+	}
+}
+
 // maskLadder is the ladder of the H100 rounds 38-40: priority, a mask
 // keeping 0.97, 3/4, 1/2 and 1/4 of the TPCs, suspend.
 func maskLadder(t *testing.T) Ladder {

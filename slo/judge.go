@@ -45,7 +45,13 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 		d := fmt.Sprintf("p%g alone %v > bound %v (%d requests alone, %.1f %% late)",
 			t.Percentile, roundMs(sv.alonePct), bound, len(sv.alone), 100*sv.aloneLate)
 		if b := c.budget(sv); b < 1 {
-			d += fmt.Sprintf("; held to %.1f %% late: %s", 100*b, sv.detail)
+			d += fmt.Sprintf("; held to %.1f %% late", 100*b)
+			if c.cfg.Aim < 1 {
+				// Evidence of more than the aim's share of the budget
+				// tightens (evidence).
+				d += fmt.Sprintf(" (aiming at %.1f %%)", 100*(c.cfg.Aim*t.Budget()+sv.aloneLate))
+			}
+			d += ": " + sv.detail
 		}
 		sv.detail = d
 	}
