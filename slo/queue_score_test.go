@@ -195,7 +195,14 @@ func sum(xs []float64) float64 {
 // the budget within a phase. Aiming at half the budget (SLO_AIM=0.5)
 // misses 3/6/17/7 and is slow in 16/56/42/15; spending what is left of the
 // budget over the last 20-60 s (tried, not kept) did about the same: the
-// controller trades the per-phase points one for the other. With 35 s
+// controller trades the per-phase points one for the other. So did
+// skipping a rise's pre-emption where the rung in force is predicted to
+// hold at the new load (tried, not kept): slow in 5/44/20/7 and short of
+// 1.15x in 31 runs of 104, but missing 3/12/36/7 (and 53 of 374 in
+// TestControllerReplayScore, against 38). A static MPS 70 % scored the
+// same way misses 0/1/33/0 and is slow in 115/91/2/111: at the high
+// load the controller's climbs past it, to the stand-in for MPS 50 %,
+// trade 27 slow phases for 5 fewer missed. With 35 s
 // phases it misses 5/6/21/3, slow in 6/50/26/6, run 1.19x; with 60 s
 // 2/3/26/0, slow in 3/50/30/4, run 1.20x (aim 0.5: 2/3/2/0, slow in
 // 4/60/56/7, run 1.17x). SLO_PHASE replays phases of another
