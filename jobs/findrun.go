@@ -74,8 +74,8 @@ func (r *Runner) findRun(jobID string) (pidRecord, bool, error) {
 			continue // gone meanwhile, or unreadable
 		}
 		parents[pid] = st
-		if shim != 0 || st.State == 'Z' || st.State == 'X' {
-			continue // a shim that ended is no shim to find
+		if shim != 0 || st.ended() {
+			continue // a shim that ended, or is ending (killed), is none to find
 		}
 		if fi, err := os.Stat("/proc/" + e.Name()); err != nil || fi.Sys().(*syscall.Stat_t).Uid != self {
 			continue

@@ -54,7 +54,11 @@ func TestRunnerFindsRunWithoutPidRecord(t *testing.T) {
 			t.Skip("no cgroup v2 here: a job without record and shim cannot be found")
 		}
 		l := shLaunch(t.TempDir(), "sleep 60")
-		p := start(t, r, l)
+		p, err := r.Start(l)
+		if err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		stopLostAtEnd(t, r, l.JobID)
 		if err := os.Remove(filepath.Join(r.Dir(l.JobID), pidFile)); err != nil {
 			t.Fatal(err)
 		}

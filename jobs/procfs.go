@@ -18,11 +18,22 @@ type procStat struct {
 	State      byte   // R, S, D, Z (zombie), X (dead), ...
 	PPID       int    // parent
 	PGID       int    // process group
+	Flags      uint64 // the kernel's PF_* flags
 	StartTicks uint64 // start time in clock ticks after boot
 }
 
+// pfExiting is the kernel's PF_EXITING: the process is exiting (killed,
+// say), its /proc entry still readable until it is a zombie.
+const pfExiting = 0x4
+
+// ended reports whether the process has ended or is ending: exiting,
+// a zombie or dead.
+func (st procStat) ended() bool {
+	return st.Flags&pfExiting != 0 || st.State == 'Z' || st.State == 'X'
+}
+
 // parseStat reads /proc/<pid>/stat: "pid (comm) state ppid pgrp ...",
-// starttime the 22nd field. comm may hold spaces and parentheses, so the
+// flags the 9th field, starttime the 22nd. comm may hold spaces and parentheses, so the
 // fields are counted after its last ')'.
 func parseStat(data []byte) (procStat, error) {
 	i := bytes.LastIndexByte(data, ')')
@@ -31,7 +42,7 @@ func parseStat(data []byte) (procStat, error) {
 	}
 	f := strings.Fields(string(data[i+1:]))
 	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5
-	// (pgrp), f[19] field 22.
+	// (pgrp), f[6] field 9 (flags), f[19] field 22.
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("proc stat: %d fields after the command name, want at least 20", len(f))
 	}
@@ -43,11 +54,15 @@ func parseStat(data []byte) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("proc stat: process group: %w", err)
 	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("proc stat: flags: %w", err)
+	}
 	start, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
 		return procStat{}, fmt.Errorf("proc stat: start time: %w", err)
 	}
-	return procStat{State: f[0][0], PPID: ppid, PGID: pgid, StartTicks: start}, nil
+	return procStat{State: f[0][0], PPID: ppid, PGID: pgid, Flags: flags, StartTicks: start}, nil
 }
 
 // errNoProcess is a pid that names no process.

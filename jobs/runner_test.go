@@ -121,11 +121,19 @@ func start(t *testing.T, r *Runner, l Launch) Proc {
 }
 
 // stopAtEnd kills the job when the test ends, if it still runs, and waits
-// for its end. A job whose shim is gone (a test killed it) is killed by
-// Stop itself, which says so with ErrSupervisorLost.
-func stopAtEnd(t *testing.T, r *Runner, id string) {
+// for its end.
+func stopAtEnd(t *testing.T, r *Runner, id string) { stopWhenDone(t, r, id, false) }
+
+// stopLostAtEnd is stopAtEnd for a job whose shim the test kills: Stop
+// may find it lost and kill it itself, saying so with ErrSupervisorLost.
+func stopLostAtEnd(t *testing.T, r *Runner, id string) { stopWhenDone(t, r, id, true) }
+
+// stopWhenDone is stopAtEnd, ErrSupervisorLost from Stop taken with
+// lostOK.
+func stopWhenDone(t *testing.T, r *Runner, id string, lostOK bool) {
 	t.Cleanup(func() {
-		if err := r.Stop(id, time.Millisecond); errors.Is(err, ErrNotStarted) || errors.Is(err, ErrSupervisorLost) {
+		err := r.Stop(id, time.Millisecond)
+		if errors.Is(err, ErrNotStarted) || lostOK && errors.Is(err, ErrSupervisorLost) {
 			return // removed, or killed by Stop
 		} else if err != nil {
 			t.Errorf("cleanup: %v", err)

@@ -161,11 +161,12 @@ func New(cfg Config) (*Controller, error) {
 	return &Controller{cfg: cfg, calm: cfg.Calm, fails: make([]failMark, len(cfg.Ladder)), held: make([]failMark, len(cfg.Ladder)), settle: cfg.Settle, changedAt: -1 << 62, badAt: -1 << 62, lastTick: -1 << 62, lastProbe: -1 << 62, swungAt: -1 << 62, fellAt: -1 << 62, resetAt: -1 << 62, suspendedAt: -1 << 62}, nil
 }
 
-// SetSuspended tells the controller, after its rung was applied at now,
-// whether every offline job is stopped that the rung suspends (true where
-// it suspends none). While one runs on (its suspension failed), requests
-// are not taken for the services alone; once all are stopped, only those
-// that arrive Settle after that are.
+// SetSuspended tells the controller whether every offline job is
+// stopped that its rung suspends (true where it suspends none): after its
+// rung was applied at now, and, false, when an offline job comes while
+// the rung suspends (it runs until the rung is applied). While one runs
+// on, requests are not taken for the services alone; once all are
+// stopped again, only those that arrive Settle after that are.
 func (c *Controller) SetSuspended(all bool, now time.Duration) {
 	if c.unsuspended && all {
 		c.suspendedAt = now
@@ -332,7 +333,7 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 	}
 	sv.tr.Add(s)
 	if arrived := s.At - s.Latency; (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) && !c.unsuspended &&
-		arrived > c.changedAt+c.settle && arrived > c.suspendedAt+c.settle && arrived > c.judgedFrom(sv) {
+		arrived > c.changedAt+min(c.settle, c.cfg.Window) && arrived > c.suspendedAt+c.settle && arrived > c.judgedFrom(sv) {
 		// Arrived after the probe's restraint, or a suspension, settled
 		// and what queued before it drained (judgedFrom): no offline work
 		// ran beside it. What a service with an absolute target misses so
@@ -341,9 +342,9 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		// docs/results/slo-h100-stalls.md). A ratio target's bound is set
 		// by probes alone: a suspension's requests, at whatever load
 		// called for it, would move it. (judgedFrom is never before the
-		// change settled: a request that came earlier is not asked of
-		// it, which would scan the requests kept for each one of a
-		// backlog.) Not while a suspension failed to stop every offline
+		// change settled, nor later than a Window after it: a request
+		// that came earlier is not asked of it, which would scan the
+		// requests kept for each one of a backlog.) Not while a suspension failed to stop every offline
 		// job (SetSuspended).
 		alone = true
 	}

@@ -49,7 +49,7 @@ func (c *Controller) judge(sv *service, now, arrived time.Duration, st, long Sta
 			if c.cfg.Aim < 1 {
 				// Evidence of more than the aim's share of the budget
 				// tightens (evidence).
-				d += fmt.Sprintf(" (aiming at %.1f %%)", 100*(c.cfg.Aim*t.Budget()+sv.aloneLate))
+				d += fmt.Sprintf(" (aiming at %.1f %%)", 100*c.aimedAt(sv))
 			}
 			d += ": " + sv.detail
 		}
@@ -91,6 +91,12 @@ func (c *Controller) unattainable(sv *service, now time.Duration) bool {
 	}
 	sv.aloneLate = float64(late) / float64(n)
 	return true
+}
+
+// aimedAt is the share of sv's requests late past which evidence
+// tightens: Aim times its target's budget, and its share late alone.
+func (c *Controller) aimedAt(sv *service) float64 {
+	return c.cfg.Aim*sv.tr.Target().Budget() + sv.aloneLate
 }
 
 // budget is the share of sv's requests that may be late: its target's,
@@ -156,7 +162,7 @@ func (c *Controller) judgeAgainst(sv *service, now, arrived time.Duration, st, l
 // it misses the target alone, its share late alone besides), with
 // probability below Alpha, and that probability.
 func (c *Controller) evidence(st Stats, sv *service) (float64, bool) {
-	b := c.cfg.Aim*sv.tr.Target().Budget() + sv.aloneLate
+	b := c.aimedAt(sv)
 	if st.Late < 2 || float64(st.Late) <= b*float64(st.N) {
 		return 1, false
 	}

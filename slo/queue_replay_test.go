@@ -2,6 +2,7 @@ package slo
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -116,8 +117,15 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 		next := now + gap()
 		speed, steps := 0.0, 0
 		for ; now < end; now += tick {
-			for ; next <= now; next += gap() {
+			// The phase's arrivals up to the next tick (on its last, to
+			// its end): each starts no earlier than it arrives.
+			for ; next <= min(now, end); next += gap() {
 				queue = append(queue, arrival{next, i})
+			}
+			if now+tick >= end {
+				for ; next < end; next += gap() {
+					queue = append(queue, arrival{next, i})
+				}
 			}
 			step(phase)
 			speed += mixSpeed(rec, rungOf[c.Level()], phase)
@@ -202,7 +210,7 @@ func TestQueueModelMatchesGPU(t *testing.T) {
 				} else {
 					t.Logf("%s %s %s: %.4f in time on the GPU, model %.4f [%.4f, %.4f]", f, setting, phase, gpu, med, lo, hi)
 				}
-				absErr += abs(gpu - med)
+				absErr += math.Abs(gpu - med)
 			}
 		}
 	}
@@ -222,12 +230,4 @@ func shareWithin(lat []float64, bound time.Duration) float64 {
 		}
 	}
 	return float64(in) / float64(len(lat))
-}
-
-// abs is |x|.
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

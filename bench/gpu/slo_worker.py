@@ -52,12 +52,14 @@ class Control(pareto_worker.Control):
         self.stream = None  # the stream the last rate command named
         self.streams = 0  # bumped at each rate command that names one
         self.epoch = 0  # bumped at each run, rate change or pause
+        self.epoch_at = 0.0  # when it was last bumped (time.monotonic())
         self.records = []  # the serving loop's, appended as requests end
         super().__init__()
 
     def command(self, cmd):
         if cmd[0] in ("run", "pause"):
             self.epoch += 1
+            self.epoch_at = time.monotonic()
         if cmd[0] == "rate" and len(cmd) in (2, 3):
             try:
                 self.rate = max(float(cmd[1]), 0.0)
@@ -65,6 +67,7 @@ class Control(pareto_worker.Control):
                     self.stream = cmd[2]
                     self.streams += 1
                 self.epoch += 1
+                self.epoch_at = time.monotonic()
             except ValueError:
                 out({"event": "error", "error": "rate %r is not a number" % cmd[1]})
             return True
@@ -95,10 +98,13 @@ def serve(args, ctl, hook, work, sync):
                     streams = ctl.streams
                     rng = random.Random("%d/%s" % (args.seed, ctl.stream))
                 # A new run, rate or pause: the next arrival is drawn anew
-                # from now (the queue, if any, is still served).
+                # from when the command came (the queue, if any, is still
+                # served), not from when this loop, busy with a request,
+                # saw it: a phase's arrivals start at its command under
+                # every setting.
                 next_arrival = None
                 if ctl.running and ctl.rate > 0:
-                    next_arrival = time.monotonic() + rng.expovariate(ctl.rate)
+                    next_arrival = ctl.epoch_at + rng.expovariate(ctl.rate)
             running, rate = ctl.running, ctl.rate
             h, ctl.hook = ctl.hook, None
         if h is not None:

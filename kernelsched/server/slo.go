@@ -262,7 +262,7 @@ func (s *Server) SetSLOActive(ctx context.Context, on bool) error {
 	}
 	s.slo.mu.Unlock()
 	if !on && was {
-		return s.applyRung(ctx, slo.Rung{}, true)
+		return s.applyRung(ctx, slo.Rung{}, true, mono())
 	}
 	return nil
 }
@@ -280,7 +280,7 @@ func (s *Server) sloLoop(ctx context.Context) {
 		case <-ctx.Done():
 			// Never leave an offline job stopped or masked behind.
 			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := s.applyRung(c, slo.Rung{}, false); err != nil {
+			if err := s.applyRung(c, slo.Rung{}, false, mono()); err != nil {
 				s.cfg.Log.Warn("slo: lifting the restraint at stop", "err", err)
 			}
 			cancel()
@@ -334,6 +334,11 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		default:
 			st.offline[tk.id] = tk.ref
 			offlineChanged = true
+			if st.ctrl.Rung().Suspend {
+				// It runs beside the services until the rung is applied
+				// to it: their requests meanwhile are not alone.
+				st.ctrl.SetSuspended(false, now)
+			}
 		}
 	}
 	if offlineChanged {
@@ -368,7 +373,7 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	if !active {
 		return
 	}
-	err := s.applyRung(ctx, rung, false)
+	err := s.applyRung(ctx, rung, false, now)
 	if !changed {
 		if err != nil {
 			s.cfg.Log.Warn("slo: applying the rung", "rung", rung, "err", err)
@@ -397,8 +402,9 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 // one: a policy set over the control channel meanwhile gives way), TPC
 // masks and suspension. It is idempotent and called every step, so that
 // offline tasks that come later are restrained too. force reapplies the
-// server's own policy even if the rung's was never set.
-func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
+// server's own policy even if the rung's was never set. now is the
+// controller's time of the application.
+func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time.Duration) error {
 	st := s.slo
 	// One application at a time (the controller's step, a control line
 	// turning it off, the server's stop), each on the state it finds: a
@@ -466,31 +472,31 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool) error {
 	}
 	// What failed is tried again at the next step: a stop that failed is
 	// not counted stopped, a resume that failed still stopped.
-	now := slices.Clone(have)
+	stoppedNow := slices.Clone(have)
 	if len(resume) > 0 {
 		if err := st.cfg.Suspend(resume, false); err != nil {
 			errs = append(errs, fmt.Errorf("resume %v: %w", resume, err))
 		} else {
-			now = slices.DeleteFunc(now, func(p int) bool { return slices.Contains(resume, p) })
+			stoppedNow = slices.DeleteFunc(stoppedNow, func(p int) bool { return slices.Contains(resume, p) })
 		}
 	}
 	if len(stop) > 0 {
 		if err := st.cfg.Suspend(stop, true); err != nil {
 			errs = append(errs, fmt.Errorf("suspend %v: %w", stop, err))
 		} else {
-			now = append(now, stop...)
+			stoppedNow = append(stoppedNow, stop...)
 		}
 	}
-	slices.Sort(now)
+	slices.Sort(stoppedNow)
 	st.mu.Lock()
-	st.suspended = now
+	st.suspended = stoppedNow
 	// A suspension that left an offline job running measures no service
 	// alone.
 	all := true
 	for _, p := range stopped {
-		all = all && slices.Contains(now, p)
+		all = all && slices.Contains(stoppedNow, p)
 	}
-	st.ctrl.SetSuspended(all, mono())
+	st.ctrl.SetSuspended(all, now)
 	st.mu.Unlock()
 	return errors.Join(errs...)
 }
