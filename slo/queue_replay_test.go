@@ -75,9 +75,8 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 		at    time.Duration
 		phase int
 	}
-	type done struct{ end, lat time.Duration }
 	var queue []arrival
-	var pending []done
+	var pending []ended
 	phases := []string{"low", "medium", "high", "low-again"}
 	n, late := make([]int, len(phases)), make([]int, len(phases))
 	free, now := time.Duration(0), time.Duration(0)
@@ -89,22 +88,14 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 			start := max(free, a.at)
 			free = start + q.draw(t, rec, mixPick(setting, mix), phase, luck.Float64())
 			lat := free - a.at
-			pending = append(pending, done{free, lat})
+			pending = append(pending, ended{free, lat})
 			n[a.phase]++
 			if lat > bound {
 				late[a.phase]++
 				r.lateAt = append(r.lateAt, a.at)
 			}
 		}
-		kept := pending[:0]
-		for _, d := range pending {
-			if d.end <= now {
-				c.Observe("svc", Sample{At: d.end, Latency: d.lat, Source: Reported}, false)
-			} else {
-				kept = append(kept, d)
-			}
-		}
-		pending = kept
+		pending = observeEnded(c, pending, now)
 		if d, ok := c.Step(now); ok {
 			r.ds = append(r.ds, d)
 		}
