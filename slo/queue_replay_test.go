@@ -15,7 +15,7 @@ import (
 // late request was late through its wait (no service time passed 25 ms in
 // round 40). replayBench draws each latency whole from the phase's
 // recorded latencies, so a burst of arrivals, or the queue a rise builds
-// before the controller acts, never shows. replayQueue draws Poisson
+// before the controller acts, never shows. queueRun draws Poisson
 // arrivals, queues them, and gives each request, when it starts, a
 // service time drawn from what the service showed under the setting of
 // the rung in force then. TestQueueModelMatchesGPU checks the model
@@ -40,21 +40,6 @@ func (q queueOf) draw(t *testing.T, rec benchRecording, setting, phase string, u
 	return time.Duration(s[min(int(u*float64(len(s))), len(s)-1)] * float64(time.Millisecond))
 }
 
-// replayQueue runs a controller over the recorded benchmark as
-// replayBench does, through the queue model: each phase (phaseLen at its
-// recorded rate) has its own Poisson arrivals and each request its own
-// quantile of the service times, both from seed, so that a controller and
-// a pinned setting replayed with one seed meet the same bursts and the
-// same luck. A request starts when the one before it ends (at a tick,
-// with the rung then in force; service times come from the phase in
-// force); its latency counts towards the phase it arrived in, and the
-// controller observes it when it ends.
-func replayQueue(t *testing.T, rec benchRecording, c *Controller, rungOf []string, bound, phaseLen time.Duration, seed uint64) (att, train []float64, ds []Decision) {
-	t.Helper()
-	r := queueRun(t, rec, c, rungOf, bound, phaseLen, seed)
-	return r.att, r.train, r.ds
-}
-
 // queueResult is a replay through the queue model: per phase the share
 // of requests in time and the trainers' mean speed, the controller's
 // decisions, and when each late request arrived.
@@ -64,7 +49,15 @@ type queueResult struct {
 	lateAt     []time.Duration
 }
 
-// queueRun is replayQueue with the arrivals of the late requests.
+// queueRun runs a controller over the recorded benchmark as
+// replayBench does, through the queue model: each phase (phaseLen at its
+// recorded rate) has its own Poisson arrivals and each request its own
+// quantile of the service times, both from seed, so that a controller and
+// a pinned setting replayed with one seed meet the same bursts and the
+// same luck. A request starts when the one before it ends (at a tick,
+// with the rung then in force; service times come from the phase in
+// force); its latency counts towards the phase it arrived in, and the
+// controller observes it when it ends.
 func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, bound, phaseLen time.Duration, seed uint64) (r queueResult) {
 	t.Helper()
 	const tick = 10 * time.Millisecond
