@@ -341,11 +341,11 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		// own: rounds 38 and 39 on an H100,
 		// docs/results/slo-h100-stalls.md). A ratio target's bound is set
 		// by probes alone: a suspension's requests, at whatever load
-		// called for it, would move it. (judgedFrom is never before the
-		// change settled, nor later than a Window after it: a request
-		// that came earlier is not asked of it, which would scan the
-		// requests kept for each one of a backlog.) Not while a suspension failed to stop every offline
-		// job (SetSuspended).
+		// called for it, would move it. Not while a suspension failed to
+		// stop every offline job (SetSuspended). (judgedFrom is never
+		// before the change settled or a Window after it, whichever comes
+		// first: a request that came earlier is not asked of it, which
+		// would scan the requests kept for each one of a backlog.)
 		alone = true
 	}
 	if alone && (s.Source == Reported || !sv.tr.Reported()) {
