@@ -23,10 +23,10 @@ With --report every request is also reported to mmk through the hook
 the service's target by what it really saw. Records: per request its
 arrival, start and end (time.monotonic(), seconds). The arrivals are
 drawn from --seed; a rate command that names a stream (slo.py names the
-load phase and the round) restarts the gaps from that stream, so every
-setting of a round sees the same arrivals in the same phase, relative to
-the phase's start, and settings compare on the same bursts. --fake sleeps instead of using the
-GPU (a dry run of the driver).
+load phase and the round) restarts the gaps from that stream, timed from
+the command, so every setting of a round sees the same arrivals in the
+same phase and settings compare on the same bursts. --fake sleeps
+instead of using the GPU (a dry run of the driver).
 """
 import argparse
 import collections
