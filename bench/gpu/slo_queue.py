@@ -40,9 +40,19 @@ def share(lat, bound):
 
 
 def band(xs):
+    """The median, the middle 90 % and the range of xs."""
     xs = sorted(xs)
     n = len(xs)
     return xs[n // 2], xs[n * 5 // 100], xs[n * 95 // 100 - 1], xs[0], xs[-1]
+
+
+def on_recorded(reqs, bound, rng, draws=DRAWS):
+    """The shares within bound (ms) of requests (arrival, start, end; s)
+    served again on their recorded arrivals, service times drawn again
+    from their own, draws times."""
+    arr = [a * 1e3 for a, _, _ in reqs]
+    svc_ms = [(e - s) * 1e3 for _, s, e in reqs]
+    return [share(served(arr, rng.choices(svc_ms, k=len(arr))), bound) for _ in range(draws)]
 
 
 def main():
@@ -65,10 +75,9 @@ def main():
         if len(reqs) < 20:
             continue
         rng = random.Random("%d/%s/%s" % (rnd, w["setting"], w["phase"]))
-        arr = [(a - w["m0"]) * 1e3 for a, _, _ in reqs]
         svc_ms = [(e - s) * 1e3 for _, s, e in reqs]
         gpu = share([(e - a) * 1e3 for a, _, e in reqs], bound)
-        rec = [share(served(arr, rng.choices(svc_ms, k=len(arr))), bound) for _ in range(DRAWS)]
+        rec = on_recorded(reqs, bound, rng)
         rate, span = w["rates"][svc] / 1e3, (w["m1"] - w["m0"]) * 1e3
         fresh = []
         for _ in range(DRAWS):
