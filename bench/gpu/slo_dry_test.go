@@ -18,7 +18,8 @@ import (
 // settings, a second controller aiming at half the budget (mmk-aim=0.5)
 // beside mmk, with its rung in slo.jsonl under its own name, each window holds the services' and
 // trainers' numbers, every setting sees the same arrivals in the same
-// phase, and the report answers the questions.
+// phase, and the report answers the questions, with the queue
+// model's spread of the controllers' shares in time.
 func TestSLODryRun(t *testing.T) {
 	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,mmk-aim=0.5")
 	type window struct {
@@ -80,7 +81,7 @@ func TestSLODryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Phase high", "| **mmk** |", "| mask=0.875 |", "Whole run: mmk's trainers", "batch-1 service under mmk",
-		"| **mmk-aim=0.5** |", "Whole run: mmk-aim=0.5's trainers"} {
+		"| **mmk-aim=0.5** |", "Whole run: mmk-aim=0.5's trainers", "the queue model's spread", "| high | mmk | svc-b1 |"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

@@ -17,10 +17,15 @@ The strongest simple alternative is a setting a user makes by hand
 (mask=F) is mmk's mechanism without its controller, which no user sets by
 hand: it is reported beside, not chosen as the alternative.
 """
+import gzip
 import json
 import os
+import random
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slo_queue  # noqa: E402
 
 STATIC = ["prio", "prio+70%", "prio+50%", "hold", "time slicing"]
 
@@ -279,6 +284,40 @@ def questions(ctl, v):
     return out
 
 
+def spread_lines(out, rnd, wins, phases, ctls, best, draws=200):
+    """The queue model's spread of a round's shares in time: per load
+    phase, for the controllers and the strongest simple alternative, each
+    service's share within its bound on the GPU against the shares of its
+    requests served again on their recorded arrivals with their service
+    times drawn again (slo_queue.on_recorded): what the order of the
+    service times alone moves. Every setting of a round meets the same
+    arrivals (slo_worker.py), so a gap inside that spread ranks nothing.
+    No lines without the round's records."""
+    path = os.path.join(out, "records-r%d-mps.json.gz" % rnd)
+    if not os.path.exists(path):
+        return []
+    with gzip.open(path, "rt") as f:
+        records = json.load(f)
+    settings = list(ctls) + ([best] if best else [])
+    lines = ["Round %d, the queue model's spread (docs/slo.md): each service's share in time on the GPU, and served again on its "
+             "recorded arrivals with its service times drawn again %d times: median [middle 90 %%]." % (rnd, draws), "",
+             "| phase | setting | service | GPU | model |", "|---|---|---|---|---|"]
+    for p in phases:
+        for s in settings:
+            for w in wins:
+                if w["round"] != rnd or w["setting"] != s or w["phase"] != p:
+                    continue
+                for n, sv in sorted(w.get("services", {}).items()):
+                    reqs = [r for r in records.get(n, {}).get("requests", []) if w["m0"] <= r[0] <= w["m1"]]
+                    bound = sv.get("bound_ms")
+                    if len(reqs) < 20 or not bound:
+                        continue
+                    gpu = slo_queue.share([(e - a) * 1e3 for a, _, e in reqs], bound)
+                    med, lo, hi, _, _ = slo_queue.band(slo_queue.on_recorded(reqs, bound, random.Random("%d/%s/%s/%s" % (rnd, s, p, n)), draws))
+                    lines.append("| %s | %s | %s | %.1f %% | %.1f %% [%.1f-%.1f %%] |" % (p, s, n, 100 * gpu, 100 * med, 100 * lo, 100 * hi))
+    return lines + [""]
+
+
 def main(out):
     wins, tl = load(out)
     rounds = sorted({w["round"] for w in wins})
@@ -323,6 +362,7 @@ def main(out):
         for ctl, v in vc.items():
             lines += questions(ctl, v)
         lines.append("")
+        lines += spread_lines(out, r, wins, phases, [c for c in vc if c in {s for s, _ in st}], v0.get("best"))
     if len(rounds) > 1:
         for ctl in dict.fromkeys(c for r in rounds for c in per_round[r][1]):
             lines += summary(per_round, rounds, ctl)
