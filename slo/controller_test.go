@@ -78,7 +78,7 @@ func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed 
 				}
 				next += time.Duration(rng.ExpFloat64() / ph.rate * float64(time.Second))
 			}
-			pending = deliver(c, pending, now)
+			pending = deliver(c, pending, now, Hook)
 			if d, ok := c.Step(now); ok {
 				tr.decisions = append(tr.decisions, d)
 			}
@@ -88,16 +88,16 @@ func run(t *testing.T, c *Controller, bound time.Duration, phases []phase, seed 
 	return tr
 }
 
-// req is a request of a plant: when it ends and its latency.
+// req is a request of a plant or a replay: when it ends and its latency.
 type req struct{ end, lat time.Duration }
 
 // deliver observes the pending requests that ended by now (as service
-// "svc") and returns the rest.
-func deliver(c *Controller, pending []req, now time.Duration) []req {
+// "svc", measured by src) and returns the rest.
+func deliver(c *Controller, pending []req, now time.Duration, src Source) []req {
 	kept := pending[:0]
 	for _, r := range pending {
 		if r.end <= now {
-			c.Observe("svc", Sample{At: r.end, Latency: r.lat}, false)
+			c.Observe("svc", Sample{At: r.end, Latency: r.lat, Source: src}, false)
 		} else {
 			kept = append(kept, r)
 		}
@@ -832,7 +832,7 @@ func queued(c *Controller, seed uint64, rate float64, dur time.Duration, work fu
 			pending = append(pending, req{free, free - next})
 			next += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 		}
-		pending = deliver(c, pending, now)
+		pending = deliver(c, pending, now, Hook)
 		if d, ok := c.Step(now); ok {
 			ds = append(ds, d)
 		}
@@ -1395,7 +1395,7 @@ func TestControllerNoRiseAtResume(t *testing.T) {
 						pending = append(pending, req{next + 8*ms, 8 * ms})
 					}
 				}
-				pending = deliver(c, pending, now)
+				pending = deliver(c, pending, now, Hook)
 				if d, ok := c.Step(now); ok {
 					ds = append(ds, d)
 				}
@@ -1489,7 +1489,7 @@ func TestControllerRiseUndoneWhereAlike(t *testing.T) {
 		for ; next <= now; next += time.Duration(float64(time.Second) / rate) {
 			pending = append(pending, req{next + 20*ms, 20 * ms})
 		}
-		pending = deliver(c, pending, now)
+		pending = deliver(c, pending, now, Hook)
 		if d, ok := c.Step(now); ok {
 			ds = append(ds, d)
 		}

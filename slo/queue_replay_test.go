@@ -69,7 +69,7 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 		phase int
 	}
 	var queue []arrival
-	var pending []ended
+	var pending []req
 	phases := []string{"low", "medium", "high", "low-again"}
 	n, late := make([]int, len(phases)), make([]int, len(phases))
 	free, now := time.Duration(0), time.Duration(0)
@@ -81,14 +81,14 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 			start := max(free, a.at)
 			free = start + q.draw(t, rec, mixPick(setting, mix), phase, luck.Float64())
 			lat := free - a.at
-			pending = append(pending, ended{free, lat})
+			pending = append(pending, req{free, lat})
 			n[a.phase]++
 			if lat > bound {
 				late[a.phase]++
 				r.lateAt = append(r.lateAt, a.at)
 			}
 		}
-		pending = observeEnded(c, pending, now)
+		pending = deliver(c, pending, now, Reported)
 		if d, ok := c.Step(now); ok {
 			r.ds = append(r.ds, d)
 		}
@@ -103,7 +103,7 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 		for ; now < end; now += tick {
 			// The phase's arrivals up to the next tick (on its last, to
 			// its end): each starts no earlier than it arrives.
-			for ; next <= min(now, end); next += gap() {
+			for ; next <= now; next += gap() {
 				queue = append(queue, arrival{next, i})
 			}
 			if now+tick >= end {

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/mmkgpu/mmk/internal/stats"
 )
 
 // queueLadder is the replay's ladder for a recording, each rung with the
@@ -114,8 +118,8 @@ func (sc *queueScore) add(r queueResult, statics []queueResult, names []string) 
 				all = false
 			}
 		}
-		if all && sum(p.train) > bestRun {
-			bestRun, bestName = sum(p.train), names[k]
+		if all && floats.Sum(p.train) > bestRun {
+			bestRun, bestName = floats.Sum(p.train), names[k]
 		}
 	}
 	for i, b := range best {
@@ -135,7 +139,7 @@ func (sc *queueScore) add(r queueResult, statics []queueResult, names []string) 
 	}
 	if bestRun > 0 {
 		sc.runs++
-		ratio := sum(r.train) / bestRun
+		ratio := floats.Sum(r.train) / bestRun
 		sc.ratios = append(sc.ratios, ratio)
 		if ratio < 1.15 {
 			sc.short++
@@ -156,20 +160,9 @@ func medians(rs []queueResult) queueResult {
 		for _, r := range rs {
 			a, tr = append(a, r.att[i]), append(tr, r.train[i])
 		}
-		slices.Sort(a)
-		slices.Sort(tr)
-		m.att, m.train = append(m.att, a[len(a)/2]), append(m.train, tr[len(tr)/2])
+		m.att, m.train = append(m.att, stats.Median(a)), append(m.train, stats.Median(tr))
 	}
 	return m
-}
-
-// sum adds xs up.
-func sum(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s
 }
 
 // TestControllerQueueReplayScore replays the thirteen recorded H100

@@ -48,7 +48,7 @@ func loadRecording(t *testing.T, file string) benchRecording {
 func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []string, bound, phaseLen time.Duration, seed uint64) (att, train []float64, ds []Decision) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
-	var pending []ended
+	var pending []req
 	now := time.Duration(0)
 	for _, phase := range []string{"low", "medium", "high", "low-again"} {
 		rate := rec.Rates[phase]
@@ -61,14 +61,14 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 			for next <= now {
 				d := rec.Latency[mixPick(setting, rng)][phase]
 				lat := time.Duration(d[rng.IntN(len(d))] * float64(time.Millisecond))
-				pending = append(pending, ended{next + lat, lat})
+				pending = append(pending, req{next + lat, lat})
 				n++
 				if lat > bound {
 					late++
 				}
 				next += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 			}
-			pending = observeEnded(c, pending, now)
+			pending = deliver(c, pending, now, Reported)
 			if d, ok := c.Step(now); ok {
 				ds = append(ds, d)
 			}
@@ -79,24 +79,6 @@ func replayBench(t *testing.T, rec benchRecording, c *Controller, rungOf []strin
 		train = append(train, speed/float64(steps))
 	}
 	return att, train, ds
-}
-
-// ended is a replayed request of the service "svc": when it ends and
-// its latency.
-type ended struct{ end, lat time.Duration }
-
-// observeEnded tells c of the requests of pending that ended by now and
-// returns the others.
-func observeEnded(c *Controller, pending []ended, now time.Duration) []ended {
-	kept := pending[:0]
-	for _, r := range pending {
-		if r.end <= now {
-			c.Observe("svc", Sample{At: r.end, Latency: r.lat, Source: Reported}, false)
-		} else {
-			kept = append(kept, r)
-		}
-	}
-	return kept
 }
 
 // replayAgainst replays rec through a controller with mmk's masking
