@@ -93,7 +93,7 @@ func (r *Runner) findRun(jobID string) (pidRecord, bool, error) {
 		return pidRecord{}, false, nil
 	}
 	for pid, st := range parents {
-		if st.PPID == shim && st.PGID == pid && st.State != 'Z' && st.State != 'X' {
+		if st.PPID == shim && st.PGID == pid && !st.dead() {
 			child = pid
 		}
 	}

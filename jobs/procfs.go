@@ -26,11 +26,12 @@ type procStat struct {
 // say), its /proc entry still readable until it is a zombie.
 const pfExiting = 0x4
 
+// dead reports whether the process has ended: a zombie, or dead.
+func (st procStat) dead() bool { return st.State == 'Z' || st.State == 'X' }
+
 // ended reports whether the process has ended or is ending: exiting,
 // a zombie or dead.
-func (st procStat) ended() bool {
-	return st.Flags&pfExiting != 0 || st.State == 'Z' || st.State == 'X'
-}
+func (st procStat) ended() bool { return st.Flags&pfExiting != 0 || st.dead() }
 
 // parseStat reads /proc/<pid>/stat: "pid (comm) state ppid pgrp ...",
 // flags the 9th field, starttime the 22nd. comm may hold spaces and parentheses, so the
@@ -129,7 +130,7 @@ func (id procIdent) check() (procCheck, error) {
 	switch {
 	case st.StartTicks != id.StartTicks:
 		return procGone, nil
-	case st.State == 'Z' || st.State == 'X':
+	case st.dead():
 		return procZombie, nil
 	}
 	return procRunning, nil
