@@ -22,21 +22,7 @@ import (
 // model's spread of the controllers' shares in time.
 func TestSLODryRun(t *testing.T) {
 	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,mmk-aim=0.5")
-	type window struct {
-		Round    int
-		Setting  string
-		Phase    string
-		M0, M1   float64
-		Rates    map[string]float64
-		Services map[string]struct {
-			N       int     `json:"n"`
-			BoundMs float64 `json:"bound_ms"`
-		}
-		Trainers map[string]struct {
-			ItS float64 `json:"it_s"`
-		}
-	}
-	ws := jsonLines[window](t, filepath.Join(out, "windows.jsonl"))
+	ws := jsonLines[sloWindow](t, filepath.Join(out, "windows.jsonl"))
 	seen := map[string][]string{}
 	want := map[string]float64{"low": 20, "medium": 50, "high": 80, "low-again": 20}
 	rated := 0
@@ -63,9 +49,7 @@ func TestSLODryRun(t *testing.T) {
 	if rated == 0 {
 		t.Error("no window records svc-b1's rate")
 	}
-	sameArrivals(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws, func(w window) (string, string, float64, float64) {
-		return w.Setting, w.Phase, w.M0, w.M1
-	})
+	sameArrivals(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws)
 	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "mmk-aim=0.5"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
 			t.Errorf("setting %s ran phases %v", s, seen[s])
@@ -99,11 +83,28 @@ func TestSLODryRun(t *testing.T) {
 	}
 }
 
+// sloWindow is a line of the SLO benchmark's windows.jsonl: one setting
+// in one load phase of a round.
+type sloWindow struct {
+	Round    int
+	Setting  string
+	Phase    string
+	M0, M1   float64
+	Rates    map[string]float64
+	Services map[string]struct {
+		N       int     `json:"n"`
+		BoundMs float64 `json:"bound_ms"`
+	}
+	Trainers map[string]struct {
+		ItS float64 `json:"it_s"`
+	}
+}
+
 // sameArrivals checks that service svc saw the same arrivals in the same
 // phase under every setting of the records: the gaps between its
 // arrivals in a window (after the first two, which may still come from
 // the stream before) are those of the same phase under "prio".
-func sameArrivals[W any](t *testing.T, records, svc string, ws []W, of func(W) (setting, phase string, m0, m1 float64)) {
+func sameArrivals(t *testing.T, records, svc string, ws []sloWindow) {
 	t.Helper()
 	f, err := os.Open(records)
 	if err != nil {
@@ -133,23 +134,22 @@ func sameArrivals[W any](t *testing.T, records, svc string, ws []W, of func(W) (
 	}
 	ref := map[string][]float64{}
 	for _, w := range ws {
-		if setting, phase, m0, m1 := of(w); setting == "prio" {
-			ref[phase] = gaps(m0, m1)
+		if w.Setting == "prio" {
+			ref[w.Phase] = gaps(w.M0, w.M1)
 		}
 	}
 	compared := 0
 	for _, w := range ws {
-		setting, phase, m0, m1 := of(w)
-		want, ok := ref[phase]
-		if !ok || setting == "prio" || strings.HasPrefix(setting, "alone ") {
+		want, ok := ref[w.Phase]
+		if !ok || w.Setting == "prio" || strings.HasPrefix(w.Setting, "alone ") {
 			continue
 		}
-		got := gaps(m0, m1)
+		got := gaps(w.M0, w.M1)
 		if min(len(got), len(want)) < minRun {
 			continue // too few arrivals to compare
 		}
 		if !containsRun(want, got) {
-			t.Errorf("%s %s: %s's arrivals are not prio's (gaps %v, prio's %v)", setting, phase, svc, got[:min(len(got), 10)], want[:min(len(want), 10)])
+			t.Errorf("%s %s: %s's arrivals are not prio's (gaps %v, prio's %v)", w.Setting, w.Phase, svc, got[:min(len(got), 10)], want[:min(len(want), 10)])
 		}
 		compared++
 	}
