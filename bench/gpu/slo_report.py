@@ -128,20 +128,24 @@ def verdict(st, phases, ctl="mmk"):
                 # The issue's other half of this case: mmk's attainment at
                 # least that setting's (each in its worst phase).
                 v["worst_attain"] = (min(st[(ctl, p)]["attain"] for p in phases), att[best])
+        def fastest_held(cands, p):
+            """The setting of cands with the fastest trainers that held
+            phase p (None: none held it)."""
+            ok = [s for s in cands if (s, p) in st and st[(s, p)]["attain"] >= HELD]
+            return max(ok, key=lambda s: st[(s, p)]["train"], default=None)
+
         per = {}
         for p in phases:
-            ok = [s for s in static if (s, p) in st and st[(s, p)]["attain"] >= HELD]
             mm = st.get((ctl, p))
             if not mm:
                 continue
             row = {"mmk_attain": mm["attain"], "mmk_train": mm["train"]}
-            if ok:
-                b = max(ok, key=lambda s: st[(s, p)]["train"])
+            b = fastest_held(static, p)
+            if b:
                 row.update(best=b, best_train=st[(b, p)]["train"], ratio=mm["train"] / st[(b, p)]["train"] if st[(b, p)]["train"] else None,
                            held=mm["attain"] >= HELD)
-            mk = [s for s in masks if (s, p) in st and st[(s, p)]["attain"] >= HELD]
-            if mk:
-                b = max(mk, key=lambda s: st[(s, p)]["train"])
+            b = fastest_held(masks, p)
+            if b:
                 row.update(best_mask=b, best_mask_train=st[(b, p)]["train"])
             per[p] = row
         v["per_phase"] = per
