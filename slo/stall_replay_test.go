@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // TestControllerStallReplay replays rounds 38 and 39 of the H100 SLO
@@ -27,13 +29,6 @@ func TestControllerStallReplay(t *testing.T) {
 	}
 	settings := []string{"prio", "prio+70%", "together"}
 	const phaseLen, seeds = 21 * time.Second, 9
-	mean := func(v []float64) float64 {
-		s := 0.0
-		for _, x := range v {
-			s += x
-		}
-		return s / float64(len(v))
-	}
 	for _, tc := range []struct {
 		file     string
 		minTrain float64
@@ -48,7 +43,7 @@ func TestControllerStallReplay(t *testing.T) {
 			c, _ := New(Config{Ladder: lad})
 			c.AddService("svc", target)
 			att, tr, _ := replayBench(t, rec, c, settings, target.Bound, phaseLen, seed)
-			train += mean(tr) / seeds
+			train += floats.Sum(tr) / float64(len(tr)) / seeds
 			worst += slices.Min(att) / seeds
 			// The static settings' worst phase, with the same draws: the
 			// lower of priority's and MPS 70 %'s.
