@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/floats"
-
-	"github.com/mmkgpu/mmk/internal/stats"
 )
 
 // queueLadder is the replay's ladder for a recording, each rung with the
@@ -160,7 +158,9 @@ func medians(rs []queueResult) queueResult {
 		for _, r := range rs {
 			a, tr = append(a, r.att[i]), append(tr, r.train[i])
 		}
-		m.att, m.train = append(m.att, stats.Median(a)), append(m.train, stats.Median(tr))
+		slices.Sort(a)
+		slices.Sort(tr)
+		m.att, m.train = append(m.att, a[len(a)/2]), append(m.train, tr[len(tr)/2])
 	}
 	return m
 }

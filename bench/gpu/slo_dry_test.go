@@ -162,17 +162,22 @@ func sameArrivals(t *testing.T, records, svc string, ws []sloWindow) {
 // same.
 const minRun = 6
 
-// containsRun reports whether the first gaps of got (up to 10, at least
-// minRun) appear in want in a row, starting among want's first four,
-// within the records' rounding.
+// containsRun reports whether got and want share a run of gaps (up to
+// 10, at least minRun) within the records' rounding, starting among the
+// first four of each: either window may begin with an arrival or two the
+// other lacks (one still from the stream before, or one its window's
+// start cut off).
 func containsRun(want, got []float64) bool {
-	for off := 0; off < 4; off++ {
-		n := min(10, len(got), len(want)-off)
-		if n < minRun {
-			return false
-		}
-		if slices.EqualFunc(want[off:off+n], got[:n], func(a, b float64) bool { return math.Abs(a-b) < 5e-6 }) {
-			return true
+	for _, pair := range [][2][]float64{{want, got}, {got, want}} {
+		a, b := pair[0], pair[1]
+		for off := 0; off < 4; off++ {
+			n := min(10, len(b), len(a)-off)
+			if n < minRun {
+				break
+			}
+			if slices.EqualFunc(a[off:off+n], b[:n], func(x, y float64) bool { return math.Abs(x-y) < 5e-6 }) {
+				return true
+			}
 		}
 	}
 	return false
