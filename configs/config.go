@@ -65,6 +65,9 @@ type SLOConfig struct {
 	// than the target allows; 0.5 on evidence of more than half as many,
 	// a margin for phases judged on a few hundred requests.
 	Aim float64 `mapstructure:"aim"`
+	// Forecast lets the controller forecast each service's share in time
+	// from its service times on each rung (slo.Config.NoForecast, negated).
+	Forecast bool `mapstructure:"forecast"`
 	// HookMarks lets an online job's hook mark where each request starts
 	// (its launch callbacks stay on for it); off, only the latencies a
 	// service reports itself are measured.
@@ -86,7 +89,7 @@ func (c SLOConfig) Target() slo.Target {
 // the ladder).
 func (c SLOConfig) ControllerConfig() slo.Config {
 	l, _ := slo.ParseLadder(c.Ladder)
-	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm, Aim: c.Aim}
+	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm, Aim: c.Aim, NoForecast: !c.Forecast}
 }
 
 // validate checks the default target, the ladder and the durations.

@@ -88,6 +88,9 @@ type Config struct {
 	// load is not well below (a factor Swing) the one it missed at: a
 	// step down onto it costs the misses that proved it short again.
 	Remember time.Duration
+	// NoForecast turns the queue forecast off (forecast.go): rungs are
+	// then predicted only from the latency they showed at a lower load.
+	NoForecast bool
 }
 
 // DefaultConfig suits services of a few to a few hundred requests a

@@ -94,6 +94,8 @@ type service struct {
 	// alonePct is the latency alone at its target's percentile that the
 	// verdict on aloneLate rests on.
 	alonePct time.Duration
+	// times, per rung, its service times there (the queue forecast).
+	times []serviceTimes
 }
 
 // Controller holds the targets of the services of one GPU instance by
@@ -331,6 +333,7 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 		// The service's own measure replaces the hook's, alone too.
 		sv.alone = sv.alone[:0]
 	}
+	c.keepServiceTime(sv, s)
 	sv.tr.Add(s)
 	if arrived := s.At - s.Latency; (c.probing || c.Rung().Suspend && sv.tr.Target().Ratio == 0) && !c.unsuspended &&
 		arrived > c.changedAt+min(c.settle, c.cfg.Window) && arrived > c.suspendedAt+c.settle && arrived > c.judgedFrom(sv) {
@@ -463,6 +466,14 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 		return c.move(now, c.up(), worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
+	if to, sv, why, ok := c.forecastClimb(now); ok && allMet {
+		// As a tightening, but no rung missed: nothing is refused for it.
+		c.enterRate = rate
+		if c.climb == nil || c.level == 0 {
+			c.climb = &climb{id: sv.id, from: c.level, pct: sv.tr.Window(now-c.cfg.Window, now).Pct}
+		}
+		return c.move(now, to, sv.id, "tighten: "+why), true
+	}
 	if r, why, ok := c.lapsed(now); ok && allMet {
 		c.rises = c.rises[:len(c.rises)-1]
 		c.climb = nil
@@ -493,6 +504,13 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			// began: a futile climb goes back there, not to the rung the
 			// rise found.
 			c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
+		}
+		if how, ok := c.forecastHolds(rising, c.level, now); ok {
+			// The rung in force is forecast to hold the new load: a
+			// pre-emption would restrain for nothing. Misses, if they
+			// come, still tighten.
+			rising.detail += "; no pre-emption: " + how
+			return Decision{}, false
 		}
 		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
 		to, past := c.preemptTo(now)

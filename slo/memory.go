@@ -106,6 +106,14 @@ func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp floa
 		if !sv.tellsOfRungs(now) {
 			continue
 		}
+		if why, ok := c.forecastMiss(sv, to, now, c.loadOf(sv, now, fell)); ok {
+			// Its service times there forecast its queue at this load,
+			// which its latency at a lower load grown by a power does not.
+			if why != "" {
+				return sv, why
+			}
+			continue
+		}
 		if p := c.predicted(sv, to, now, fell, exp); p > sv.tr.Bound() {
 			m := sv.seen[to]
 			return sv, fmt.Sprintf("%s predicted at p%g %v on %s (%v at %.1f requests/s, %.1f/s now)", sv.id, sv.tr.Target().Percentile,
@@ -155,5 +163,6 @@ func (c *Controller) Forget() {
 	clear(c.held)
 	for _, sv := range c.services {
 		clear(sv.seen)
+		clear(sv.times)
 	}
 }

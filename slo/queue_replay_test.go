@@ -69,7 +69,9 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 		phase int
 	}
 	var queue []arrival
-	var pending []req
+	// pending: the requests' latencies, which the service reports;
+	// served: their service times, which the hook measures.
+	var pending, served []req
 	phases := []string{"low", "medium", "high", "low-again"}
 	n, late := make([]int, len(phases)), make([]int, len(phases))
 	free, now := time.Duration(0), time.Duration(0)
@@ -82,12 +84,14 @@ func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, 
 			free = start + q.draw(t, rec, mixPick(setting, mix), phase, luck.Float64())
 			lat := free - a.at
 			pending = append(pending, req{free, lat})
+			served = append(served, req{free, free - start})
 			n[a.phase]++
 			if lat > bound {
 				late[a.phase]++
 				r.lateAt = append(r.lateAt, a.at)
 			}
 		}
+		served = deliver(c, served, now, Hook)
 		pending = deliver(c, pending, now, Reported)
 		if d, ok := c.Step(now); ok {
 			r.ds = append(r.ds, d)
@@ -137,21 +141,28 @@ var queueRecordings = []string{
 	"testdata/b32-phases-h100-25ms-r35.json", "testdata/b32-phases-h100-25ms-r36.json",
 	"testdata/b32-phases-h100-25ms-r38-stalls.json", "testdata/b32-phases-h100-25ms-r39-stalls.json",
 	"testdata/b32-phases-h100-25ms-r40.json",
+	"testdata/b32-phases-h100-25ms-r42.json", "testdata/b32-phases-h100-25ms-r43.json",
+	"testdata/b32-phases-h100-25ms-r44.json", "testdata/b32-phases-h100-25ms-r45.json",
+	"testdata/b32-phases-h100-25ms-r46.json", "testdata/b32-phases-h100-25ms-r47.json",
 }
 
 // TestQueueModelMatchesGPU checks the queue model against the GPU: for
-// every window of 50 requests or more of the fifteen recorded H100 rounds
-// (every setting, the controller's and the service alone included, each
-// phase), the recorded arrivals are served first come first served with
-// service times drawn again (with replacement) from the window's own, 200
-// times. The share in time that the GPU measured lies within the middle
-// 95 % of the model's in 331 of the 337 windows (at least 95 % asked),
-// and the model's median is 0.19 points from the GPU's on average (at
-// most 0.3 asked). Of the six outside, five are below the model: hold
-// and mmk at high load in rounds 15, 20 and 21 (0.6-0.8 points), the
-// service alone in rounds 19 and 23 (3.2 and 0.8 points), where slow
-// requests came in runs, which draws made one by one do not repeat; MPS
-// 70 % at high load in round 15 is 0.45 points above it.
+// every window of 50 requests or more of the recorded H100 rounds (every
+// setting, the controller's and the service alone included, each phase),
+// the recorded arrivals are served first come first served with service
+// times drawn again (with replacement) from the window's own, 200 times.
+// The share in time that the GPU measured lies within the middle 95 % of
+// the model's in 430 of the 447 windows (at least 95 % asked), and the
+// model's median is 0.19 points from the GPU's on average (at most 0.3
+// asked). The fifteen rounds the model was built on (12-40): 331 of 337.
+// The six run after it (42-47, with arrivals shared by the settings):
+// 99 of 110. Of those eleven outside, five hold the first request of a
+// phase that the benchmark's serving loop started up to 24 ms late under
+// every setting in rounds 42 and 43 (slo_worker.py slept through the
+// phase's command; fixed before round 44); the other six, like five of
+// the six outside before, are below the model, where slow requests came
+// in runs (two late at the same instant), which draws made one by one do
+// not repeat.
 func TestQueueModelMatchesGPU(t *testing.T) {
 	const draws = 200
 	bound := 25 * time.Millisecond

@@ -48,6 +48,10 @@ type queueScore struct {
 	// late and onset count the controller's late requests in each phase
 	// and those of them that arrived in the first 2 s of their phase.
 	late, onset [4]int
+	// whole counts the replays and passed those where the controller met
+	// the acceptance whole: no phase failed, and, where some static
+	// setting held every phase, 1.15x the fastest such over the run.
+	whole, passed int
 }
 
 // scoreQueue replays rec through a controller (aim: Config.Aim) and
@@ -56,7 +60,7 @@ type queueScore struct {
 // three seeds (the rounds of a GPU run: the medians of each phase's
 // shares in time and trainer speeds) in camp; in mps70 those of MPS 70 %
 // by hand scored as the controller is.
-func scoreQueue(t *testing.T, rec benchRecording, target Target, phaseLen time.Duration, seeds []uint64, aim float64, sc, camp, mps70 *queueScore) {
+func scoreQueue(t *testing.T, rec benchRecording, target Target, phaseLen time.Duration, seeds []uint64, aim float64, noForecast bool, sc, camp, mps70 *queueScore) {
 	t.Helper()
 	rungs, settings, statics := queueLadder(rec)
 	ladder, err := ParseLadder(rungs)
@@ -66,7 +70,7 @@ func scoreQueue(t *testing.T, rec benchRecording, target Target, phaseLen time.D
 	var ctrl []queueResult
 	pinned := make([][]queueResult, len(statics))
 	for _, seed := range seeds {
-		c, err := New(Config{Ladder: ladder, Aim: aim})
+		c, err := New(Config{Ladder: ladder, Aim: aim, NoForecast: noForecast})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,10 +124,13 @@ func (sc *queueScore) add(r queueResult, statics []queueResult, names []string) 
 			bestRun, bestName = floats.Sum(p.train), names[k]
 		}
 	}
+	sc.whole++
+	pass := true
 	for i, b := range best {
 		if b == 0 {
 			continue
 		}
+		pass = pass && r.att[i] >= 0.99 && r.train[i] >= 0.9*b
 		sc.held[i]++
 		if r.att[i] < 0.99 {
 			sc.missed[i]++
@@ -138,6 +145,7 @@ func (sc *queueScore) add(r queueResult, statics []queueResult, names []string) 
 	if bestRun > 0 {
 		sc.runs++
 		ratio := floats.Sum(r.train) / bestRun
+		pass = pass && ratio >= 1.15
 		sc.ratios = append(sc.ratios, ratio)
 		if ratio < 1.15 {
 			sc.short++
@@ -146,6 +154,9 @@ func (sc *queueScore) add(r queueResult, statics []queueResult, names []string) 
 			}
 			sc.shortBy[bestName]++
 		}
+	}
+	if pass {
+		sc.passed++
 	}
 }
 
@@ -165,47 +176,51 @@ func medians(rs []queueResult) queueResult {
 	return m
 }
 
-// TestControllerQueueReplayScore replays the thirteen recorded H100
-// rounds on a GPU that did not stall (12-15, 18-23, 35, 36, 40; target
-// p99 = 25 ms, one vgg19 trainer) through the queue model, 9 seeds each
-// (its own per round), phases of 22 s as on the GPU, with the ladder the
-// recording can stand for (the cheap mask tpcs=0.97 in rounds 35 and 36
-// only), and counts the acceptance points against the static
+// TestControllerQueueReplayScore replays the nineteen recorded H100
+// rounds on a GPU that did not stall (12-15, 18-23, 35, 36, 40, 42-47;
+// target p99 = 25 ms, one vgg19 trainer) through the queue model, 9 seeds
+// each (its own per round), phases of 22 s as on the GPU, with the ladder
+// the recording can stand for (the cheap mask tpcs=0.97 in rounds 35 and
+// 36 only), and counts the acceptance points against the static
 // settings by hand replayed with the same arrivals and luck: of the
 // phases some static setting held (99 % in time), those the controller
 // did not; those where its trainers ran below 0.9x the fastest static
 // setting that held the phase; and over each run, its trainers against
-// the fastest static setting that held every phase (goal 1.15x). It
-// counts them for each seed and for each campaign of three seeds (a GPU
-// run of three rounds, judged on medians).
+// the fastest static setting that held every phase (goal 1.15x); and the
+// runs where it met all of these. It counts them for each seed and for
+// each campaign of three seeds (a GPU run of three rounds, judged on
+// medians), with the queue forecast and without it (Config.NoForecast).
 //
-// Each seed: of 116/116/106/116 phases held, the controller missed
-// 3/7/30/7 and was slow in 16/54/29/14; over the run a median 1.17x,
-// below 1.15x in 45 of 103 (43 against MPS 70 %). Campaigns: missed
-// 1/0/8/0 of 39/39/37/39, slow in 3/22/6/3, below 1.15x in 17 of 37.
-// Most slow medium phases are a pre-emption of the rise from the low
-// load held through the phase on the stand-in for MPS 70 % where priority
-// held: the rounds with the cheap mask as a rung are slow in 3 of the 17
-// medium phases a static setting held there. Most missed high phases are
-// a rung that leaks a little past the budget all phase (80 % of the late
-// requests of the high phases come after its first 2 s), which a
-// binomial test at Alpha cannot tell from the budget within a phase. MPS
-// 70 % by hand, scored as the controller is, misses 0/0/33/0 and is slow
-// in 115/92/2/110: at the high load the controller's climbs past it, to
-// the stand-in for MPS 50 %, trade 27 slow phases for 3 fewer missed.
+// With the forecast, campaigns met the acceptance whole in 25 of 57,
+// without it in 9. Per phase (low / medium / high / low again) of
+// 57/57/54/57 held, the campaigns missed 1/4/16/0 and were slow in
+// 2/5/14/0 with it, missed 1/0/13/0 and were slow in 4/34/14/3 without:
+// a rise from the low load no longer pre-empts where priority is
+// forecast to hold the new one, which, at the edge of the budget, a phase
+// sometimes misses by a request or two. Each seed: missed 4/30/43/7,
+// slow in 14/27/43/10, the run a median 1.19x (below 1.15x in 43 of
+// 148), met whole in 50 of 171; without: missed 4/9/45/8, slow in
+// 25/80/47/19, 1.16x (70 of 148), whole in 23. The queue model flatters
+// the forecast (its service times are the model's own draws); the GPU
+// rounds 44-47 are its test (docs/results/slo-h100-shared.md).
 //
-// The controller trades one per-phase point for the other, whatever was
-// tried (none kept): aiming at half the budget (SLO_AIM=0.5) misses
-// 3/5/20/7 and is slow in 16/55/39/17; spending what is left of the
-// budget over the last 30 s, 3/5/17/7 and 16/58/43/22; skipping a rise's
-// pre-emption where the rung in force is predicted to hold at the new
-// load, 3/12/39/7 and 5/44/20/7 (short of 1.15x in 31 runs of 103; 53
-// of 374 missed in TestControllerReplayScore, against 38). Longer phases
-// help the run, not the high phase: 35 s misses 5/6/22/3, slow in
-// 6/50/28/6, run 1.19x; 60 s 2/3/28/0, slow in 3/50/33/4, run 1.19x (aim
-// 0.5: 2/3/3/0, slow in 4/60/55/7, run 1.17x). SLO_PHASE replays phases
-// of another length, SLO_AIM another aim, SLO_ONLY only the recordings
-// whose name holds it.
+// Most missed high phases are a rung that leaks a little past the budget
+// all phase (most late requests of the high phases come after its first
+// 2 s), which a binomial test at Alpha cannot tell from the budget within
+// a phase. MPS 70 % by hand, scored as the controller is, misses 1/0/40/0
+// and is slow in 168/130/2/162.
+//
+// Before the forecast, on the thirteen rounds before 42, every knob
+// tried traded one per-phase point for the other (none kept): aiming at
+// half the budget (SLO_AIM=0.5) missed 3/5/20/7 and was slow in
+// 16/55/39/17 (3/7/30/7 and 16/54/29/14 at the full aim); spending what
+// was left of the budget over the last 30 s, 3/5/17/7 and 16/58/43/22;
+// skipping a rise's pre-emption where the rung in force was predicted to
+// hold at the new load by a power of the load (not by its queue),
+// 3/12/39/7 and 5/44/20/7. Longer phases helped the run, not the high
+// phase: 35 s missed 5/6/22/3, 60 s 2/3/28/0 (aim 0.5: 2/3/3/0, slow in
+// 4/60/55/7). SLO_PHASE replays phases of another length, SLO_AIM
+// another aim, SLO_ONLY only the recordings whose name holds it.
 func TestControllerQueueReplayScore(t *testing.T) {
 	phaseLen := 22 * time.Second
 	if v := os.Getenv("SLO_PHASE"); v != "" {
@@ -223,25 +238,36 @@ func TestControllerQueueReplayScore(t *testing.T) {
 		}
 		aim = a
 	}
-	var sc, camp, mps70 queueScore
-	for i, f := range queueRecordings {
-		if slices.Contains([]string{"testdata/b32-phases-h100-25ms-r38-stalls.json", "testdata/b32-phases-h100-25ms-r39-stalls.json"}, f) {
-			continue
+	score := func(noForecast bool) (sc, camp queueScore, med float64) {
+		var mps70 queueScore
+		for i, f := range queueRecordings {
+			if slices.Contains([]string{"testdata/b32-phases-h100-25ms-r38-stalls.json", "testdata/b32-phases-h100-25ms-r39-stalls.json"}, f) {
+				continue
+			}
+			if only := os.Getenv("SLO_ONLY"); only != "" && !strings.Contains(f, only) {
+				continue
+			}
+			scoreQueue(t, loadRecording(t, f), MustParse("p99=25ms"), phaseLen, seedsOf(i, 9), aim, noForecast, &sc, &camp, &mps70)
 		}
-		if only := os.Getenv("SLO_ONLY"); only != "" && !strings.Contains(f, only) {
-			continue
+		of := map[bool]string{false: "with the forecast", true: "without the forecast"}[noForecast]
+		med = sc.log(t, of+", each seed")
+		camp.log(t, of+", campaigns of 3 seeds (medians)")
+		if !noForecast {
+			mps70.log(t, "MPS 70 % by hand scored as the controller")
 		}
-		scoreQueue(t, loadRecording(t, f), MustParse("p99=25ms"), phaseLen, seedsOf(i, 9), aim, &sc, &camp, &mps70)
+		t.Logf("%s: the controller's late requests per phase %v, of them in the phase's first 2 s %v", of, sc.late, sc.onset)
+		return sc, camp, med
 	}
-	med := sc.log(t, "each seed")
-	camp.log(t, "campaigns of 3 seeds (medians)")
-	mps70.log(t, "MPS 70 % by hand scored as the controller")
-	t.Logf("the controller's late requests per phase %v, of them in the phase's first 2 s %v", sc.late, sc.onset)
-	if m := sum4(sc.missed); m > 50 {
-		t.Errorf("missed %d phases that a static setting held (%v), want at most 50", m, sc.missed)
+	sc, camp, med := score(false)
+	_, campOff, _ := score(true)
+	if campOff.passed > 0 && camp.passed < 2*campOff.passed {
+		t.Errorf("campaigns met the acceptance whole: %d of %d with the forecast, %d without; want at least twice as many", camp.passed, camp.whole, campOff.passed)
 	}
-	if med < 1.12 {
-		t.Errorf("the controller's trainers at a median %.2fx the best static setting that held every phase, want at least 1.12x", med)
+	if m := sum4(sc.missed); m > 100 {
+		t.Errorf("missed %d phases that a static setting held (%v), want at most 100", m, sc.missed)
+	}
+	if med < 1.15 {
+		t.Errorf("the controller's trainers at a median %.2fx the best static setting that held every phase, want at least 1.15x", med)
 	}
 }
 
@@ -267,6 +293,6 @@ func (sc *queueScore) log(t *testing.T, of string) float64 {
 		med = sc.ratios[len(sc.ratios)/2]
 	}
 	t.Logf("%s: phases some static setting held %v; the controller missed %v, its trainers below 0.9x in %v, either in %v", of, sc.held, sc.missed, sc.slow, sc.failed)
-	t.Logf("%s: runs with a static setting that held every phase %d; the controller's trainers below 1.15x it in %d (median %.2fx; against %v)", of, sc.runs, sc.short, med, sc.shortBy)
+	t.Logf("%s: runs with a static setting that held every phase %d; the controller's trainers below 1.15x it in %d (median %.2fx; against %v); the acceptance met whole in %d of %d", of, sc.runs, sc.short, med, sc.shortBy, sc.passed, sc.whole)
 	return med
 }
