@@ -466,13 +466,17 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		}
 		return c.move(now, c.up(), worst.id, "tighten: "+worst.id+" "+worst.detail), true
 	}
-	if to, sv, why, ok := c.forecastClimb(now); ok && allMet {
-		// As a tightening, but no rung missed: nothing is refused for it.
-		c.enterRate = rate
-		if c.climb == nil || c.level == 0 {
-			c.climb = &climb{id: sv.id, from: c.level, pct: sv.tr.Window(now-c.cfg.Window, now).Pct}
+	if allMet && rising == nil && !fell {
+		// (A rise is pre-empted, or not, below; the Window's rate lags a
+		// fall.)
+		if to, sv, why, ok := c.forecastClimb(now); ok {
+			// As a tightening, but no rung missed: nothing is refused for it.
+			c.enterRate = rate
+			if c.climb == nil || c.level == 0 {
+				c.climb = &climb{id: sv.id, from: c.level, pct: sv.tr.Window(now-c.cfg.Window, now).Pct}
+			}
+			return c.move(now, to, sv.id, "tighten: "+why), true
 		}
-		return c.move(now, to, sv.id, "tighten: "+why), true
 	}
 	if r, why, ok := c.lapsed(now); ok && allMet {
 		c.rises = c.rises[:len(c.rises)-1]
@@ -498,6 +502,15 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if rising != nil && settled && !c.same(c.level, top) {
 		// Its load rose while it was close to its bound: the misses would
 		// come before the evidence of them.
+		how, holds := c.forecastHolds(rising, c.level, now)
+		if holds {
+			// The rung in force is forecast to hold the new load: a
+			// pre-emption would restrain for nothing (it is asked again
+			// at each step while the rise shows). Misses, if they come,
+			// still tighten.
+			rising.detail += "; no pre-emption: " + how
+			return Decision{}, false
+		}
 		c.swungAt, c.enterRate = now, rate
 		if c.climb == nil || c.climb.id != rising.id {
 			// A rise during the service's own climb keeps where the climb
@@ -505,17 +518,13 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 			// rise found.
 			c.climb = &climb{id: rising.id, from: c.level, pct: rising.tr.Window(now-c.cfg.Window, now).Pct}
 		}
-		if how, ok := c.forecastHolds(rising, c.level, now); ok {
-			// The rung in force is forecast to hold the new load: a
-			// pre-emption would restrain for nothing. Misses, if they
-			// come, still tighten.
-			rising.detail += "; no pre-emption: " + how
-			return Decision{}, false
+		if how != "" {
+			how = "; " + how
 		}
 		c.rises = append(c.rises, c.newRise(rising, riseFrom, now))
 		to, past := c.preemptTo(now)
-		d := c.move(now, to, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s%s",
-			rising.id, swing, c.cfg.Short, rising.detail, past))
+		d := c.move(now, to, rising.id, fmt.Sprintf("pre-empt: %s's load rose %.1fx over the last %v while %s%s%s",
+			rising.id, swing, c.cfg.Short, rising.detail, how, past))
 		c.unproven = true
 		return d, true
 	}

@@ -1214,16 +1214,16 @@ func TestControllerPredictionForgotten(t *testing.T) {
 	c.AddService("svc", MustParse("p99=25ms"))
 	run(t, c, 25*ms, []phase{{30 * time.Second, 8, constant(20 * ms)}, {30 * time.Second, 24, high}}, 1)
 	now := 60 * time.Second
-	if sv, _ := c.predictsMiss(0, now, false, RiseExponent); sv == nil {
+	if sv, _, _ := c.predictsMiss(0, now, false, RiseExponent); sv == nil {
 		t.Fatal("priority, seen at 20 ms at 8 requests a second, is not predicted to miss at 24")
 	}
 	c.service("svc").state = Unattainable
-	if sv, why := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
+	if sv, why, _ := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
 		t.Errorf("a service that misses alone predicts a miss: %s", why)
 	}
 	c.service("svc").state = Met
 	c.Forget()
-	if sv, why := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
+	if sv, why, _ := c.predictsMiss(0, now, false, RiseExponent); sv != nil {
 		t.Errorf("after Forget: %s", why)
 	}
 }

@@ -90,8 +90,11 @@ func (c *Controller) mayReturn(to int, now time.Duration) bool {
 // after a fall of load), and the rung did not hold every target at the
 // request rate rate lately. The service says why on its status.
 func (c *Controller) waitsForPrediction(to int, now time.Duration, fell bool, rate float64) bool {
-	sv, why := c.predictsMiss(to, now, fell, RiseExponent)
-	if sv == nil || c.heldAt(to, now, rate) {
+	sv, why, forecast := c.predictsMiss(to, now, fell, RiseExponent)
+	if sv == nil || !forecast && c.heldAt(to, now, rate) {
+		// (A forecast miss stands though the rung held lately: what it
+		// held was its requests' luck at the load, which the forecast
+		// weighs; stepped onto, it would be climbed from again.)
 		return false
 	}
 	sv.detail += "; no step down: " + why
@@ -99,9 +102,11 @@ func (c *Controller) waitsForPrediction(to int, now time.Duration, fell bool, ra
 }
 
 // predictsMiss is a service predicted past its bound on rung to at its
-// load now (fell: just after a fall of load) with the latency growing as
-// the load to the power exp, and why (nil: none).
-func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp float64) (*service, string) {
+// load now (fell: just after a fall of load), and why (nil: none):
+// forecast from its service times there where it has them (forecast
+// true), else with the latency it showed there at a lower load growing as
+// the load to the power exp.
+func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp float64) (*service, string, bool) {
 	for _, sv := range c.services {
 		if !sv.tellsOfRungs(now) {
 			continue
@@ -110,17 +115,17 @@ func (c *Controller) predictsMiss(to int, now time.Duration, fell bool, exp floa
 			// Its service times there forecast its queue at this load,
 			// which its latency at a lower load grown by a power does not.
 			if why != "" {
-				return sv, why
+				return sv, why, true
 			}
 			continue
 		}
 		if p := c.predicted(sv, to, now, fell, exp); p > sv.tr.Bound() {
 			m := sv.seen[to]
 			return sv, fmt.Sprintf("%s predicted at p%g %v on %s (%v at %.1f requests/s, %.1f/s now)", sv.id, sv.tr.Target().Percentile,
-				roundMs(p), c.cfg.Ladder[to], roundMs(m.pct), m.rate, c.loadOf(sv, now, fell))
+				roundMs(p), c.cfg.Ladder[to], roundMs(m.pct), m.rate, c.loadOf(sv, now, fell)), false
 		}
 	}
-	return nil, ""
+	return nil, "", false
 }
 
 // heldMargin is how far above the load a rung held a load may be and

@@ -191,14 +191,14 @@ func medians(rs []queueResult) queueResult {
 // each campaign of three seeds (a GPU run of three rounds, judged on
 // medians), with the queue forecast and without it (Config.NoForecast).
 //
-// With the forecast, campaigns met the acceptance whole in 25 of 57,
+// With the forecast, campaigns met the acceptance whole in 20 of 57,
 // without it in 9. Per phase (low / medium / high / low again) of
-// 57/57/54/57 held, the campaigns missed 1/4/16/0 and were slow in
-// 2/5/14/0 with it, missed 1/0/13/0 and were slow in 4/34/14/3 without:
+// 57/57/54/57 held, the campaigns missed 1/1/10/0 and were slow in
+// 2/12/17/1 with it, missed 1/0/13/0 and were slow in 4/34/14/3 without:
 // a rise from the low load no longer pre-empts where priority is
 // forecast to hold the new one, which, at the edge of the budget, a phase
-// sometimes misses by a request or two. Each seed: missed 4/30/43/7,
-// slow in 14/27/43/10, the run a median 1.19x (below 1.15x in 43 of
+// sometimes misses by a request or two. Each seed: missed 4/23/38/7,
+// slow in 13/40/55/15, the run a median 1.18x (below 1.15x in 50 of
 // 148), met whole in 50 of 171; without: missed 4/9/45/8, slow in
 // 25/80/47/19, 1.16x (70 of 148), whole in 23. The queue model flatters
 // the forecast (its service times are the model's own draws); the GPU
@@ -260,11 +260,11 @@ func TestControllerQueueReplayScore(t *testing.T) {
 	}
 	sc, camp, med := score(false)
 	_, campOff, _ := score(true)
-	if campOff.passed > 0 && camp.passed < 2*campOff.passed {
+	if camp.passed == 0 || camp.passed < 2*campOff.passed {
 		t.Errorf("campaigns met the acceptance whole: %d of %d with the forecast, %d without; want at least twice as many", camp.passed, camp.whole, campOff.passed)
 	}
-	if m := sum4(sc.missed); m > 100 {
-		t.Errorf("missed %d phases that a static setting held (%v), want at most 100", m, sc.missed)
+	if m := sum4(sc.missed); m > 80 || sc.missed[1] > 30 {
+		t.Errorf("missed %d phases that a static setting held (%v), want at most 80, at most 30 of them medium", m, sc.missed)
 	}
 	if med < 1.15 {
 		t.Errorf("the controller's trainers at a median %.2fx the best static setting that held every phase, want at least 1.15x", med)

@@ -135,7 +135,7 @@ func (c *Controller) preemptTo(now time.Duration) (int, string) {
 	to, past := c.up(), ""
 	rate := c.shortRates(now)
 	for to < top && !c.heldAt(to, now, rate) {
-		_, why := c.predictsMiss(to, now, true, JumpExponent)
+		_, why, _ := c.predictsMiss(to, now, true, JumpExponent)
 		if why == "" {
 			break
 		}

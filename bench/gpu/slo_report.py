@@ -260,6 +260,37 @@ def svg(path, rnd, st, phases, tl):
         f.write("\n".join(g) + "\n")
 
 
+def median_stats(sts):
+    """Per (setting, phase), the medians over rounds' stats sts of the
+    worst service's attainment, the trainers' speed and each service's
+    p50 against alone: a campaign judged on medians, as the queue model's
+    score judges one (slo/queue_score_test.go)."""
+    keys = {k for st in sts for k in st}
+    out = {}
+    for k in keys:
+        ms = [st[k] for st in sts if k in st]
+        services = {}
+        for n in {n for m in ms for n in m["services"]}:
+            x = [m["services"][n]["p50x"] for m in ms if n in m["services"] and m["services"][n]["p50x"] is not None]
+            services[n] = {"p50x": statistics.median(x) if x else None}
+        out[k] = {"attain": statistics.median(m["attain"] for m in ms), "train": statistics.median(m["train"] for m in ms), "services": services}
+    return out
+
+
+def met_whole(v, ctl):
+    """Whether a verdict meets the issue's acceptance whole: every phase
+    a by-hand setting held, held at 0.9x its trainers or better; the
+    batch-1 service's p50 at most 1.10x of alone in every phase; and, where
+    one held every phase, 1.15x it over the run."""
+    per = v.get("per_phase", {}).values()
+    ok = all(r["held"] and r["ratio"] is not None and r["ratio"] >= 0.9 for r in per if "best" in r)
+    ok = ok and all(x <= 1.10 for x in v.get("b1_p50x", []))  # batch-1 services do not regress
+    if "worst_attain" in v:
+        m, b = v["worst_attain"]
+        return ok and m >= b and (v.get("mmk_over_best") or 0) >= 1.15
+    return ok and (v.get("mmk_over_best") or 0) >= 1.15
+
+
 def questions(ctl, v):
     """The issue's questions of one round (verdict v) for the controller
     setting ctl, as report lines."""
@@ -370,6 +401,15 @@ def main(out):
     if len(rounds) > 1:
         for ctl in dict.fromkeys(c for r in rounds for c in per_round[r][1]):
             lines += summary(per_round, rounds, ctl)
+        med = median_stats([per_round[r][0] for r in rounds])
+        lines += ["## The issue's questions on the medians of %d rounds" % len(rounds), "",
+                  "Each setting's attainment and trainer speed per phase, the medians over the rounds, judged as one round (as the queue model judges a campaign).", ""]
+        for ctl in controllers(s for s, _ in med) or ["mmk"]:
+            v = verdict(med, phases, ctl)
+            held = [s for s in statics(v["holds"]) if v["holds"].get(s) and not s.startswith("mask=")]
+            lines.append("By-hand settings holding every target in every phase (medians): %s." % (", ".join(held) or "none"))
+            lines += questions(ctl, v)
+            lines += ["- %s meets the acceptance whole on the medians: %s." % (ctl, "yes" if met_whole(v, ctl) else "no"), ""]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(text)
