@@ -131,8 +131,13 @@ func (c *Controller) forecastMiss(sv *service, to int, now time.Duration, rate f
 	if 1-share <= ForecastMargin*c.aimedAt(sv) {
 		return "", true
 	}
+	return c.forecastSays(sv, to, share, rate), true
+}
+
+// forecastSays is sv's forecast share on rung to at rate, for a reason.
+func (c *Controller) forecastSays(sv *service, to int, share, rate float64) string {
 	return fmt.Sprintf("%s forecast %.1f %% in time on %s at %.1f requests/s (a queue of its %d service times there)",
-		sv.id, 100*share, c.cfg.Ladder[to], rate, len(sv.times[to].d)), true
+		sv.id, 100*share, c.cfg.Ladder[to], rate, len(sv.times[to].d))
 }
 
 // forecastHolds reports whether rung to is forecast to hold every target
@@ -146,8 +151,7 @@ func (c *Controller) forecastHolds(sv *service, to int, now time.Duration) (stri
 	if !ok {
 		return "", false
 	}
-	how := fmt.Sprintf("%s forecast %.1f %% in time on %s at %.1f requests/s (a queue of its %d service times there)",
-		sv.id, 100*share, c.cfg.Ladder[to], rate, len(sv.times[to].d))
+	how := c.forecastSays(sv, to, share, rate)
 	if 1-share > ForecastMargin*c.aimedAt(sv) {
 		return how, false
 	}

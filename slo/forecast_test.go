@@ -68,15 +68,6 @@ func gpuService(t *testing.T, rates [4]float64, settings ...string) benchRecordi
 	return rec
 }
 
-// reasons are the decisions' reasons, one per line.
-func reasons(ds []Decision) string {
-	var b strings.Builder
-	for _, d := range ds {
-		b.WriteString(d.Reason + "\n")
-	}
-	return b.String()
-}
-
 func TestControllerForecastHoldsOffAPreemption(t *testing.T) {
 	// 4 requests a second, then 8 (a rise of 2x, 22 s each): at 8/s the
 	// GPU's service times on priority forecast 99.9 % within 25 ms.
@@ -102,10 +93,10 @@ func TestControllerForecastHoldsOffAPreemption(t *testing.T) {
 	}
 	with, without := run(false), run(true)
 	if !preempted(without) {
-		t.Fatalf("without the forecast the rise was not pre-empted; the test shows nothing:\n%s", reasons(without.ds))
+		t.Fatalf("without the forecast the rise was not pre-empted; the test shows nothing:\n%s", reasonsAt(without.ds))
 	}
 	if preempted(with) {
-		t.Errorf("with the forecast the rise was pre-empted:\n%s", reasons(with.ds))
+		t.Errorf("with the forecast the rise was pre-empted:\n%s", reasonsAt(with.ds))
 	}
 	if with.att[1] < 0.99 {
 		t.Errorf("priority kept %.1f %% in time at 8/s, forecast to hold", 100*with.att[1])
@@ -135,8 +126,8 @@ func TestControllerForecastClimbsWithoutASwing(t *testing.T) {
 	sooner := 0
 	for seed := uint64(1); seed <= 8; seed++ {
 		with, without := run(false, seed), run(true, seed)
-		if strings.Contains(reasons(without.ds), "forecast") {
-			t.Errorf("seed %d: NoForecast, yet a decision names a forecast:\n%s", seed, reasons(without.ds))
+		if strings.Contains(reasonsAt(without.ds), "forecast") {
+			t.Errorf("seed %d: NoForecast, yet a decision names a forecast:\n%s", seed, reasonsAt(without.ds))
 		}
 		if len(with.ds) > 0 && len(without.ds) > 0 && strings.Contains(with.ds[0].Reason, "tighten: forecast: svc") && with.ds[0].At < without.ds[0].At {
 			sooner++
