@@ -135,6 +135,24 @@ def build(args):
     if name in ("resnet50", "alexnet", "vgg16", "vgg19", "mobilenet_v2", "resnet152", "densenet201"):
         model = getattr(torchvision.models, name)()
         return model, lambda: torch.randn(batch, 3, 224, 224, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    if name == "bert":
+        # BERT-base (transformers, random weights from its default config),
+        # sequences of 128 tokens, a 1000-way head so that training steps
+        # take step_fn's labels; the model returns the logits.
+        import transformers
+
+        cfg = transformers.BertConfig(num_labels=1000)
+        bert = transformers.BertForSequenceClassification(cfg)
+
+        class Logits(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, x):
+                return self.bert(input_ids=x).logits
+
+        return Logits(), lambda: torch.randint(0, cfg.vocab_size, (batch, 128), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
     if name == "fcn_resnet50":
         model = segmentation.fcn_resnet50(weights=None, weights_backbone=None)
         return model, lambda: torch.randn(batch, 3, 224, 224, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
