@@ -112,6 +112,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTaskMessages -fuzztime $(FUZZTIME) ./kernelsched/server
 	$(GO) test -run '^$$' -fuzz FuzzHandshake -fuzztime $(FUZZTIME) ./hook/handshake
 	$(GO) test -run '^$$' -fuzz FuzzReadWindows -fuzztime $(FUZZTIME) ./bench/pareto
+	$(GO) test -run '^$$' -fuzz FuzzReadCalibration -fuzztime $(FUZZTIME) ./sim/slosuite
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./slo
 	$(GO) test -run '^$$' -fuzz FuzzParseRung -fuzztime $(FUZZTIME) ./slo
 

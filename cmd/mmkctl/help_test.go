@@ -36,6 +36,7 @@ func TestHelpShowsOwnFlags(t *testing.T) {
 		"sim":               nil,
 		"sim kernels":       {"output", "seed"},
 		"sim jobs":          {"output", "seed"},
+		"sim slo":           nil,
 		"profile":           {"config", "backend", "seed"},
 		"predictor":         nil,
 		"predictor train":   {"seed"},

@@ -20,7 +20,7 @@ func newSimCommand(a *app) *cobra.Command {
 		Use:   "sim",
 		Short: "Simulate scheduling on real traces",
 	}
-	cmd.AddCommand(newSimKernelsCommand(a), newSimJobsCommand(a))
+	cmd.AddCommand(newSimKernelsCommand(a), newSimJobsCommand(a), newSimSLOCommand(a))
 	return cmd
 }
 

@@ -1,0 +1,251 @@
+package slosuite
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// The queue model of a run. Each service answers one request at a time,
+// first come first served (as the SLO benchmark's services do, and as
+// slo's forecast assumes); its arrivals are Poisson at its shape's rate;
+// a request that starts under a setting takes a service time drawn from
+// what the service showed under that setting beside the mix
+// (calibration), at a quantile fixed per request, times its tail factor.
+// Every policy of a scenario (each static setting, the controller) meets
+// the same arrivals, quantiles and tail factors. slo's
+// TestQueueModelMatchesGPU checks the model against the GPU's windows.
+
+// Tick is the run's step: the controller is stepped, and requests that
+// ended delivered to it, once a Tick.
+const Tick = 10 * time.Millisecond
+
+// Lag is how long after a change of rung a request that starts still
+// takes the service time of the rung before: the offline kernels already
+// on the GPU run on (a suspension stops a process, not its kernels in
+// flight).
+const Lag = 50 * time.Millisecond
+
+// request is one request of a run: when it arrives, the quantile its
+// service time is drawn at, and its tail factor.
+type request struct {
+	at   time.Duration
+	u    float64
+	tail float64
+}
+
+// plant is a scenario's services as measured beside its mix.
+type plant struct {
+	sc   *Scenario
+	mix  *Mix
+	reqs [][]request // per service, by arrival
+}
+
+// newPlant draws the scenario's requests (from its seed).
+func newPlant(cal *Calibration, sc *Scenario) (*plant, error) {
+	m := cal.Mix(sc.Mix)
+	if m == nil {
+		return nil, fmt.Errorf("scenario %s #%d: mix %q is not calibrated", sc.Split, sc.ID, sc.Mix)
+	}
+	p := &plant{sc: sc, mix: m}
+	for i, sv := range sc.Services {
+		rng := rand.New(rand.NewPCG(sc.Seed, 0xa221+uint64(i)))
+		var rs []request
+		peak := sv.Load.Max()
+		if peak <= 0 {
+			p.reqs = append(p.reqs, nil)
+			continue
+		}
+		// Thinning: candidates at the peak rate, each kept with the
+		// shape's rate then over the peak.
+		for t := time.Duration(0); ; {
+			t += time.Duration(rng.ExpFloat64() / peak * float64(time.Second))
+			if t >= RunLength {
+				break
+			}
+			keep := rng.Float64() < sv.Load.Rate(t)/peak
+			u := rng.Float64()
+			tail := 1.0
+			if tf := rng.Float64(); sv.TailShare > 0 && tf < sv.TailShare {
+				tail = sv.TailMin + (sv.TailMax-sv.TailMin)*tf/sv.TailShare
+			}
+			if keep {
+				rs = append(rs, request{at: t, u: u, tail: tail})
+			}
+		}
+		p.reqs = append(p.reqs, rs)
+	}
+	return p, nil
+}
+
+// serviceTime is the time request r of service i takes under setting.
+func (p *plant) serviceTime(i int, setting string, r request) time.Duration {
+	s := p.mix.Settings[setting].Service[p.sc.Services[i].Name]
+	d := s[min(int(r.u*float64(len(s))), len(s)-1)]
+	return time.Duration(float64(d) * r.tail)
+}
+
+// Result is one policy's run of a scenario.
+type Result struct {
+	// Policy names it: a static setting, or the controller's name.
+	Policy string
+	// N and Late count each segment's requests (by arrival) per service:
+	// [segment][service].
+	N, Late [][]int
+	// Speed is the trainers' mean speed against alone over the run.
+	Speed float64
+	// OnRung is the time on each rung (a controller's run; nil for a
+	// static setting).
+	OnRung []time.Duration
+	// Changes counts the controller's changes of rung.
+	Changes int
+}
+
+// Held reports whether every service of segment j had its target's
+// share of requests in time (a segment without requests holds).
+func (r *Result) Held(sc *Scenario, j int) bool {
+	for i, sv := range sc.Services {
+		n, late := r.N[j][i], r.Late[j][i]
+		if n > 0 && float64(n-late) < sv.Target.Percentile/100*float64(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// Attainment is the lowest share in time of the scenario's services
+// over the whole run.
+func (r *Result) Attainment() float64 {
+	low := 1.0
+	for i := range r.N[0] {
+		n, late := 0, 0
+		for j := range r.N {
+			n, late = n+r.N[j][i], late+r.Late[j][i]
+		}
+		if n > 0 {
+			low = min(low, 1-float64(late)/float64(n))
+		}
+	}
+	return low
+}
+
+func (p *plant) newResult(policy string) *Result {
+	r := &Result{Policy: policy}
+	for range Segments() {
+		r.N = append(r.N, make([]int, len(p.sc.Services)))
+		r.Late = append(r.Late, make([]int, len(p.sc.Services)))
+	}
+	return r
+}
+
+// count adds a request that arrived at at with latency lat.
+func (p *plant) count(r *Result, i int, at, lat time.Duration) {
+	j := min(int(at/SegLength), Segments()-1)
+	r.N[j][i]++
+	if lat > p.sc.Services[i].Target.Bound {
+		r.Late[j][i]++
+	}
+}
+
+// Static runs the scenario with one setting throughout.
+func (p *plant) Static(setting string) *Result {
+	r := p.newResult(setting)
+	for i, rs := range p.reqs {
+		var free time.Duration
+		for _, q := range rs {
+			start := max(free, q.at)
+			free = start + p.serviceTime(i, setting, q)
+			p.count(r, i, q.at, free-q.at)
+		}
+	}
+	r.Speed = p.mix.Settings[setting].Speed
+	return r
+}
+
+// Controlled runs the scenario under a controller with the given
+// config, its ladder's rungs named as the calibration's settings
+// (Ladder.Strings: "priority", "tpcs=0.5", "suspend"). Each service
+// reports its latencies (arrival to answer) and the hook measures its
+// service times; the controller hears of a request when it ends, at
+// the next Tick.
+func (p *plant) Controlled(name string, cfg slo.Config) (*Result, error) {
+	c, err := slo.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s #%d: %w", p.sc.Split, p.sc.ID, err)
+	}
+	rungs := c.Ladder().Strings()
+	for _, s := range rungs {
+		if p.mix.Settings[s] == nil {
+			return nil, fmt.Errorf("scenario %s #%d: rung %s was not calibrated beside mix %s", p.sc.Split, p.sc.ID, s, p.sc.Mix)
+		}
+	}
+	ids := make([]string, len(p.sc.Services))
+	for i, sv := range p.sc.Services {
+		ids[i] = fmt.Sprintf("%s-%d", sv.Name, i)
+		c.AddService(ids[i], sv.Target)
+	}
+	r := p.newResult(name)
+	r.OnRung = make([]time.Duration, len(rungs))
+	type change struct {
+		at    time.Duration
+		level int
+	}
+	changes := []change{{0, c.Level()}}
+	// levelAt is the rung whose service times a request that starts at t
+	// takes: the one in force Lag before.
+	levelAt := func(t time.Duration) int {
+		l := changes[0].level
+		for _, ch := range changes[1:] {
+			if ch.at+Lag > t {
+				break
+			}
+			l = ch.level
+		}
+		return l
+	}
+	next := make([]int, len(p.reqs)) // next request to start, per service
+	free := make([]time.Duration, len(p.reqs))
+	type done struct{ end, service, lat time.Duration }
+	pending := make([][]done, len(p.reqs)) // started, not yet told
+	speed := 0.0
+	ticks := 0
+	for now := time.Duration(0); ; now += Tick {
+		busy := false
+		for i, rs := range p.reqs {
+			for next[i] < len(rs) && max(free[i], rs[next[i]].at) <= now {
+				q := rs[next[i]]
+				start := max(free[i], q.at)
+				d := p.serviceTime(i, rungs[levelAt(start)], q)
+				free[i] = start + d
+				pending[i] = append(pending[i], done{free[i], d, free[i] - q.at})
+				p.count(r, i, q.at, free[i]-q.at)
+				next[i]++
+			}
+			k := 0
+			for ; k < len(pending[i]) && pending[i][k].end <= now; k++ {
+				e := pending[i][k]
+				c.Observe(ids[i], slo.Sample{At: e.end, Latency: e.service, Source: slo.Hook}, false)
+				c.Observe(ids[i], slo.Sample{At: e.end, Latency: e.lat, Source: slo.Reported}, false)
+			}
+			pending[i] = pending[i][k:]
+			busy = busy || next[i] < len(rs) || len(pending[i]) > 0
+		}
+		if now >= RunLength && !busy {
+			break
+		}
+		if _, ok := c.Step(now); ok {
+			r.Changes++
+			changes = append(changes, change{now, c.Level()})
+		}
+		if now < RunLength {
+			l := c.Level()
+			r.OnRung[l] += Tick
+			speed += p.mix.Settings[rungs[l]].Speed
+			ticks++
+		}
+	}
+	r.Speed = speed / float64(max(ticks, 1))
+	return r, nil
+}
