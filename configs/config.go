@@ -55,9 +55,9 @@ type SLOConfig struct {
 	Default string `mapstructure:"default"`
 	// Ladder are the restraints the controller climbs, cheapest first.
 	Ladder []string `mapstructure:"ladder"`
-	// Window is how far back a service's requests are judged; Calm how
-	// long every service must stay well within its target before a step
-	// down.
+	// Window is how far back a service's requests are shown and its
+	// load is taken; Calm how long a cheaper rung must be forecast to
+	// hold every target before a step down (slo.Config.Calm).
 	Window time.Duration `mapstructure:"window"`
 	Calm   time.Duration `mapstructure:"calm"`
 	// Aim is the share of each target's budget the controller aims for
@@ -65,9 +65,6 @@ type SLOConfig struct {
 	// than the target allows; 0.5 on evidence of more than half as many,
 	// a margin for phases judged on a few hundred requests.
 	Aim float64 `mapstructure:"aim"`
-	// Forecast lets the controller forecast each service's share in time
-	// from its service times on each rung (slo.Config.NoForecast, negated).
-	Forecast bool `mapstructure:"forecast"`
 	// HookMarks lets an online job's hook mark where each request starts
 	// (its launch callbacks stay on for it); off, only the latencies a
 	// service reports itself are measured.
@@ -89,7 +86,7 @@ func (c SLOConfig) Target() slo.Target {
 // the ladder).
 func (c SLOConfig) ControllerConfig() slo.Config {
 	l, _ := slo.ParseLadder(c.Ladder)
-	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm, Aim: c.Aim, NoForecast: !c.Forecast}
+	return slo.Config{Ladder: l, Window: c.Window, Calm: c.Calm, Aim: c.Aim}
 }
 
 // validate checks the default target, the ladder and the durations.

@@ -198,7 +198,6 @@ func TestDaemonKeys(t *testing.T) {
 		{"slo without a unit", []string{"MMK_SLO_DEFAULT=p99=25"}, "slo.default"},
 		{"slo window", []string{"MMK_SLO_WINDOW=0s"}, "slo.window"},
 		{"slo aim", []string{"MMK_SLO_AIM=0.5"}, ""},
-		{"slo forecast off", []string{"MMK_SLO_FORECAST=false"}, ""},
 		{"slo aim zero", []string{"MMK_SLO_AIM=0"}, "slo.aim"},
 		{"slo aim above one", []string{"MMK_SLO_AIM=1.5"}, "slo.aim"},
 		{"slo ladder masks and holds", []string{"MMK_SLO_LADDER=priority,hold,tpcs=0.5"}, "slo.ladder"},
@@ -213,12 +212,6 @@ func TestDaemonKeys(t *testing.T) {
 				}
 				if tc.name == "data dir from the environment" && c.DataDir != "/srv/mmk" {
 					t.Errorf("data_dir %q", c.DataDir)
-				}
-				if tc.name == "slo forecast off" && !c.SLO.ControllerConfig().NoForecast {
-					t.Error("slo.forecast false: the controller forecasts")
-				}
-				if tc.name != "slo forecast off" && c.SLO.ControllerConfig().NoForecast {
-					t.Error("the default controller does not forecast")
 				}
 				if tc.name == "slo aim" && c.SLO.ControllerConfig().Aim != 0.5 {
 					t.Errorf("slo.aim 0.5: the controller's aim %v", c.SLO.ControllerConfig().Aim)

@@ -191,8 +191,11 @@ type simTask struct {
 	scale float64
 	rng   *rand.Rand
 
-	inReq       bool
-	reqArrive   time.Duration
+	inReq     bool
+	reqArrive time.Duration
+	// reqStart is when the request in course began its service (the
+	// hook measures its service time from its first launch).
+	reqStart    time.Duration
 	iter, next  int
 	allLaunched bool
 	outstanding int
@@ -431,7 +434,7 @@ func (s *sim) task(i int) *simTask {
 }
 
 func (s *sim) startRequest(t *simTask, arrived time.Duration) {
-	t.inReq, t.reqArrive = true, arrived
+	t.inReq, t.reqArrive, t.reqStart = true, arrived, s.now
 	t.iter = t.requests % len(t.iters)
 	t.next, t.allLaunched = 0, false
 	s.push(s.now, evCall, int(t.id))
@@ -598,7 +601,7 @@ func (s *sim) finishRequest(t *simTask) error {
 	if t.spec.Keep {
 		t.each = append(t.each, Request{End: s.now, Latency: lat})
 	}
-	s.sloRequest(t, lat)
+	s.sloRequest(t, s.now-t.reqStart, lat)
 	t.requests++
 	t.inReq = false
 	switch t.spec.Arrival {

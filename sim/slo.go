@@ -99,12 +99,16 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 	return ss, nil
 }
 
-// sloRequest tells the controller of an online task's request.
-func (s *sim) sloRequest(t *simTask, lat time.Duration) {
+// sloRequest tells the controller of an online task's request: its
+// service time, from its first launch (as the hook measures it), and
+// its latency, from its arrival (as the service reports it).
+func (s *sim) sloRequest(t *simTask, service, lat time.Duration) {
 	if s.slo == nil || !t.spec.Online {
 		return
 	}
-	s.slo.ctrl.Observe(strconv.Itoa(int(t.id)), slo.Sample{At: s.now, Latency: lat, Source: slo.Reported}, false)
+	id := strconv.Itoa(int(t.id))
+	s.slo.ctrl.Observe(id, slo.Sample{At: s.now, Latency: service, Source: slo.Hook}, false)
+	s.slo.ctrl.Observe(id, slo.Sample{At: s.now, Latency: lat, Source: slo.Reported}, false)
 }
 
 // sloStep lets the controller decide and applies its rung.

@@ -32,9 +32,8 @@ func phaseStats(res *Result, task int, from, to, bound time.Duration) (n, late i
 // trainer of 2 ms kernels on the time-sliced GPU, target p99 = 8 ms. No
 // static setting holds it (time slicing alone, guard holding every
 // trainer kernel during requests); the controller climbs, suspends the
-// trainer, does not try again the rungs that missed at this load, and
-// keeps more requests
-// in target than either static setting in every phase.
+// trainer, and keeps more requests in target than either static setting
+// in every phase.
 func TestSLOControllerInSimulator(t *testing.T) {
 	svc := synthetic("svc", 10, 200*time.Microsecond, 20*time.Microsecond)
 	train := synthetic("train", 50, 2*time.Millisecond, 10*time.Microsecond)
@@ -80,14 +79,14 @@ func TestSLOControllerInSimulator(t *testing.T) {
 	var tighten, relax int
 	for _, d := range mmk.SLO.Decisions {
 		switch {
-		case strings.Contains(d.Reason, "tighten: 0 p99"):
+		case strings.Contains(d.Reason, "tighten:"):
 			tighten++
-		case strings.Contains(d.Reason, "relax: every service"):
+		case strings.Contains(d.Reason, "relax:"):
 			relax++
 		}
 	}
-	// Hold missed at 20 requests/s already: the controller does not try
-	// it again at that load within Remember (5 min).
+	// Suspending is forecast to leave the fewest late at every load (no
+	// rung holds the target): the controller climbs once and stays.
 	if tighten == 0 || relax != 0 {
 		t.Errorf("%d tightenings and %d relaxations: %+v", tighten, relax, mmk.SLO.Decisions)
 	}

@@ -9,126 +9,13 @@ import (
 	"time"
 )
 
-// The queue model of the replay. The benchmark's service serves one
-// request at a time, first come first served, and a request's latency is
-// its wait in the queue and its service time; on the recorded rounds every
-// late request was late through its wait (no service time passed 25 ms in
-// round 40). replayBench draws each latency whole from the phase's
-// recorded latencies, so a burst of arrivals, or the queue a rise builds
-// before the controller acts, never shows. queueRun draws Poisson
-// arrivals, queues them, and gives each request, when it starts, a
-// service time drawn from what the service showed under the setting of
-// the rung in force then. TestQueueModelMatchesGPU checks the model
-// against the GPU's rounds.
-
-// queueOf is a recording's service times (ms) of a setting in a phase,
-// sorted, for drawing by quantile.
-type queueOf map[[2]string][]float64
-
-// draw is the service time at quantile u of setting's in phase.
-func (q queueOf) draw(t *testing.T, rec benchRecording, setting, phase string, u float64) time.Duration {
-	k := [2]string{setting, phase}
-	s, ok := q[k]
-	if !ok {
-		s = slices.Clone(rec.Service[setting][phase])
-		if len(s) == 0 {
-			t.Fatalf("the recording has no service times of %s in phase %s", setting, phase)
-		}
-		slices.Sort(s)
-		q[k] = s
-	}
-	return time.Duration(s[min(int(u*float64(len(s))), len(s)-1)] * float64(time.Millisecond))
-}
-
-// queueResult is a replay through the queue model: per phase the share
-// of requests in time and the trainers' mean speed, the controller's
-// decisions, and when each late request arrived.
-type queueResult struct {
-	att, train []float64
-	ds         []Decision
-	lateAt     []time.Duration
-}
-
-// queueRun runs a controller over the recorded benchmark as
-// replayBench does, through the queue model: each phase (phaseLen at its
-// recorded rate) has its own Poisson arrivals and each request its own
-// quantile of the service times, both from seed, so that a controller and
-// a pinned setting replayed with one seed meet the same bursts and the
-// same luck. A request starts when the one before it ends (at a tick,
-// with the rung then in force; service times come from the phase in
-// force); its latency counts towards the phase it arrived in, and the
-// controller observes it when it ends.
-func queueRun(t *testing.T, rec benchRecording, c *Controller, rungOf []string, bound, phaseLen time.Duration, seed uint64) (r queueResult) {
-	t.Helper()
-	const tick = 10 * time.Millisecond
-	luck := rand.New(rand.NewPCG(seed, 7)) // one quantile per request
-	mix := rand.New(rand.NewPCG(seed, 11)) // duty-cycled rungs' picks
-	q := queueOf{}
-	type arrival struct {
-		at    time.Duration
-		phase int
-	}
-	var queue []arrival
-	// pending: the requests' latencies, which the service reports;
-	// served: their service times, which the hook measures.
-	var pending, served []req
-	phases := []string{"low", "medium", "high", "low-again"}
-	n, late := make([]int, len(phases)), make([]int, len(phases))
-	free, now := time.Duration(0), time.Duration(0)
-	step := func(phase string) {
-		setting := rungOf[c.Level()]
-		for len(queue) > 0 && max(free, queue[0].at) <= now {
-			a := queue[0]
-			queue = queue[1:]
-			start := max(free, a.at)
-			free = start + q.draw(t, rec, mixPick(setting, mix), phase, luck.Float64())
-			lat := free - a.at
-			pending = append(pending, req{free, lat})
-			served = append(served, req{free, free - start})
-			n[a.phase]++
-			if lat > bound {
-				late[a.phase]++
-				r.lateAt = append(r.lateAt, a.at)
-			}
-		}
-		served = deliver(c, served, now, Hook)
-		pending = deliver(c, pending, now, Reported)
-		if d, ok := c.Step(now); ok {
-			r.ds = append(r.ds, d)
-		}
-	}
-	for i, phase := range phases {
-		rate := rec.Rates[phase]
-		arrivals := rand.New(rand.NewPCG(seed, 13+uint64(i)))
-		gap := func() time.Duration { return time.Duration(arrivals.ExpFloat64() / rate * float64(time.Second)) }
-		end := now + phaseLen
-		next := now + gap()
-		speed, steps := 0.0, 0
-		for ; now < end; now += tick {
-			// The phase's arrivals up to the next tick (on its last, to
-			// its end): each starts no earlier than it arrives.
-			for ; next <= now; next += gap() {
-				queue = append(queue, arrival{next, i})
-			}
-			if now+tick >= end {
-				for ; next < end; next += gap() {
-					queue = append(queue, arrival{next, i})
-				}
-			}
-			step(phase)
-			speed += mixSpeed(rec, rungOf[c.Level()], phase)
-			steps++
-		}
-		r.train = append(r.train, speed/float64(steps))
-	}
-	for ; len(queue) > 0 || len(pending) > 0; now += tick {
-		step(phases[len(phases)-1])
-	}
-	for i := range phases {
-		r.att = append(r.att, 1-float64(late[i])/float64(max(n[i], 1)))
-	}
-	return r
-}
+// The queue model (the controller's forecast, and the scenario suite's
+// plant: sim/slosuite). The benchmark's service serves one request at a
+// time, first come first served, and a request's latency is its wait in
+// the queue and its service time; on the recorded rounds every late
+// request was late through its wait (no service time passed 25 ms in
+// round 40). TestQueueModelMatchesGPU checks the model against the GPU's
+// rounds.
 
 // queueRecordings are the recordings with service times and arrivals
 // (bench/gpu/slo_recording.py since the queue model).

@@ -23,7 +23,7 @@ func newKernelschedCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "kernelsched", Short: "Run a GPU instance's kernel scheduler"}
 	var policy, socket, profiles, stats string
 	var sms int
-	var control, loud, sloOff, noForecast bool
+	var control, loud, sloOff bool
 	var spin, poll time.Duration
 	var targets []string
 	var ladder, requests, tpcMap string
@@ -65,7 +65,6 @@ func newKernelschedCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sc.Controller.NoForecast = noForecast
 				cfg.SLO = sc
 			}
 			if requests != "" {
@@ -117,7 +116,6 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
 	serve.Flags().StringVar(&requests, "requests", "", "write every online request measured to this file, a JSON line each (source hook or reported, pid, name, end and latency in ns)")
 	serve.Flags().StringVar(&tpcMap, "tpc-map", "", "which of the GPU's TPC mask slots are TPCs, as bench/gpu/tpcmap.py writes it: a mask to a share of the TPCs then keeps that share (without it the first slots are taken for TPCs, and an H100's holes among them are not)")
-	serve.Flags().BoolVar(&noForecast, "slo-no-forecast", false, "predict rungs only from the latency they showed at a lower load, not from a queue of each service's service times there (docs/slo.md)")
 	serve.Flags().BoolVar(&sloOff, "slo-off", false, "start the latency controller off (the control line slo on turns it on)")
 	_ = serve.MarkFlagRequired("socket")
 	cmd.AddCommand(serve)

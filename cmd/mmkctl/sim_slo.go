@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +30,8 @@ type simSLOFlags struct {
 	ladder      string
 	scenario    int
 	summary     bool
+	seeded      bool
+	set         []string
 }
 
 func newSimSLOCommand(a *app) *cobra.Command {
@@ -60,6 +65,8 @@ Without --calibration it uses the calibration built into mmkctl
 	fl.StringVar(&f.out, "out", "", "write suite.md, suite.svg and scenarios.jsonl to this folder")
 	fl.StringVar(&f.heldOutMix, "held-out-mix", "", "the calibrated mix only the held-out split draws from (default the last calibrated)")
 	fl.StringVar(&f.ladder, "ladder", strings.Join(slosuite.DefaultLadder().Strings(), ","), "the controller's rungs, cheapest first, comma-separated: each a calibrated setting")
+	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, headroom, aim, prior-penalty (numbers), calm, replay, judge (durations) (repeatable)")
+	fl.BoolVar(&f.seeded, "seeded", false, "give the controller every rung's service times from the start (the calibration's): what learning the plant costs it")
 	fl.BoolVar(&f.summary, "summary", false, "print the calibration (per mix and setting: the trainers' speed, each service's service times) and stop")
 	fl.IntVar(&f.scenario, "scenario", -1, "run only this scenario (its index in the split) and print its runs and the controller's decisions")
 	return cmd
@@ -104,8 +111,21 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 			return fmt.Errorf("flag --ladder: rung %s was not calibrated (calibrated: %s)", r, strings.Join(cal.Mixes[0].SettingNames(), ", "))
 		}
 	}
-	cands := []slosuite.Candidate{{Name: "mmk", Config: func(*slosuite.Scenario) slo.Config { return slo.DefaultConfig() }}}
-	var sums []slosuite.Summary
+	// The controller's defaults, but its priors: those of the other
+	// mixes' calibration, never the scenario's own.
+	base := slo.DefaultConfig()
+	for _, kv := range f.set {
+		if err := setControllerKey(&base, kv); err != nil {
+			return fmt.Errorf("flag --set: %w", err)
+		}
+	}
+	cands := []slosuite.Candidate{{Name: "mmk", Config: func(sc *slosuite.Scenario) slo.Config {
+		c := base
+		c.Priors = cal.RungPriors(sc.Mix)
+		return c
+	}, Seeded: f.seeded}}
+	var sums, staticSums []slosuite.Summary
+	var outsOne []*slosuite.Outcome // the first controller's (--scenario)
 	var detail bytes.Buffer
 	for _, split := range splits {
 		scs, err := suite.Scenarios(split)
@@ -123,6 +143,10 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 		if err != nil {
 			return err
 		}
+		outsOne = append(outsOne, outs[0]...)
+		for _, st := range suite.Statics {
+			staticSums = append(staticSums, slosuite.Summarize(split, st, slosuite.AsController(outs[0], st)))
+		}
 		for i, c := range cands {
 			sums = append(sums, slosuite.Summarize(split, c.Name, outs[i]))
 			for _, o := range outs[i] {
@@ -136,12 +160,18 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 	if err := slosuite.WriteTable(&table, sums); err != nil {
 		return err
 	}
+	table.WriteString("\nEach static setting scored as the controller is, the strongest simple alternatives:\n\n")
+	if err := slosuite.WriteStaticsTable(&table, staticSums); err != nil {
+		return err
+	}
 	if _, err := cmd.OutOrStdout().Write(table.Bytes()); err != nil {
 		return err
 	}
 	if f.scenario >= 0 {
-		_, err := cmd.OutOrStdout().Write(detail.Bytes())
-		return err
+		if _, err := cmd.OutOrStdout().Write(detail.Bytes()); err != nil {
+			return err
+		}
+		return writeDecisions(cmd.OutOrStdout(), outsOne)
 	}
 	if f.out == "" {
 		return nil
@@ -186,6 +216,8 @@ type runLine struct {
 	Speed      float64 `json:"speed"`
 	Changes    int     `json:"changes,omitempty"`
 	OnRungS    []int   `json:"onRungS,omitempty"`
+	// Rungs are the controller's changes: [seconds, rung] each.
+	Rungs [][2]float64 `json:"rungs,omitempty"`
 }
 
 func writeOutcome(b *bytes.Buffer, o *slosuite.Outcome) error {
@@ -198,6 +230,9 @@ func writeOutcome(b *bytes.Buffer, o *slosuite.Outcome) error {
 		for _, d := range r.OnRung {
 			rl.OnRungS = append(rl.OnRungS, int(d.Seconds()))
 		}
+		for _, d := range r.Decisions {
+			rl.Rungs = append(rl.Rungs, [2]float64{d.At.Seconds(), float64(d.To)})
+		}
 		l.Runs = append(l.Runs, rl)
 	}
 	enc, err := json.Marshal(l)
@@ -205,5 +240,64 @@ func writeOutcome(b *bytes.Buffer, o *slosuite.Outcome) error {
 		return fmt.Errorf("scenarios.jsonl: %w", err)
 	}
 	b.Write(append(enc, '\n'))
+	return nil
+}
+
+// writeDecisions prints each outcome's controller decisions, a line each.
+func writeDecisions(w io.Writer, outs []*slosuite.Outcome) error {
+	for _, o := range outs {
+		for _, d := range o.Controller.Decisions {
+			if _, err := fmt.Fprintf(w, "%s #%d %7.2fs %s\n", o.Scenario.Split, o.Scenario.ID, d.At.Seconds(), d.Reason); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setControllerKey sets one of the controller's settings from KEY=VALUE.
+func setControllerKey(c *slo.Config, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("%q: want KEY=VALUE, such as risk=0.1", kv)
+	}
+	if k == "calm" || k == "replay" || k == "judge" || k == "short" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s=%s: want a duration such as 10s", k, v)
+		}
+		switch k {
+		case "calm":
+			c.Calm = d
+		case "judge":
+			c.Judge = d
+		case "short":
+			c.Short = d
+		default:
+			c.Replay = d
+		}
+		return nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%s: not a number", k, v)
+	}
+	switch k {
+	case "risk":
+		c.Risk = x
+	case "tolerance":
+		c.Tolerance = x
+	case "headroom":
+		c.Headroom = x
+	case "aim":
+		c.Aim = x
+	case "prior-penalty":
+		c.PriorPenalty = x
+	default:
+		return fmt.Errorf("%q: unknown setting; want risk, headroom, aim, prior-penalty, calm, replay or judge", k)
+	}
+	if _, err := slo.New(*c); err != nil {
+		return fmt.Errorf("%s: %w", kv, err)
+	}
 	return nil
 }

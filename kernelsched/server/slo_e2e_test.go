@@ -202,12 +202,12 @@ func (r *recorder) seen() []string {
 
 // TestSLOControllerEndToEnd: a service with a target it cannot meet,
 // sharing the fake GPU with an offline task, makes the server's
-// controller climb its ladder, each decision with its reason: guard
-// holding every offline kernel (which cannot hold a task whose hook masks
-// its TPCs: it sees none of its launches), TPC masks on the offline task
-// (its hook masks, MMK_TPC_MASK=1, and the fake GPU runs its kernels on
-// half the TPCs, slower), then the offline task stopped, which helps the
-// service: the top rung stays. Turned off, the controller lifts it.
+// controller try the rungs no forecast holds it on (each known only by
+// the priors until measured), each decision with its reason in numbers,
+// and the server applies them: the offline task stopped, and TPC masks
+// on it (its hook masks, MMK_TPC_MASK=1, and the fake GPU runs its
+// kernels on half the TPCs, slower). Turned off, the controller lifts
+// its restraint.
 func TestSLOControllerEndToEnd(t *testing.T) {
 	a := buildC(t)
 	rec := &recorder{}
@@ -258,22 +258,23 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		mu.Lock()
 		got = slices.Clone(decisions)
 		mu.Unlock()
-		if len(got) >= 3 {
+		if slices.ContainsFunc(got, func(d SLODecision) bool { return d.To == 2 }) && slices.ContainsFunc(got, func(d SLODecision) bool { return d.To == 3 }) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if len(got) < 3 {
+	if len(got) < 2 {
 		t.Fatalf("%d decisions after a minute: %+v", len(got), got)
 	}
-	// The climb, rung by rung, each with its reason. (On a loaded machine
-	// the service may not gain a tenth at the top, and the controller then
-	// rightly goes back: what comes after the climb is not checked.)
-	for i, d := range got[:3] {
-		if d.To != i+1 || !strings.Contains(d.Reason, "tighten: ") || !strings.Contains(d.Reason, "p99") || len(d.Services) != 1 ||
+	// Each decision with its reason, in numbers.
+	for i, d := range got {
+		if !strings.Contains(d.Reason, "requests/s") || !strings.Contains(d.Reason, "%") || len(d.Services) != 1 ||
 			d.Services[0].Name != "svc" || len(d.Offline) != 1 || d.Offline[0].Name != "lo" || d.Err != "" {
 			t.Errorf("decision %d: %+v", i, d)
 		}
+	}
+	if d := got[0]; d.From != 0 || d.To != 3 || !strings.Contains(d.Reason, "tighten: ") {
+		t.Errorf("first decision %+v: want priority to suspend, the highest rung not measured", d)
 	}
 	loPID := got[0].Offline[0].PID
 	if st := masked[loPID]; st != TPCMasking {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/internal/stats"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // Calibration is a GPU's plant as bench/gpu/calibrate.py measured it:
@@ -383,4 +384,16 @@ func loadRatio(l map[string][]time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", float64(meanOf(hi))/float64(meanOf(lo)))
+}
+
+// RungPriors are PriorsFrom(exclude) for the settings that are rungs
+// (slo.ParseRung reads them; not the static MPS shares).
+func (c *Calibration) RungPriors(exclude string) slo.Priors {
+	out := slo.Priors{}
+	for name, f := range c.PriorsFrom(exclude) {
+		if r, err := slo.ParseRung(name); err == nil {
+			out[r.String()] = f
+		}
+	}
+	return out
 }

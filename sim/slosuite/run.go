@@ -99,8 +99,10 @@ type Result struct {
 	// OnRung is the time on each rung (a controller's run; nil for a
 	// static setting).
 	OnRung []time.Duration
-	// Changes counts the controller's changes of rung.
-	Changes int
+	// Changes counts the controller's changes of rung; Decisions are
+	// its decisions.
+	Changes   int
+	Decisions []slo.Decision
 }
 
 // Held reports whether every service of segment j had its target's
@@ -170,7 +172,7 @@ func (p *plant) Static(setting string) *Result {
 // reports its latencies (arrival to answer) and the hook measures its
 // service times; the controller hears of a request when it ends, at
 // the next Tick.
-func (p *plant) Controlled(name string, cfg slo.Config) (*Result, error) {
+func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, error) {
 	c, err := slo.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s #%d: %w", p.sc.Split, p.sc.ID, err)
@@ -185,6 +187,25 @@ func (p *plant) Controlled(name string, cfg slo.Config) (*Result, error) {
 	for i, sv := range p.sc.Services {
 		ids[i] = fmt.Sprintf("%s-%d", sv.Name, i)
 		c.AddService(ids[i], sv.Target)
+	}
+	if seeded {
+		// Every rung's service times known from the start (the
+		// calibration's, a random 512 of them, with the service's tail):
+		// what a controller that need not learn the plant would do.
+		rng := rand.New(rand.NewPCG(p.sc.Seed, 0x5eed))
+		for i, sv := range p.sc.Services {
+			for l, rung := range rungs {
+				all := p.mix.Settings[rung].Service[sv.Name]
+				times := make([]time.Duration, slo.ServiceTimesKept)
+				for k := range times {
+					times[k] = all[rng.IntN(len(all))]
+					if sv.TailShare > 0 && rng.Float64() < sv.TailShare {
+						times[k] = time.Duration(float64(times[k]) * (sv.TailMin + (sv.TailMax-sv.TailMin)*rng.Float64()))
+					}
+				}
+				c.Seed(ids[i], l, times, 0)
+			}
+		}
 	}
 	r := p.newResult(name)
 	r.OnRung = make([]time.Duration, len(rungs))
@@ -235,8 +256,9 @@ func (p *plant) Controlled(name string, cfg slo.Config) (*Result, error) {
 		if now >= RunLength && !busy {
 			break
 		}
-		if _, ok := c.Step(now); ok {
+		if d, ok := c.Step(now); ok {
 			r.Changes++
+			r.Decisions = append(r.Decisions, d)
 			changes = append(changes, change{now, c.Level()})
 		}
 		if now < RunLength {

@@ -238,3 +238,39 @@ func staticNames(sums []Summary) []string {
 	}
 	return slices.Sorted(maps.Keys(set))
 }
+
+// AsController is the outcomes with the static setting named in the
+// controller's place (its own run among the statics still): what a user
+// who picked that setting would score.
+func AsController(outs []*Outcome, static string) []*Outcome {
+	out := make([]*Outcome, 0, len(outs))
+	for _, o := range outs {
+		for _, r := range o.Statics {
+			if r.Policy == static {
+				out = append(out, &Outcome{Scenario: o.Scenario, Controller: r, Statics: o.Statics})
+			}
+		}
+	}
+	return out
+}
+
+// WriteStaticsTable writes, per split, each static setting scored as the
+// controller is (AsController): the share of the segments some static
+// setting held that it held, the segments it held, and its median speed
+// against the best all-segment static setting. The controller counts
+// only where it stands above these (the strongest simple alternatives).
+func WriteStaticsTable(w io.Writer, sums []Summary) error {
+	var b strings.Builder
+	b.WriteString("| split | static setting | held of the segments a static setting held | segments held | median speed vs best all-segment static [quartiles] |\n| --- | --- | --- | --- | --- |\n")
+	for _, s := range sums {
+		q1, q3 := math.NaN(), math.NaN()
+		if len(s.Ratios) > 0 {
+			q1, q3 = stats.Quantile(s.Ratios, 0.25), stats.Quantile(s.Ratios, 0.75)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f %% | %d | %.2fx [%.2f-%.2f] |\n", s.Split, s.Controller, 100*s.HeldShare(), s.HeldAny, s.MedianRatio(), q1, q3)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("statics table: %w", err)
+	}
+	return nil
+}

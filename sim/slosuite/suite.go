@@ -77,6 +77,10 @@ func (s *Suite) settings() []string {
 type Candidate struct {
 	Name   string
 	Config func(*Scenario) slo.Config
+	// Seeded gives the controller every rung's service times from the
+	// start (the calibration's): a bound on what learning the plant
+	// costs.
+	Seeded bool
 }
 
 // Run evaluates each scenario under every static setting and each
@@ -135,7 +139,7 @@ func (s *Suite) runOne(sc *Scenario, cands []Candidate, out [][]*Outcome, k int)
 	for i, c := range cands {
 		cfg := c.Config(sc)
 		cfg.Ladder = s.Ladder
-		r, err := p.Controlled(c.Name, cfg)
+		r, err := p.Controlled(c.Name, cfg, c.Seeded)
 		if err != nil {
 			return err
 		}

@@ -119,7 +119,7 @@ func TestControlledOneRung(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := p.Static("tpcs=0.5")
-		r, err := p.Controlled("one", slo.Config{Ladder: slo.Ladder{{TPCs: 0.5}}})
+		r, err := p.Controlled("one", slo.Config{Ladder: slo.Ladder{{TPCs: 0.5}}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

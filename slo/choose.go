@@ -1,0 +1,157 @@
+package slo
+
+import (
+	"fmt"
+	"time"
+)
+
+// rungView is one rung as a step forecasts it at a load (the services'
+// rates times a factor).
+type rungView struct {
+	level int
+	// risk is the highest chance forecast of a service's window missing
+	// its target, over Config.Risk (at most 1: the rung holds every
+	// service); who is that service. excess is the highest share of a
+	// service's requests forecast late over its budget, which ranks
+	// rungs where none holds.
+	risk, excess float64
+	who          *service
+}
+
+// holds reports whether the rung is forecast to hold every service.
+func (v rungView) holds() bool { return v.risk <= 1 }
+
+// view forecasts rung i at factor times each service's rate, its share
+// late counted penalty times where it rests on the priors alone (penalty
+// trial: such a rung is forecast at the load now, as is); a service
+// without service times to forecast from is left out.
+func (c *Controller) view(i int, now time.Duration, rates map[*service]float64, factor, penalty float64) rungView {
+	v := rungView{level: i}
+	for _, sv := range c.services {
+		if !sv.counts() {
+			continue
+		}
+		o, from, ok := c.forecast(sv, i, now, factor*rates[sv], penalty)
+		if !ok {
+			continue
+		}
+		if penalty == trial && from != c.canon(i) {
+			// Not measured there: tried at the load now, to be judged on
+			// its own service times once it has them (trying).
+			o, _, _ = c.forecast(sv, i, now, rates[sv], 1)
+		}
+		r := (1 - o.hold) / c.cfg.Risk
+		if v.who == nil || r > v.risk {
+			v.risk, v.who = r, sv
+		}
+		// Rungs are ranked, where none holds, on their forecasts as they
+		// are: the prior's penalty is a margin for holding, not a rank.
+		if penalty != 1 {
+			o, _, _ = c.forecast(sv, i, now, factor*rates[sv], 1)
+		}
+		v.excess = max(v.excess, o.late/sv.tr.Target().Budget())
+	}
+	return v
+}
+
+// trial is the penalty that views a rung not measured as a trial.
+const trial = -1
+
+// Noise is how much more a rung may be forecast late than the best
+// rung where no rung holds, and still be chosen for being cheaper: a
+// dearer rung is worth its cost to a service it cannot hold only where
+// it at least halves the share late. Less, and the forecasts' own noise
+// (a share of 3 % late from 50 service times moves by half) makes the
+// controller go back and forth between rungs that help alike.
+const Noise = 1
+
+// choose is the rung to be on at factor times the services' loads: the
+// cheapest rung forecast to hold every service; where none is, the one
+// forecast to leave the least late (the cheapest within Noise of it:
+// where every rung leaves about as many late, restraint does not help;
+// holds false); and the
+// views of the rungs it weighed. A rung holds when no service forecast there is
+// forecast past its limit: with no service to forecast, rung 0 (Step
+// does not choose while a service with a target has no forecast at all).
+func (c *Controller) choose(now time.Duration, rates map[*service]float64, factor, penalty float64) (int, []rungView, bool) {
+	var views []rungView
+	best := -1
+	for i := range c.cfg.Ladder {
+		if c.canon(i) != i {
+			continue
+		}
+		v := c.view(i, now, rates, factor, penalty)
+		views = append(views, v)
+		if v.holds() {
+			return i, views, true
+		}
+		if v.who != nil && (best < 0 || v.excess < views[best].excess) {
+			best = len(views) - 1
+		}
+	}
+	if best < 0 {
+		return c.canon(c.level), views, false // unreachable: a rung without a forecast holds
+	}
+	for _, v := range views {
+		if v.who != nil && v.excess <= views[best].excess*(1+Noise) {
+			return v.level, views, false
+		}
+	}
+	return views[best].level, views, false
+}
+
+// downChoice is a step's choice at Headroom times the load, kept for the
+// stabilisation of steps down (Config.Calm).
+type downChoice struct {
+	at    time.Duration
+	level int
+}
+
+// stableDown is the rung a step down may go to now: the highest of the
+// choices of the last Calm (Kubernetes' scale-down stabilisation).
+func (c *Controller) stableDown(now time.Duration) int {
+	k := 0
+	for k < len(c.downs) && now-c.downs[k].at > c.cfg.Calm {
+		k++
+	}
+	c.downs = c.downs[k:]
+	top := 0
+	for _, d := range c.downs {
+		top = max(top, d.level)
+	}
+	return top
+}
+
+// reason words a choice of rung to over the rung in force.
+func (c *Controller) reason(now time.Duration, to int, views []rungView, rates map[*service]float64, factor, penalty float64) string {
+	var cur, dest rungView
+	for _, v := range views {
+		if v.level == c.canon(c.level) {
+			cur = v
+		}
+		if v.level == to {
+			dest = v
+		}
+	}
+	if cur.who == nil {
+		cur = c.view(c.canon(c.level), now, rates, factor, penalty)
+	}
+	load := ""
+	if factor != 1 {
+		load = fmt.Sprintf(" at %gx the load", factor)
+	}
+	switch {
+	case dest.holds() && to > c.canon(c.level):
+		s := fmt.Sprintf("the cheapest rung forecast to hold every target%s (a window kept with %.0f %% or more): ", load, 100*(1-c.cfg.Risk))
+		if cur.who != nil {
+			s += c.says(cur.who, cur.level, now, factor*rates[cur.who], penalty) + "; "
+		}
+		return s + c.says(dest.who, to, now, factor*rates[dest.who], penalty)
+	case dest.holds():
+		return fmt.Sprintf("the cheapest rung forecast to hold every target%s for the last %v: ", load, c.cfg.Calm) + c.says(dest.who, to, now, factor*rates[dest.who], penalty)
+	case dest.who != nil:
+		return fmt.Sprintf("no rung is forecast to hold every target%s (a window kept with %.0f %% or more); the cheapest of the least late: ", load, 100*(1-c.cfg.Risk)) +
+			c.says(dest.who, to, now, factor*rates[dest.who], 1)
+	}
+	return "no service to forecast"
+}
