@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// rungView is one rung as a step forecasts it at a load (the services'
-// rates times a factor).
+// rungView is one rung as a step forecasts it at the services' loads.
 type rungView struct {
 	level int
 	// risk is the highest chance forecast of a service's window missing
@@ -21,17 +20,17 @@ type rungView struct {
 // holds reports whether the rung is forecast to hold every service.
 func (v rungView) holds() bool { return v.risk <= 1 }
 
-// view forecasts rung i at factor times each service's rate, its share
-// late counted penalty times where it rests on the priors alone (penalty
-// trial: such a rung is forecast at the load now, as is); a service
-// without service times to forecast from is left out.
-func (c *Controller) view(i int, now time.Duration, rates map[*service]float64, factor, penalty float64) rungView {
+// view forecasts rung i at each service's rate, its share late counted
+// penalty times where it rests on the priors alone (penalty trial: such
+// a rung is forecast as is, to be tried); a service without service
+// times to forecast from is left out.
+func (c *Controller) view(i int, now time.Duration, rates map[*service]float64, penalty float64) rungView {
 	v := rungView{level: i}
 	for _, sv := range c.services {
 		if !sv.counts() {
 			continue
 		}
-		o, from, ok := c.forecast(sv, i, now, factor*rates[sv], penalty)
+		o, from, ok := c.forecast(sv, i, now, rates[sv], penalty)
 		if !ok {
 			continue
 		}
@@ -47,7 +46,7 @@ func (c *Controller) view(i int, now time.Duration, rates map[*service]float64, 
 		// Rungs are ranked, where none holds, on their forecasts as they
 		// are: the prior's penalty is a margin for holding, not a rank.
 		if penalty != 1 {
-			o, _, _ = c.forecast(sv, i, now, factor*rates[sv], 1)
+			o, _, _ = c.forecast(sv, i, now, rates[sv], 1)
 		}
 		v.excess = max(v.excess, o.late/sv.tr.Target().Budget())
 	}
@@ -65,7 +64,7 @@ const trial = -1
 // controller go back and forth between rungs that help alike.
 const Noise = 1
 
-// choose is the rung to be on at factor times the services' loads: the
+// choose is the rung to be on at the services' loads: the
 // cheapest rung forecast to hold every service; where none is, the one
 // forecast to leave the least late (the cheapest within Noise of it:
 // where every rung leaves about as many late, restraint does not help;
@@ -73,14 +72,14 @@ const Noise = 1
 // views of the rungs it weighed. A rung holds when no service forecast there is
 // forecast past its limit: with no service to forecast, rung 0 (Step
 // does not choose while a service with a target has no forecast at all).
-func (c *Controller) choose(now time.Duration, rates map[*service]float64, factor, penalty float64) (int, []rungView, bool) {
+func (c *Controller) choose(now time.Duration, rates map[*service]float64, penalty float64) (int, []rungView, bool) {
 	var views []rungView
 	best := -1
 	for i := range c.cfg.Ladder {
 		if c.canon(i) != i {
 			continue
 		}
-		v := c.view(i, now, rates, factor, penalty)
+		v := c.view(i, now, rates, penalty)
 		views = append(views, v)
 		if v.holds() {
 			return i, views, true
@@ -100,7 +99,7 @@ func (c *Controller) choose(now time.Duration, rates map[*service]float64, facto
 	return views[best].level, views, false
 }
 
-// downChoice is a step's choice at Headroom times the load, kept for the
+// downChoice is a step's choice of a rung to step down to, kept for the
 // stabilisation of steps down (Config.Calm).
 type downChoice struct {
 	at    time.Duration
@@ -123,7 +122,7 @@ func (c *Controller) stableDown(now time.Duration) int {
 }
 
 // reason words a choice of rung to over the rung in force.
-func (c *Controller) reason(now time.Duration, to int, views []rungView, rates map[*service]float64, factor, penalty float64) string {
+func (c *Controller) reason(now time.Duration, to int, views []rungView, rates map[*service]float64, penalty float64) string {
 	var cur, dest rungView
 	for _, v := range views {
 		if v.level == c.canon(c.level) {
@@ -134,24 +133,20 @@ func (c *Controller) reason(now time.Duration, to int, views []rungView, rates m
 		}
 	}
 	if cur.who == nil {
-		cur = c.view(c.canon(c.level), now, rates, factor, penalty)
-	}
-	load := ""
-	if factor != 1 {
-		load = fmt.Sprintf(" at %gx the load", factor)
+		cur = c.view(c.canon(c.level), now, rates, penalty)
 	}
 	switch {
 	case dest.holds() && to > c.canon(c.level):
-		s := fmt.Sprintf("the cheapest rung forecast to hold every target%s (a window kept with %.0f %% or more): ", load, 100*(1-c.cfg.Risk))
+		s := fmt.Sprintf("the cheapest rung forecast to hold every target (a window kept with %.0f %% or more): ", 100*(1-c.cfg.Risk))
 		if cur.who != nil {
-			s += c.says(cur.who, cur.level, now, factor*rates[cur.who], penalty) + "; "
+			s += c.says(cur.who, cur.level, now, rates[cur.who], penalty) + "; "
 		}
-		return s + c.says(dest.who, to, now, factor*rates[dest.who], penalty)
+		return s + c.says(dest.who, to, now, rates[dest.who], penalty)
 	case dest.holds():
-		return fmt.Sprintf("the cheapest rung forecast to hold every target%s for the last %v: ", load, c.cfg.Calm) + c.says(dest.who, to, now, factor*rates[dest.who], penalty)
+		return fmt.Sprintf("the cheapest rung forecast to hold every target for the last %v: ", c.cfg.Calm) + c.says(dest.who, to, now, rates[dest.who], penalty)
 	case dest.who != nil:
-		return fmt.Sprintf("no rung is forecast to hold every target%s (a window kept with %.0f %% or more); the cheapest of the least late: ", load, 100*(1-c.cfg.Risk)) +
-			c.says(dest.who, to, now, factor*rates[dest.who], 1)
+		return fmt.Sprintf("no rung is forecast to hold every target (a window kept with %.0f %% or more); the cheapest of the least late: ", 100*(1-c.cfg.Risk)) +
+			c.says(dest.who, to, now, rates[dest.who], 1)
 	}
 	return "no service to forecast"
 }

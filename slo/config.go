@@ -44,10 +44,6 @@ type Config struct {
 	// tolerance band): a rung chosen at Risk is not left on a forecast a
 	// little over it.
 	Tolerance float64
-	// Headroom: a step down goes only to a rung forecast to hold every
-	// service at Headroom times its load now (a rise it would meet on a
-	// rung that holds no more), the controller's one tolerance band.
-	Headroom float64
 	// Replay is how far back a service's own arrivals are served again
 	// in every forecast, beside the Poisson arrivals at its rate: a
 	// rung must hold the pattern of the last Replay (bursts) too. 0
@@ -97,14 +93,13 @@ func DefaultConfig() Config {
 		// queue model's service times settle within it on the H100
 		// rounds (docs/results/slo-h100-shared.md).
 		Settle: 500 * time.Millisecond,
-		// Calm, Risk and Headroom were chosen on the scenario suite's
+		// Calm, Risk and Tolerance were chosen on the scenario suite's
 		// tune split (docs/slo.md, "The scenario suite").
 		Calm:      10 * time.Second,
 		Aim:       1,
 		Judge:     20 * time.Second,
 		Risk:      0.05,
 		Tolerance: 2,
-		Headroom:  1,
 		Replay:    20 * time.Second,
 		// 5 minutes: the controller's memory of a rung since issue 34.
 		Remember: 5 * time.Minute,
@@ -148,7 +143,6 @@ func (c Config) withDefaults() (Config, error) {
 	orZero(&c.Judge, d.Judge)
 	orZero(&c.Risk, d.Risk)
 	orZero(&c.Tolerance, d.Tolerance)
-	orZero(&c.Headroom, d.Headroom)
 	orZero(&c.Remember, d.Remember)
 	orZero(&c.Replay, d.Replay)
 	if c.Priors == nil {
@@ -170,8 +164,6 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("slo controller: tolerance %v is below 1, or times risk %v not below 1", c.Tolerance, c.Risk)
 	case !(c.Risk > 0 && c.Risk < 1):
 		return c, fmt.Errorf("slo controller: risk %v is not in (0, 1)", c.Risk)
-	case !(c.Headroom >= 1 && c.Headroom <= 10):
-		return c, fmt.Errorf("slo controller: headroom %v is not in [1, 10]", c.Headroom)
 	case !(c.PriorPenalty >= 1):
 		return c, fmt.Errorf("slo controller: prior penalty %v is below 1", c.PriorPenalty)
 	case !(c.Alpha > 0 && c.Alpha < 1):

@@ -73,8 +73,8 @@ type ServiceStatus struct {
 // Controller holds the targets of the services of one GPU instance by
 // choosing a rung of its ladder for the offline jobs there: at each step
 // the cheapest rung whose queue forecast holds every service at its load
-// now (forecast.go, plant.go), a step down only to a rung forecast to
-// hold at Headroom times the load and chosen so for the last Calm
+// now (forecast.go, plant.go), the rung in force kept within a tolerance
+// band, a step down only as far as every choice of the last Calm
 // (choose.go), the forecasts corrected by what the requests showed
 // (feedback.go). It is not safe for concurrent use.
 type Controller struct {
@@ -258,9 +258,9 @@ func (c *Controller) Observe(id string, s Sample, alone bool) {
 // Step forecasts every rung at the services' loads and moves the rung
 // when the forecasts say so; it acts at most once a Tick. It returns the
 // decision when the rung changed: to the cheapest rung forecast to hold
-// every target, at once where the rung in force is not forecast to; down
-// to the highest rung chosen at Headroom times the load over the last
-// Calm, where it is.
+// every target, at once where the rung in force is forecast past
+// Tolerance times the Risk; down to the highest rung chosen over the last
+// Calm, where it is not.
 func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	if now-c.lastTick < c.cfg.Tick {
 		return Decision{}, false
@@ -308,20 +308,19 @@ func (c *Controller) decide(now time.Duration, rates map[*service]float64, count
 		return Decision{}, false
 	}
 	// Up, a rung the priors alone forecast counts its share late
-	// PriorPenalty times; down, it is tried at the load now (its own
-	// service times decide once it has them: trying), a measured one must
-	// hold at Headroom times the load.
-	up, views, holds := c.choose(now, rates, 1, c.cfg.PriorPenalty)
+	// PriorPenalty times; down, it is tried as forecast (its own service
+	// times decide once it has them: trying).
+	up, views, holds := c.choose(now, rates, c.cfg.PriorPenalty)
 	if u := c.unmeasuredAbove(cur, now); !holds && u > up {
 		// No rung is forecast to hold, and one above is known only by
 		// the priors: it is tried (the highest: the likeliest to hold),
 		// its own service times then say what it does.
 		up = u
 	}
-	down, _, _ := c.choose(now, rates, c.cfg.Headroom, trial)
+	down, _, _ := c.choose(now, rates, trial)
 	c.downs = append(c.downs, downChoice{now, down})
 	stable := c.stableDown(now)
-	in := c.view(cur, now, rates, 1, c.cfg.PriorPenalty)
+	in := c.view(cur, now, rates, c.cfg.PriorPenalty)
 	switch {
 	case in.risk > c.cfg.Tolerance && (up > cur || holds && up < cur):
 		// The rung in force is forecast to miss: at once to the cheapest
@@ -336,9 +335,9 @@ func (c *Controller) decide(now time.Duration, rates map[*service]float64, count
 		if in.who != nil {
 			id = in.who.id
 		}
-		return c.move(now, up, id, why+c.reason(now, up, views, rates, 1, c.cfg.PriorPenalty)), true
+		return c.move(now, up, id, why+c.reason(now, up, views, rates, c.cfg.PriorPenalty)), true
 	case stable < cur && (in.risk <= c.cfg.Tolerance || !holds):
-		return c.move(now, stable, "", "relax: "+c.reason(now, stable, []rungView{c.view(stable, now, rates, c.cfg.Headroom, trial)}, rates, c.cfg.Headroom, 1)), true
+		return c.move(now, stable, "", "relax: "+c.reason(now, stable, []rungView{c.view(stable, now, rates, trial)}, rates, 1)), true
 	}
 	return Decision{}, false
 }

@@ -275,7 +275,6 @@ func TestConfigChecks(t *testing.T) {
 	}{
 		{Config{Risk: 1.5}, "risk"},
 		{Config{Tolerance: 0.5}, "tolerance"},
-		{Config{Headroom: 0.5}, "headroom"},
 		{Config{Aim: 2}, "aim"},
 		{Config{PriorPenalty: 0.5}, "prior penalty"},
 		{Config{Alpha: 1}, "alpha"},

@@ -31,6 +31,7 @@ type simSLOFlags struct {
 	scenario    int
 	summary     bool
 	seeded      bool
+	also        []string
 	set         []string
 }
 
@@ -52,7 +53,9 @@ does, and how fast are its trainers against the fastest static setting
 that held every segment.
 
 Prints the table (markdown); with --out, writes suite.md, suite.svg (the
-CDF of the speed ratios) and scenarios.jsonl (each scenario's runs).
+CDF of the speed ratios), frontier.svg (each controller and static
+setting: the share of segments held against the median speed) and
+scenarios.jsonl (each scenario's runs).
 Without --calibration it uses the calibration built into mmkctl
 (` + slosuite.BuiltinCalibration + `).`,
 		Args: cobra.NoArgs,
@@ -62,10 +65,11 @@ Without --calibration it uses the calibration built into mmkctl
 	fl.StringArrayVar(&f.calibration, "calibration", nil, "a calib.jsonl (or .jsonl.gz) of bench/gpu/calibrate.sh (repeatable; default the built-in one)")
 	fl.StringVar(&f.split, "split", "both", "the split to run: tune, held-out or both")
 	fl.IntVarP(&f.n, "scenarios", "n", slosuite.DefaultN, "scenarios per split")
-	fl.StringVar(&f.out, "out", "", "write suite.md, suite.svg and scenarios.jsonl to this folder")
+	fl.StringVar(&f.out, "out", "", "write suite.md, suite.svg, frontier.svg and scenarios.jsonl to this folder")
 	fl.StringVar(&f.heldOutMix, "held-out-mix", "", "the calibrated mix only the held-out split draws from (default the last calibrated)")
 	fl.StringVar(&f.ladder, "ladder", strings.Join(slosuite.DefaultLadder().Strings(), ","), "the controller's rungs, cheapest first, comma-separated: each a calibrated setting")
-	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, headroom, aim, prior-penalty (numbers), calm, replay, judge (durations) (repeatable)")
+	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, tolerance, aim, prior-penalty (numbers), calm, replay, judge, short (durations) (repeatable)")
+	fl.StringArrayVar(&f.also, "also", nil, "another controller to score beside it, its settings KEY=VALUE[,KEY=VALUE] as --set takes them (repeatable): a sweep in one run, on the same requests")
 	fl.BoolVar(&f.seeded, "seeded", false, "give the controller every rung's service times from the start (the calibration's): what learning the plant costs it")
 	fl.BoolVar(&f.summary, "summary", false, "print the calibration (per mix and setting: the trainers' speed, each service's service times) and stop")
 	fl.IntVar(&f.scenario, "scenario", -1, "run only this scenario (its index in the split) and print its runs and the controller's decisions")
@@ -119,11 +123,25 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 			return fmt.Errorf("flag --set: %w", err)
 		}
 	}
-	cands := []slosuite.Candidate{{Name: "mmk", Config: func(sc *slosuite.Scenario) slo.Config {
-		c := base
-		c.Priors = cal.RungPriors(sc.Mix)
-		return c
-	}, Seeded: f.seeded}}
+	// The controller's configuration (its priors: those of the other
+	// mixes' calibration, never the scenario's own), and each --also.
+	candidate := func(name string, cfg slo.Config) slosuite.Candidate {
+		return slosuite.Candidate{Name: name, Seeded: f.seeded, Config: func(sc *slosuite.Scenario) slo.Config {
+			c := cfg
+			c.Priors = cal.RungPriors(sc.Mix)
+			return c
+		}}
+	}
+	cands := []slosuite.Candidate{candidate("mmk", base)}
+	for _, also := range f.also {
+		cfg := base
+		for _, kv := range strings.Split(also, ",") {
+			if err := setControllerKey(&cfg, kv); err != nil {
+				return fmt.Errorf("flag --also: %w", err)
+			}
+		}
+		cands = append(cands, candidate("mmk "+also, cfg))
+	}
 	var sums, staticSums []slosuite.Summary
 	var outsOne []*slosuite.Outcome // the first controller's (--scenario)
 	var detail bytes.Buffer
@@ -179,11 +197,14 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("flag --out: %w", err)
 	}
-	var plot bytes.Buffer
+	var plot, frontier bytes.Buffer
 	if err := slosuite.WritePlot(&plot, "The latency controller against the best static setting, per scenario", sums); err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"suite.md": table.Bytes(), "suite.svg": plot.Bytes(), "scenarios.jsonl": detail.Bytes()} {
+	if err := slosuite.WriteFrontier(&frontier, "Held against speed: the controllers and every static setting", sums, staticSums); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"suite.md": table.Bytes(), "suite.svg": plot.Bytes(), "frontier.svg": frontier.Bytes(), "scenarios.jsonl": detail.Bytes()} {
 		if err := atomicfile.Write(filepath.Join(f.out, name), b); err != nil {
 			return fmt.Errorf("flag --out: %w", err)
 		}
@@ -287,14 +308,12 @@ func setControllerKey(c *slo.Config, kv string) error {
 		c.Risk = x
 	case "tolerance":
 		c.Tolerance = x
-	case "headroom":
-		c.Headroom = x
 	case "aim":
 		c.Aim = x
 	case "prior-penalty":
 		c.PriorPenalty = x
 	default:
-		return fmt.Errorf("%q: unknown setting; want risk, headroom, aim, prior-penalty, calm, replay or judge", k)
+		return fmt.Errorf("%q: unknown setting; want risk, tolerance, aim, prior-penalty, calm, replay or judge", k)
 	}
 	if _, err := slo.New(*c); err != nil {
 		return fmt.Errorf("%s: %w", kv, err)

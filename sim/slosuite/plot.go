@@ -58,3 +58,59 @@ func WritePlot(w io.Writer, title string, sums []Summary) error {
 	}
 	return nil
 }
+
+// WriteFrontier draws each summary as a point, the share of the segments
+// some static setting held that it held (x) against its median speed
+// against the best all-segment static setting (y): the controllers (sums)
+// filled, the static settings (statics) hollow, one colour per split,
+// and the acceptance's corner (97 %, 1.15x) marked.
+func WriteFrontier(w io.Writer, title string, sums, statics []Summary) error {
+	const width, height, left, right, top, bottom = 720.0, 480.0, 60.0, 40.0, 30.0, 45.0
+	all := append(slices.Clone(sums), statics...)
+	xlo, ylo, yhi := 1.0, 0.5, 1.5
+	for _, s := range all {
+		xlo = min(xlo, s.HeldShare())
+		if m := s.MedianRatio(); !math.IsNaN(m) {
+			ylo, yhi = min(ylo, m), max(yhi, m)
+		}
+	}
+	xlo = math.Floor(xlo*20) / 20
+	ylo, yhi = math.Floor(ylo*10)/10, math.Ceil(yhi*10)/10
+	x := func(v float64) float64 { return left + (width-left-right)*(v-xlo)/(1-xlo) }
+	y := func(v float64) float64 { return height - bottom - (height-top-bottom)*(v-ylo)/(yhi-ylo) }
+	colors := map[Split]string{Tune: "#4e79a7", HeldOut: "#e15759"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%.0f" y="18" font-size="12">%s</text>`+"\n", left, html.EscapeString(title))
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/><line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n",
+		left, y(ylo), width-right, y(ylo), left, y(ylo), left, y(yhi))
+	for v := xlo; v <= 1.0001; v += 0.05 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f %%</text>`+"\n", x(v), height-bottom+16, 100*v)
+	}
+	for v := ylo; v <= yhi+1e-9; v += 0.1 {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end">%.1fx</text>`+"\n", left-6, y(v)+4, v)
+	}
+	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#59a14f" fill-opacity="0.12"/><text x="%.1f" y="%.1f" fill="#59a14f">asked</text>`+"\n",
+		x(0.97), y(yhi), x(1)-x(0.97), y(1.15)-y(yhi), x(0.97)+3, y(yhi)+12)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">share of the segments a static setting held that it held</text>`+"\n", (left+width-right)/2, height-8)
+	for i, s := range all {
+		m := s.MedianRatio()
+		if math.IsNaN(m) {
+			continue
+		}
+		c := colors[s.Split]
+		fill := c
+		if i >= len(sums) {
+			fill = "white"
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="1.5"/><text x="%.1f" y="%.1f">%s</text>`+"\n",
+			x(s.HeldShare()), y(m), fill, c, x(s.HeldShare())+6, y(m)-4, html.EscapeString(s.Controller))
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">tune</text><text x="%.0f" y="%.0f" fill="%s">held-out</text><text x="%.0f" y="%.0f">filled: controllers; hollow: static settings</text>`+"\n",
+		width-right-260, top+10, colors[Tune], width-right-220, top+10, colors[HeldOut], width-right-160, top+10)
+	b.WriteString("</svg>\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("suite frontier: %w", err)
+	}
+	return nil
+}
