@@ -46,17 +46,13 @@ const replays = 8
 // expected is how many of sv's fresh requests the rung's service times
 // (times, scaled) make late: its arrivals since from (judgedFrom: after
 // the queue of the rung before drained, so that they met the rung in
-// force alone), as they came, served first come first served (or, for a
-// service whose queue the hook does not see, each on its own) with
-// service times drawn from times, over replays draws; and how many are
-// fresh and late. The arrivals are the
-// service's own, so that a burst the forecast's Poisson arrivals do not
-// have is not taken for longer service times: the feedback corrects
-// what the service times miss, not the arrivals.
+// force alone), as they came, served again (lateAgain); and how many are
+// fresh and late. The arrivals are the service's own, so that a burst
+// the forecast's Poisson arrivals do not have is not taken for longer
+// service times: the feedback corrects what the service times miss, not
+// the arrivals.
 func expected(recent []arrival, from time.Duration, times []time.Duration, scale float64, bound time.Duration, queue bool, seed uint64) (n, late int, expect float64) {
-	a := slices.SortedFunc(slices.Values(recent), func(x, y arrival) int { return cmp.Compare(x.at, y.at) })
-	k, _ := slices.BinarySearchFunc(a, from, func(x arrival, t time.Duration) int { return cmp.Compare(x.at, t) })
-	a = a[k:]
+	a := since(recent, from)
 	for _, r := range a {
 		if r.fresh {
 			n++
@@ -65,8 +61,26 @@ func expected(recent []arrival, from time.Duration, times []time.Duration, scale
 			}
 		}
 	}
-	if n == 0 || len(times) == 0 {
+	if n == 0 {
 		return n, late, 0
+	}
+	return n, late, lateAgain(a, times, scale, bound, queue, seed, func(r arrival) bool { return r.fresh })
+}
+
+// since is the arrivals of recent at or after from, by arrival.
+func since(recent []arrival, from time.Duration) []arrival {
+	a := slices.SortedFunc(slices.Values(recent), func(x, y arrival) int { return cmp.Compare(x.at, y.at) })
+	k, _ := slices.BinarySearchFunc(a, from, func(x arrival, t time.Duration) int { return cmp.Compare(x.at, t) })
+	return a[k:]
+}
+
+// lateAgain serves the arrivals a (by arrival) again, first come first
+// served (queue; else each on its own), with service times drawn from
+// times, scale times as long, replays times over; it is the mean number
+// of those counted that came out past bound.
+func lateAgain(a []arrival, times []time.Duration, scale float64, bound time.Duration, queue bool, seed uint64, counted func(arrival) bool) float64 {
+	if len(a) == 0 || len(times) == 0 {
+		return 0
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(len(a))))
 	b := bound.Seconds()
@@ -81,12 +95,12 @@ func expected(recent []arrival, from time.Duration, times []time.Duration, scale
 				end = max(free, at) + d
 				free = end
 			}
-			if r.fresh && end-at > b {
+			if end-at > b && counted(r) {
 				hits++
 			}
 		}
 	}
-	return n, late, float64(hits) / replays
+	return float64(hits) / replays
 }
 
 // adjust changes the scale where the sums are evidence that the

@@ -3,7 +3,6 @@ package slo
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -151,33 +150,14 @@ func lchoose(n, k int) float64 {
 }
 
 // replayLate is the share of the arrivals at or after from (of recent)
-// that would have been past bound, served first come first served with
-// service times drawn from service (scale times as long), over a few
-// draws.
+// that would have been past bound, served again first come first served
+// with service times drawn from service (scale times as long).
 func replayLate(recent []arrival, from time.Duration, service []time.Duration, scale float64, bound time.Duration, seed uint64) float64 {
-	var at []float64
-	for _, r := range recent {
-		if r.at >= from {
-			at = append(at, r.at.Seconds())
-		}
-	}
-	if len(at) == 0 || len(service) == 0 {
+	a := since(recent, from)
+	if len(a) == 0 {
 		return 0
 	}
-	slices.Sort(at)
-	rng := rand.New(rand.NewPCG(seed, uint64(len(at))))
-	b := bound.Seconds()
-	late := 0
-	for range replays {
-		free := math.Inf(-1)
-		for _, a := range at {
-			free = max(free, a) + scale*service[rng.IntN(len(service))].Seconds()
-			if free-a > b {
-				late++
-			}
-		}
-	}
-	return float64(late) / float64(replays*len(at))
+	return lateAgain(a, service, scale, bound, true, seed, func(arrival) bool { return true }) / float64(len(a))
 }
 
 // rateStep is the grid a forecast's rate is rounded up to (2 %): a rung's

@@ -50,13 +50,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pareto  # noqa: E402
 from pareto import Proc, Sampler, cpu_busy, pinned  # noqa: E402
+from slo import cpu_plan  # noqa: E402
 
 SERVICES = "r50-b1=resnet50:1,r50-b32=resnet50:32,bert-b8=bert:8"
 LOADS = "r50-b1=20/60,r50-b32=8/24,bert-b8=15/45"
@@ -128,30 +128,11 @@ def setting_of(name):
     raise SystemExit("--ladder %r: calibrate.py runs priority, tpcs=F, hold and suspend" % name)
 
 
-def cpu_plan(n_services):
-    """CPU sets: the driver, the server and a spinner one each, each service
-    two, the trainers the rest."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 6 + 2 * n_services:
-        return {}
-    plan = {"driver": cpus[0:1], "server": cpus[1:2], "spin": cpus[2:3]}
-    at = 4
-    for i in range(n_services):
-        plan["svc%d" % i] = cpus[at:at + 2]
-        at += 2
-    plan["lp"] = cpus[at:]
-    return plan
-
-
 class Calibration:
     def __init__(self, args):
         self.args = args
         os.makedirs(args.out, exist_ok=True)
-        self.tmp = tempfile.mkdtemp(prefix="mmk-calib.", dir="/tmp")
-        self.pipe, self.mpslog = os.path.join(self.tmp, "mps-pipe"), os.path.join(self.tmp, "mps-log")
-        self.sock = os.path.join(self.tmp, "sched.sock")
-        self.profiles = os.path.join(self.tmp, "profiles")
-        os.makedirs(self.profiles, exist_ok=True)
+        self.tmp, self.pipe, self.mpslog, self.sock, self.profiles = pareto.scratch("mmk-calib.")
         self.log = open(os.path.join(args.out, "workers.log"), "a")
         self.services = services_of(args.services)
         self.loads = loads_of(args.loads, [s[0] for s in self.services])
@@ -159,7 +140,7 @@ class Calibration:
         for s in self.settings:
             setting_of(s)
         self.mixes = [models_of(m, "--mix") for m in args.mix]
-        self.cpus = cpu_plan(len(self.services)) if args.pin else {}
+        self.cpus = cpu_plan(len(self.services), 0) if args.pin else {}
         if self.cpus.get("driver"):
             os.sched_setaffinity(0, self.cpus["driver"])
         # A core kept busy throughout (pareto.py: idle states slow a

@@ -128,6 +128,16 @@ class Proc:
             pass
 
 
+def scratch(prefix):
+    """A fresh directory under /tmp for one run: it, the MPS daemon's pipe
+    and log directories, the kernel scheduler's socket and the profiles
+    directory (made)."""
+    tmp = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    profiles = os.path.join(tmp, "profiles")
+    os.makedirs(profiles, exist_ok=True)
+    return tmp, os.path.join(tmp, "mps-pipe"), os.path.join(tmp, "mps-log"), os.path.join(tmp, "sched.sock"), profiles
+
+
 def control(server, line):
     """Sends a control line to a kernel scheduler server (a Proc running
     mmkctl kernelsched serve --control) and returns its reply."""

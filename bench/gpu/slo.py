@@ -60,7 +60,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -130,11 +129,7 @@ class Bench:
     def __init__(self, args):
         self.args = args
         os.makedirs(args.out, exist_ok=True)
-        self.tmp = tempfile.mkdtemp(prefix="mmk-slo.", dir="/tmp")
-        self.pipe, self.mpslog = os.path.join(self.tmp, "mps-pipe"), os.path.join(self.tmp, "mps-log")
-        self.sock = os.path.join(self.tmp, "sched.sock")
-        self.profiles = os.path.join(self.tmp, "profiles")
-        os.makedirs(self.profiles, exist_ok=True)
+        self.tmp, self.pipe, self.mpslog, self.sock, self.profiles = pareto.scratch("mmk-slo.")
         self.log = open(os.path.join(args.out, "workers.log"), "a")
         self.windows, self.timeline = [], []
         self.sampler = Sampler() if not args.fake else None

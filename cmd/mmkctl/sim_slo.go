@@ -282,38 +282,22 @@ func setControllerKey(c *slo.Config, kv string) error {
 	if !ok {
 		return fmt.Errorf("%q: want KEY=VALUE, such as risk=0.1", kv)
 	}
-	if k == "calm" || k == "replay" || k == "judge" || k == "short" {
+	durations := map[string]*time.Duration{"calm": &c.Calm, "judge": &c.Judge, "short": &c.Short, "replay": &c.Replay}
+	numbers := map[string]*float64{"risk": &c.Risk, "tolerance": &c.Tolerance, "aim": &c.Aim, "prior-penalty": &c.PriorPenalty}
+	if p, ok := durations[k]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return fmt.Errorf("%s=%s: want a duration such as 10s", k, v)
 		}
-		switch k {
-		case "calm":
-			c.Calm = d
-		case "judge":
-			c.Judge = d
-		case "short":
-			c.Short = d
-		default:
-			c.Replay = d
+		*p = d
+	} else if p, ok := numbers[k]; ok {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%s: not a number", k, v)
 		}
-		return nil
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return fmt.Errorf("%s=%s: not a number", k, v)
-	}
-	switch k {
-	case "risk":
-		c.Risk = x
-	case "tolerance":
-		c.Tolerance = x
-	case "aim":
-		c.Aim = x
-	case "prior-penalty":
-		c.PriorPenalty = x
-	default:
-		return fmt.Errorf("%q: unknown setting; want risk, tolerance, aim, prior-penalty, calm, replay or judge", k)
+		*p = x
+	} else {
+		return fmt.Errorf("%q: unknown setting; want risk, tolerance, aim, prior-penalty, calm, replay, judge or short", k)
 	}
 	if _, err := slo.New(*c); err != nil {
 		return fmt.Errorf("%s: %w", kv, err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // TestSimSLO runs the scenario suite on a few scenarios of the built-in
@@ -57,6 +59,25 @@ func TestSimSLOErrors(t *testing.T) {
 		_, err := mmkctl(t, append([]string{"sim", "slo"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestSetControllerKey: each setting --set and --also take, and bad ones
+// refused naming the key and the value.
+func TestSetControllerKey(t *testing.T) {
+	for _, tc := range []struct {
+		kv, want string
+	}{
+		{"risk=0.1", ""}, {"tolerance=3", ""}, {"aim=0.5", ""}, {"prior-penalty=1", ""},
+		{"calm=5s", ""}, {"replay=-1s", ""}, {"judge=30s", ""}, {"short=1s", ""},
+		{"risk", `"risk": want KEY=VALUE`}, {"risk=x", "risk=x: not a number"}, {"calm=5", "calm=5: want a duration"},
+		{"speed=2", `"speed": unknown setting`}, {"risk=2", "risk=2: slo controller: "},
+	} {
+		c := slo.DefaultConfig()
+		err := setControllerKey(&c, tc.kv)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.kv, err, tc.want)
 		}
 	}
 }
