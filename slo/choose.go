@@ -2,6 +2,7 @@ package slo
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -12,9 +13,11 @@ type rungView struct {
 	// its target, over Config.Risk (at most 1: the rung holds every
 	// service); who is that service. excess is the highest share of a
 	// service's requests forecast late over its budget, which ranks
-	// rungs where none holds.
-	risk, excess float64
-	who          *service
+	// rungs where none holds, and spread its standard error (the late
+	// share's over the service times it rests on: a share of 3 % from 50
+	// of them is 1.5 late).
+	risk, excess, spread float64
+	who                  *service
 }
 
 // holds reports whether the rung is forecast to hold every service.
@@ -46,11 +49,31 @@ func (c *Controller) view(i int, now time.Duration, rates map[*service]float64, 
 		// Rungs are ranked, where none holds, on their forecasts as they
 		// are: the prior's penalty is a margin for holding, not a rank.
 		if penalty != 1 {
-			o, _, _ = c.forecast(sv, i, now, rates[sv], 1)
+			o, from, _ = c.forecast(sv, i, now, rates[sv], 1)
 		}
-		v.excess = max(v.excess, o.late/sv.tr.Target().Budget())
+		if e := o.late / sv.tr.Target().Budget(); e >= v.excess {
+			v.excess = e
+			v.spread = math.Sqrt(o.late/float64(len(sv.times[from].d))) / sv.tr.Target().Budget()
+		}
 	}
 	return v
+}
+
+// serviceView is rung i as forecast for sv alone (its excess and spread).
+func (c *Controller) serviceView(sv *service, i int, now time.Duration, rate float64) rungView {
+	v := rungView{level: i, who: sv}
+	if o, from, ok := c.forecast(sv, i, now, rate, 1); ok {
+		v.excess = o.late / sv.tr.Target().Budget()
+		v.spread = math.Sqrt(o.late/float64(len(sv.times[from].d))) / sv.tr.Target().Budget()
+	}
+	return v
+}
+
+// better reports whether rung view a, dearer, is forecast to leave
+// clearly fewer late than b: no more than half as many (Noise), and by
+// more than twice the standard error of the difference.
+func better(a, b rungView) bool {
+	return a.excess*(1+Noise) < b.excess && b.excess-a.excess > 2*math.Hypot(a.spread, b.spread)
 }
 
 // trial is the penalty that views a rung not measured as a trial.
@@ -59,16 +82,17 @@ const trial = -1
 // Noise is how much more a rung may be forecast late than the best
 // rung where no rung holds, and still be chosen for being cheaper: a
 // dearer rung is worth its cost to a service it cannot hold only where
-// it at least halves the share late. Less, and the forecasts' own noise
-// (a share of 3 % late from 50 service times moves by half) makes the
-// controller go back and forth between rungs that help alike.
+// it at least halves the share late, and clearly so (better). Less, and
+// the forecasts' own noise (a share of 3 % late from 50 service times
+// moves by half) makes the controller go back and forth between rungs
+// that help alike.
 const Noise = 1
 
 // choose is the rung to be on at the services' loads: the
 // cheapest rung forecast to hold every service; where none is, the one
-// forecast to leave the least late (the cheapest within Noise of it:
-// where every rung leaves about as many late, restraint does not help;
-// holds false); and the
+// forecast to leave the least late (the cheapest it is not clearly
+// better than: where every rung leaves about as many late, restraint
+// does not help; holds false); and the
 // views of the rungs it weighed. A rung holds when no service forecast there is
 // forecast past its limit: with no service to forecast, rung 0 (Step
 // does not choose while a service with a target has no forecast at all).
@@ -92,7 +116,7 @@ func (c *Controller) choose(now time.Duration, rates map[*service]float64, penal
 		return c.canon(c.level), views, false // unreachable: a rung without a forecast holds
 	}
 	for _, v := range views {
-		if v.who != nil && v.excess <= views[best].excess*(1+Noise) {
+		if v.who != nil && !better(views[best], v) {
 			return v.level, views, false
 		}
 	}
@@ -107,13 +131,18 @@ type downChoice struct {
 }
 
 // stableDown is the rung a step down may go to now: the highest of the
-// choices of the last Calm (Kubernetes' scale-down stabilisation).
+// choices of the last Calm (Kubernetes' scale-down stabilisation), the
+// rung in force until a Calm has passed since the last climb.
 func (c *Controller) stableDown(now time.Duration) int {
 	k := 0
 	for k < len(c.downs) && now-c.downs[k].at > c.cfg.Calm {
 		k++
 	}
 	c.downs = c.downs[k:]
+	if now-c.climbedAt < c.cfg.Calm {
+		// Not a whole Calm of choices since the last climb.
+		return c.canon(c.level)
+	}
 	top := 0
 	for _, d := range c.downs {
 		top = max(top, d.level)

@@ -81,8 +81,9 @@ type Controller struct {
 	cfg      Config
 	services []*service // in the order added
 	level    int
-	// changedAt is when the rung last changed, lastTick the last step.
-	changedAt, lastTick time.Duration
+	// changedAt is when the rung last changed, climbedAt when it last
+	// rose, lastTick the last step.
+	changedAt, climbedAt, lastTick time.Duration
 	started             bool
 	alike               []bool
 	downs               []downChoice
@@ -109,7 +110,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, changedAt: never, lastTick: never, lastProbe: never, suspendedAt: never}, nil
+	return &Controller{cfg: cfg, changedAt: never, climbedAt: never, lastTick: never, lastProbe: never, suspendedAt: never}, nil
 }
 
 // SetSuspended tells the controller whether every offline job is
@@ -400,10 +401,12 @@ func (c *Controller) feed(now, dt time.Duration) {
 func (c *Controller) move(now time.Duration, to int, id, reason string) Decision {
 	d := Decision{At: now, From: c.level, To: to, Rung: c.cfg.Ladder[to], Service: id,
 		Reason: fmt.Sprintf("%s -> %s: %s", c.cfg.Ladder[c.level], c.cfg.Ladder[to], reason)}
+	if to > c.level {
+		// The stabilisation of steps down starts again: the choices
+		// before a climb were made at a load it did not meet.
+		c.downs, c.climbedAt = c.downs[:0], now
+	}
 	c.level, c.changedAt = to, now
-	// The stabilisation of steps down starts again: the choices before
-	// the change were made of the rung before.
-	c.downs = c.downs[:0]
 	return d
 }
 
@@ -448,8 +451,7 @@ func (c *Controller) judge(now time.Duration, rates map[*service]float64) {
 			sv.detail += "; even with the offline jobs suspended: " + c.says(sv, top, now, rates[sv], 1)
 			sv.futile = true
 		case missed(here) && missed(best):
-			low, _, _ := c.forecast(sv, 0, now, rates[sv], 1)
-			sv.state, sv.futile = NotHeld, low.late <= best.late*(1+Noise)
+			sv.state, sv.futile = NotHeld, !better(c.serviceView(sv, top, now, rates[sv]), c.serviceView(sv, 0, now, rates[sv]))
 			sv.detail += fmt.Sprintf("; no rung is forecast to hold it (a window kept with %.0f %% or more)", 100*(1-c.cfg.Risk))
 		}
 	}

@@ -217,6 +217,7 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		func(c *Config) {
 			c.SLO.Controller.Settle = 50 * time.Millisecond
 			c.SLO.Controller.Tick = 100 * time.Millisecond
+			c.SLO.Controller.Calm = time.Second
 			c.SLO.OnDecision = func(d SLODecision) {
 				mu.Lock()
 				decisions = append(decisions, d)
@@ -238,7 +239,7 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 		loRes = runReplay(t, lo)
 	}()
 	waitFor(t, func() bool { return s.Counters().Tasks == 1 })
-	hi := replay(ctx, a, writeRequests(t, 2000, 4, 100, 10, 500), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc", gpu)
+	hi := replay(ctx, a, writeRequests(t, 8000, 4, 100, 10, 500), 1, "MMK_SCHED_SOCKET="+s.cfg.Socket, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=svc", gpu)
 	hiDone := make(chan struct{})
 	go func() {
 		defer close(hiDone)
