@@ -61,9 +61,9 @@ type SLOConfig struct {
 	Window time.Duration `mapstructure:"window"`
 	Calm   time.Duration `mapstructure:"calm"`
 	// Aim is the share of each target's budget the controller aims for
-	// (slo.Config.Aim): 1 tightens only on evidence of more late requests
-	// than the target allows; 0.5 on evidence of more than half as many,
-	// a margin for phases judged on a few hundred requests.
+	// (slo.Config.Aim): a rung holds a service when a window of its
+	// requests is forecast to keep within Aim times the late requests its
+	// target allows.
 	Aim float64 `mapstructure:"aim"`
 	// HookMarks lets an online job's hook mark where each request starts
 	// (its launch callbacks stay on for it); off, only the latencies a

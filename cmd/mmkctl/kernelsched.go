@@ -112,7 +112,7 @@ func newKernelschedCommand() *cobra.Command {
 	serve.Flags().StringVar(&stats, "stats", "", "write the counters as JSON to this file on exit")
 	serve.Flags().BoolVar(&control, "control", false, "read control lines on stdin (policy NAME [tau=DUR slack=F inflight=DUR floor=F probe-every=N], loud 0|1, stats, slo on|off|status, slo aim F, slo target NAME TARGET) and answer each with a JSON line on stdout")
 	serve.Flags().StringArrayVar(&targets, "slo", nil, "NAME=TARGET: the latency target of the online tasks named NAME (p99=20ms, p99=1.5x); turns the latency controller on (repeatable)")
-	serve.Flags().Float64Var(&aim, "slo-aim", slo.DefaultConfig().Aim, "the share of each target's budget the latency controller aims for, in (0, 1]: 0.5 tightens on evidence of more than half the late requests a target allows")
+	serve.Flags().Float64Var(&aim, "slo-aim", slo.DefaultConfig().Aim, "the share of each target's budget the latency controller aims for, in (0, 1]: at 0.5 a rung holds a service when a window of its requests is forecast to have at most half the late requests its target allows")
 	serve.Flags().StringVar(&ladder, "slo-ladder", "", "the latency controller's rungs, cheapest first, comma-separated (default "+strings.Join(slo.DefaultLadder().Strings(), ",")+"); turns it on")
 	serve.Flags().StringVar(&requests, "requests", "", "write every online request measured to this file, a JSON line each (source hook or reported, pid, name, end and latency in ns)")
 	serve.Flags().StringVar(&tpcMap, "tpc-map", "", "which of the GPU's TPC mask slots are TPCs, as bench/gpu/tpcmap.py writes it: a mask to a share of the TPCs then keeps that share (without it the first slots are taken for TPCs, and an H100's holes among them are not)")

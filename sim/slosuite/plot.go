@@ -65,7 +65,7 @@ func WritePlot(w io.Writer, title string, sums []Summary) error {
 // filled, the static settings (statics) hollow, one colour per split,
 // and the acceptance's corner (97 %, 1.15x) marked.
 func WriteFrontier(w io.Writer, title string, sums, statics []Summary) error {
-	const width, height, left, right, top, bottom = 720.0, 480.0, 60.0, 40.0, 30.0, 45.0
+	const width, height, left, right, top, bottom = 760.0, 480.0, 60.0, 140.0, 30.0, 45.0
 	all := append(slices.Clone(sums), statics...)
 	xlo, ylo, yhi := 1.0, 0.5, 1.5
 	for _, s := range all {
@@ -107,7 +107,7 @@ func WriteFrontier(w io.Writer, title string, sums, statics []Summary) error {
 			x(s.HeldShare()), y(m), fill, c, x(s.HeldShare())+6, y(m)-4, html.EscapeString(s.Controller))
 	}
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">tune</text><text x="%.0f" y="%.0f" fill="%s">held-out</text><text x="%.0f" y="%.0f">filled: controllers; hollow: static settings</text>`+"\n",
-		width-right-260, top+10, colors[Tune], width-right-220, top+10, colors[HeldOut], width-right-160, top+10)
+		left+10, y(ylo)-10, colors[Tune], left+50, y(ylo)-10, colors[HeldOut], left+110, y(ylo)-10)
 	b.WriteString("</svg>\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("suite frontier: %w", err)
