@@ -93,6 +93,7 @@ func newSLO(cfg *SLOConfig, policy string, tasks []Task) (*sloSim, error) {
 		// As the server does: every offline task can mask here.
 		c.SetAlike(l.Alike(offline))
 	}
+	c.SetOffline(offline)
 	ss := &sloSim{ctrl: c, base: policy, tick: max(c.Config().Tick/4, time.Millisecond), offlineRank: rank}
 	ss.res.Ladder = c.Config().Ladder.Strings()
 	ss.res.OnRung = make([]time.Duration, len(ss.res.Ladder))

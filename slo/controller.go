@@ -99,6 +99,9 @@ type Controller struct {
 	// stopped them all.
 	unsuspended bool
 	suspendedAt time.Duration
+	// offline is how many offline jobs the rung restrains (SetOffline;
+	// -1: not told).
+	offline int
 }
 
 // never is a time long before any step.
@@ -110,7 +113,7 @@ func New(cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: cfg, changedAt: never, climbedAt: never, lastTick: never, lastProbe: never, suspendedAt: never}, nil
+	return &Controller{cfg: cfg, changedAt: never, climbedAt: never, lastTick: never, lastProbe: never, suspendedAt: never, offline: -1}, nil
 }
 
 // SetSuspended tells the controller whether every offline job is
@@ -172,6 +175,11 @@ func (c *Controller) canon(i int) int {
 	}
 	return i
 }
+
+// SetOffline tells the controller how many offline jobs its rung
+// restrains (negative, the start: not told). With none, it stays on rung
+// 0: there is nothing to restrain, nor to probe.
+func (c *Controller) SetOffline(n int) { c.offline = n }
 
 // Probing reports whether the controller is measuring a service alone.
 func (c *Controller) Probing() bool { return c.probing }
@@ -296,11 +304,15 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 // decide is Step's choice of rung.
 func (c *Controller) decide(now time.Duration, rates map[*service]float64, counted, informed bool) (Decision, bool) {
 	cur := c.canon(c.level)
-	if !counted {
+	if !counted || c.offline == 0 {
 		if cur == 0 {
 			return Decision{}, false
 		}
-		return c.move(now, 0, "", "relax: no service has a target in force"), true
+		why := "no service has a target in force"
+		if c.offline == 0 {
+			why = "no offline job on the instance to restrain"
+		}
+		return c.move(now, 0, "", "relax: "+why), true
 	}
 	if !informed || c.trying(now) {
 		// No service time yet of any service with a target: nothing to

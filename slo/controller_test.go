@@ -330,3 +330,27 @@ func BenchmarkStep(b *testing.B) {
 		c.Step(now)
 	}
 }
+
+// TestControllerNothingToRestrain: with no offline job on the instance
+// the controller stays on rung 0, however late a service is, and goes
+// back to it when the last one leaves (issue 53: an instance with only
+// online jobs was set to suspend "the offline jobs" it did not have).
+func TestControllerNothingToRestrain(t *testing.T) {
+	sv := newSvc("svc", shortening, steady(50), "p99=80ms")
+	p := newTestPlant(t, testConfig(t), 1, sv)
+	p.c.SetOffline(0)
+	p.run(30 * s)
+	if len(p.decisions) != 0 || p.c.Level() != 0 {
+		t.Fatalf("no offline job: decisions %v", p.decisions)
+	}
+	p.c.SetOffline(1)
+	p.run(30 * s)
+	if p.c.Level() == 0 {
+		t.Fatal("an offline job came and the service misses on priority: still on rung 0")
+	}
+	p.c.SetOffline(0)
+	p.run(time.Second)
+	if d := p.decisions[len(p.decisions)-1]; p.c.Level() != 0 || !strings.Contains(d.Reason, "no offline job on the instance") {
+		t.Errorf("the offline job left: on rung %d after %q", p.c.Level(), d.Reason)
+	}
+}

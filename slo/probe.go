@@ -46,7 +46,7 @@ func (c *Controller) observeAlone(sv *service, s Sample, alone bool) {
 // a ratio target and no latency alone yet that is past its warm-up and
 // busy enough to measure, at most once a ProbeEvery.
 func (c *Controller) startProbe(now time.Duration) (Decision, bool) {
-	if now-c.lastProbe < c.cfg.ProbeEvery {
+	if now-c.lastProbe < c.cfg.ProbeEvery || c.offline == 0 {
 		return Decision{}, false
 	}
 	for _, sv := range c.services {

@@ -31,7 +31,8 @@ type SLOConfig struct {
 	// Suspend stops (stop) or resumes the processes of offline tasks; a
 	// ladder with a suspending rung needs it.
 	Suspend func(pids []int, stop bool) error
-	// OnDecision hears every change of rung, after it was applied.
+	// OnDecision hears every change of rung, after it was applied, and
+	// logs it (nil: the server logs it).
 	OnDecision func(SLODecision)
 	// Off starts the controller inactive (SetSLOActive turns it on).
 	Off bool
@@ -172,7 +173,9 @@ func (s *Server) sloTaskAdded(t *task) {
 		return
 	}
 	s.sloSeq++
-	t.sloID = "t" + strconv.FormatUint(s.sloSeq, 10)
+	// Named as its job or task is (the controller's reasons and the
+	// jobs' events say it), numbered: a name may come again.
+	t.sloID = cmp.Or(t.hello.Name, "task") + "#" + strconv.FormatUint(s.sloSeq, 10)
 	st := sloTask{id: t.sloID, add: true, online: t.hello.Online, ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job}}
 	if t.target != nil {
 		st.target, st.named = *t.target, true
@@ -345,6 +348,7 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		// What each rung held or missed was beside the offline jobs of then.
 		st.ctrl.Forget()
 	}
+	st.ctrl.SetOffline(len(st.offline))
 	for _, sm := range samples {
 		st.ctrl.Observe(sm.id, sm.s, sm.alone)
 	}
@@ -391,10 +395,13 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		}
 		st.mu.Unlock()
 	}
-	s.cfg.Log.Info("slo: rung", "from", d.From, "to", d.To, "rung", d.Rung.String(), "reason", d.Reason, "err", dec.Err)
 	if st.cfg.OnDecision != nil {
+		// Its owner logs it (mmkd, with the instance): one line a
+		// decision.
 		st.cfg.OnDecision(dec)
+		return
 	}
+	s.cfg.Log.Info("slo: rung", "from", d.From, "to", d.To, "rung", d.Rung.String(), "reason", d.Reason, "err", dec.Err)
 }
 
 // applyRung brings the offline tasks to a rung: the policy (guard with a
