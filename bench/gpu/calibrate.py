@@ -304,20 +304,7 @@ class Calibration:
                 w["trainers"][trainer_of(n)] = {"steps": len(st), "it_s": round(its, 4)}
 
     def stop(self, names):
-        records = {}
-        for n in names:
-            self.procs[n].stop()
-        for n in names:
-            p = self.procs.pop(n)
-            try:
-                records[n] = p.expect("records", 120)
-            except (TimeoutError, RuntimeError) as e:
-                print("  %s: %s" % (n, e), flush=True)
-            try:
-                p.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.p.kill()
-        return records
+        return pareto.collect(self.procs, names)
 
     def finish(self):
         """Stops the services, cuts every window's requests out of their
@@ -337,12 +324,7 @@ class Calibration:
             self.out.write(json.dumps(w) + "\n")
         self.out.close()
         if self.server:
-            try:
-                self.server.p.stdin.close()
-                self.server.p.send_signal(2)
-                self.server.p.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.server.p.kill()
+            pareto.stop_server(self.server)
         if self.mps_on:
             pareto.mps_daemon(self.pipe, self.mpslog, False)
         if self.sampler:

@@ -138,6 +138,37 @@ def scratch(prefix):
     return tmp, os.path.join(tmp, "mps-pipe"), os.path.join(tmp, "mps-log"), os.path.join(tmp, "sched.sock"), profiles
 
 
+def collect(procs, names):
+    """Quits the named workers of procs (removed from it) and gathers
+    their records: each asked to quit, then each awaited (a worker that
+    sends none is said so, one that does not exit is killed)."""
+    records = {}
+    for n in names:
+        procs[n].stop()
+    for n in names:
+        p = procs.pop(n)
+        try:
+            records[n] = p.expect("records", 120)
+        except (TimeoutError, RuntimeError) as e:
+            print("  %s: %s" % (n, e), flush=True)
+        try:
+            p.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.p.kill()
+    return records
+
+
+def stop_server(server):
+    """Stops a kernel scheduler server (SIGINT, as at a terminal), killing
+    it if it does not end within 30 s."""
+    try:
+        server.p.stdin.close()
+        server.p.send_signal(2)
+        server.p.wait(timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        server.p.kill()
+
+
 def control(server, line):
     """Sends a control line to a kernel scheduler server (a Proc running
     mmkctl kernelsched serve --control) and returns its reply."""

@@ -427,24 +427,9 @@ class Bench:
         self.finish_segment("timeslice")
 
     def finish_segment(self, segment):
-        records = {}
-        for n, p in self.procs.items():
-            p.stop()
-            try:
-                records[n] = p.expect("records", 120)
-            except (TimeoutError, RuntimeError) as e:
-                print("  %s: %s" % (n, e), flush=True)
-            try:
-                p.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.p.kill()
+        records = pareto.collect(self.procs, list(self.procs))
         if self.server:
-            try:
-                self.server.p.stdin.close()
-                self.server.p.send_signal(2)
-                self.server.p.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.server.p.kill()
+            pareto.stop_server(self.server)
             self.server = None
         self.annotate(segment, records)
         with gzip.open(os.path.join(self.args.out, "records-r%d-%s.json.gz" % (self.args.round, segment)), "wt") as f:

@@ -6,30 +6,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mmkgpu/mmk/slo"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSLODecisionsLoggedOnce (issue 53): a decision is logged once, by
 // the server where no one hears its decisions and by its owner (mmkd,
@@ -41,7 +22,7 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs syncBuffer
+		var logs bytes.Buffer // sloStep logs on this goroutine
 		var heard []SLODecision
 		cfg := &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 10 * time.Millisecond},
 			Targets: map[string]slo.Target{"svc": slo.MustParse("p99=1ms")},
