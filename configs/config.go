@@ -97,6 +97,9 @@ func (c SLOConfig) validate() error {
 		}
 	}
 	l, err := slo.ParseLadder(c.Ladder)
+	if err == nil {
+		err = l.Check()
+	}
 	if err != nil {
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","), Reason: err.Error()}
 	}

@@ -202,6 +202,8 @@ func TestDaemonKeys(t *testing.T) {
 		{"slo aim above one", []string{"MMK_SLO_AIM=1.5"}, "slo.aim"},
 		{"slo ladder masks and holds", []string{"MMK_SLO_LADDER=priority,hold,tpcs=0.5"}, "slo.ladder"},
 		{"slo ladder masks", []string{"MMK_SLO_LADDER=priority,tpcs=0.5,suspend"}, ""},
+		{"slo ladder restrains at rung 0", []string{"MMK_SLO_LADDER=suspend,priority"}, "slo.ladder"},
+		{"slo ladder restrains less on top", []string{"MMK_SLO_LADDER=priority,tpcs=0.25,tpcs=0.5"}, "slo.ladder"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

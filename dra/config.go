@@ -70,9 +70,11 @@ func ParseConfig(raw []byte) (ClaimConfig, error) {
 		return ClaimConfig{}, fmt.Errorf("config: type %q is not online or offline", c.Type)
 	}
 	if c.SLO != "" {
-		if _, err := slo.Parse(c.SLO); err != nil {
+		t, err := slo.Parse(c.SLO)
+		if err != nil {
 			return ClaimConfig{}, fmt.Errorf("config: slo: %w", err)
 		}
+		c.SLO = t.String() // the normal form, as jobs.Spec.Validate stores it
 	}
 	return c, nil
 }

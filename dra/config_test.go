@@ -37,6 +37,15 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// TestParseConfigNormalisesSLO: a claim's target is kept in its normal
+// form, as a job's is.
+func TestParseConfigNormalisesSLO(t *testing.T) {
+	c, err := ParseConfig([]byte(`{` + head + `,"type":"online","slo":" p99 = 25ms "}`))
+	if err != nil || c.SLO != "p99=25ms" {
+		t.Errorf("got %q, %v; want p99=25ms", c.SLO, err)
+	}
+}
+
 // TestClaimConfig: the class's configuration comes first, the claim's
 // overrides it, configurations of other drivers or other requests are
 // left alone, and a bad one names its source.

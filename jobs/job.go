@@ -239,7 +239,8 @@ func ReservedEnv(key string) bool {
 }
 
 // Validate checks a spec and returns the first bad field as a
-// *FieldError.
+// *FieldError. A good latency target is rewritten in its normal form
+// (slo.Target.String), which is what is stored and shown.
 func (s *Spec) Validate() error {
 	if s.Name != "" && (len(s.Name) > MaxNameLen || !Printable(s.Name)) {
 		return &FieldError{"name", s.Name, fmt.Sprintf("must be printable text of at most %d bytes", MaxNameLen)}
@@ -287,13 +288,16 @@ func (s *Spec) Validate() error {
 		if s.Kind != Online {
 			return &FieldError{"slo", s.SLO, "only an online job has a latency target"}
 		}
-		if _, err := slo.Parse(s.SLO); err != nil {
+		t, err := slo.Parse(s.SLO)
+		if err != nil {
 			var e *slo.Error
 			if errors.As(err, &e) {
 				return &FieldError{"slo", s.SLO, e.Reason}
 			}
 			return &FieldError{"slo", s.SLO, err.Error()}
 		}
+		// Stored and shown in its normal form: " p99 = 25ms " is p99=25ms.
+		s.SLO = t.String()
 	}
 	if s.MemoryMiB < 0 || s.MemoryMiB > MaxMemoryMiB {
 		return &FieldError{"memoryMiB", s.MemoryMiB, fmt.Sprintf("must be 1 to %d MiB (0: the default)", MaxMemoryMiB)}

@@ -90,6 +90,25 @@ func TestSLOErrorNamesValue(t *testing.T) {
 	}
 }
 
+// TestSLONormalised: a good target is stored in its normal form, whatever
+// spaces or spelling it came in (issue 54, item 8).
+func TestSLONormalised(t *testing.T) {
+	for in, want := range map[string]string{
+		" p99 = 25ms ": "p99=25ms",
+		"p99=\t25ms\n": "p99=25ms",
+		"P99.0=1500us": "p99=1.5ms",
+		"p99.9=1.50x":  "p99.9=1.5x",
+	} {
+		s := validSpec()
+		s.Kind, s.SLO = Online, in
+		if err := s.Validate(); err != nil {
+			t.Errorf("%q: %v", in, err)
+		} else if s.SLO != want {
+			t.Errorf("%q stored as %q, want %q", in, s.SLO, want)
+		}
+	}
+}
+
 // TestJobTarget: an online job's target, else the default; none for an
 // offline job.
 func TestJobTarget(t *testing.T) {

@@ -63,7 +63,7 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 	})
 	off := h.submit(jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, train, "0", "60"}})
 	off = h.state(off.ID, jobs.Running)
-	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=1us", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
+	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=100us", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
 	on = h.state(on.ID, jobs.Running)
 	deadline := time.Now().Add(30 * time.Second)
 	var view SLOView
@@ -78,7 +78,7 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	js := view.Jobs[0]
-	if js.ID != on.ID || js.Target != "p99=1µs" || js.BoundMs != 0.001 || js.Source != "hook" || !js.Live || js.Attainment > 0.01 {
+	if js.ID != on.ID || js.Target != "p99=100µs" || js.BoundMs != 0.1 || js.Source != "hook" || !js.Live || js.Attainment > 0.01 {
 		t.Errorf("the online job's view %+v", js)
 	}
 	if got := view.Instances[0].Suspended; len(got) != 1 || got[0] != off.ID {

@@ -84,9 +84,9 @@ type Controller struct {
 	// changedAt is when the rung last changed, climbedAt when it last
 	// rose, lastTick the last step.
 	changedAt, climbedAt, lastTick time.Duration
-	started             bool
-	alike               []bool
-	downs               []downChoice
+	started                        bool
+	alike                          []bool
+	downs                          []downChoice
 	// probe: while probing, the rung to return to, when it ends and for
 	// whom.
 	probing    bool

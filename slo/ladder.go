@@ -2,6 +2,7 @@ package slo
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -138,6 +139,72 @@ func ParseLadder(rungs []string) (Ladder, error) {
 		l = append(l, r)
 	}
 	return l, nil
+}
+
+// Check reports a ladder a controller cannot climb sensibly: a rung 0
+// that restrains (the controller rests there, also with no online job
+// to serve), or a rung that restrains no more than the one below it
+// (a climb onto it would restrain less, or the same). Rungs that
+// restrain in different ways (hold, then tpcs=0.5) may come in either
+// order: the order is the user's order of cost.
+func (l Ladder) Check() error {
+	if len(l) == 0 {
+		return fmt.Errorf("ladder: no rung")
+	}
+	if l[0] != (Rung{}) {
+		return fmt.Errorf("rung 0 is %s: the first rung is where offline jobs run while no target needs more, so it restrains nothing (priority)", l[0])
+	}
+	for i := 1; i < len(l); i++ {
+		if l[i-1].atLeast(l[i]) {
+			return fmt.Errorf("rung %d (%s) restrains no more than rung %d (%s): each rung adds restraint (a smaller guard threshold, hold, fewer TPCs, more tasks masked, or suspend)", i, l[i], i-1, l[i-1])
+		}
+	}
+	return nil
+}
+
+// atLeast reports whether r restrains offline work at least as much as q
+// in every way: it suspends, or neither suspends and r holds launches at
+// least as often (hold before guard, a smaller threshold before a
+// larger) and masks at least as hard (a smaller share of TPCs on at
+// least as many tasks).
+func (r Rung) atLeast(q Rung) bool {
+	switch {
+	case r.Suspend:
+		return true
+	case q.Suspend:
+		return false
+	}
+	return r.holdTau() <= q.holdTau() && r.masksAtLeast(q)
+}
+
+// holdTau is the block time above which the rung holds an offline
+// launch during a request: 0 for hold, none (the largest) for no hold.
+func (r Rung) holdTau() time.Duration {
+	switch {
+	case r.HoldAll:
+		return 0
+	case r.Guard:
+		return r.Tau
+	}
+	return math.MaxInt64
+}
+
+// masksAtLeast reports whether r's mask keeps at most q's share of TPCs
+// on at least as many tasks (no mask: all TPCs; no task count: all).
+func (r Rung) masksAtLeast(q Rung) bool {
+	switch {
+	case q.TPCs == 0:
+		return true
+	case r.TPCs == 0:
+		return false
+	}
+	tasks := func(n int) int {
+		if n == 0 {
+			return math.MaxInt
+		}
+		return n
+	}
+	return r.TPCs <= q.TPCs && tasks(r.TPCTasks) >= tasks(q.TPCTasks)
 }
 
 // Strings are the rungs' text forms.

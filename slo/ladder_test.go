@@ -57,6 +57,49 @@ func TestParseLadder(t *testing.T) {
 	}
 }
 
+// TestLadderCheck: rung 0 restrains nothing and each rung adds
+// restraint in some way; rungs that restrain in different ways come in
+// the user's order.
+func TestLadderCheck(t *testing.T) {
+	for _, tc := range []struct {
+		ladder []string
+		bad    string // in the error; "" for a good ladder
+	}{
+		{[]string{"priority", "guard=256us", "guard=64us", "hold", "suspend"}, ""},
+		{[]string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"}, ""},
+		{[]string{"priority", "hold", "tpcs=0.5", "suspend"}, ""},
+		{[]string{"priority", "tpcs=0.5", "hold+tpcs=0.5"}, ""},
+		{[]string{"priority"}, ""},
+		{[]string{"suspend", "priority"}, "rung 0 is suspend"},
+		{[]string{"guard=64us", "hold"}, "rung 0 is guard=64µs"},
+		{[]string{"priority", "suspend", "hold"}, "rung 2 (hold) restrains no more than rung 1 (suspend)"},
+		{[]string{"priority", "hold", "hold"}, "rung 2 (hold)"},
+		{[]string{"priority", "guard=64us", "guard=256us"}, "rung 2 (guard=256µs)"},
+		{[]string{"priority", "hold", "guard=64us"}, "rung 2 (guard=64µs)"},
+		{[]string{"priority", "tpcs=0.5", "tpcs=0.75"}, "rung 2 (tpcs=0.75)"},
+		{[]string{"priority", "tpcs=0.5", "tpcs=0.5@1"}, "rung 2 (tpcs=0.5@1)"},
+		{[]string{"priority", "priority"}, "rung 1 (priority)"},
+		{[]string{"priority", "hold+tpcs=0.5", "tpcs=0.5"}, "rung 2 (tpcs=0.5)"},
+	} {
+		t.Run(strings.Join(tc.ladder, ","), func(t *testing.T) {
+			l, err := ParseLadder(tc.ladder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = l.Check()
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+				t.Errorf("Check() = %v, want an error with %q", err, tc.bad)
+			}
+		})
+	}
+	if err := DefaultLadder().Check(); err != nil {
+		t.Errorf("the default ladder: %v", err)
+	}
+}
+
 // TestLadderAlike: a mask of the first N offline tasks is the shared
 // mask beside N or fewer tasks that can mask, and not beside more; with
 // none that can (yet), nothing is alike; other rungs differ as written.

@@ -2,10 +2,10 @@ package slo
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Target is an online job's latency objective: Percentile percent of its
@@ -26,6 +26,10 @@ type Target struct {
 const (
 	MinPercentile = 1
 	MaxPercentile = 99.99
+	// MinBound is the shortest absolute bound taken: below it a request
+	// is shorter than the launch of its first kernel, and p99=1ns would
+	// keep the controller on its top rung for nothing.
+	MinBound = 100 * time.Microsecond
 	// MaxBound is the longest absolute bound taken: a request an hour long
 	// is no latency objective.
 	MaxBound = time.Hour
@@ -38,7 +42,34 @@ type Error struct {
 	Text, Reason string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("latency target %q: %s", e.Text, e.Reason) }
+func (e *Error) Error() string { return fmt.Sprintf("latency target %q: %s", clip(e.Text), e.Reason) }
+
+// maxQuoted is the most bytes of a bad value an error quotes.
+const maxQuoted = 100
+
+// clip is s cut to maxQuoted bytes (on a rune's start), marked "..."
+// where cut: an error names the bad value, not 5,000 bytes of it.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	n := maxQuoted - 3
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+// decimal reports a plain decimal number: digits, then at most one
+// point and digits ("99", "99.9", "1.5"); not "+99", "0x1.8cp6", "1e2",
+// "Inf" or "1_0", which strconv.ParseFloat also takes.
+func decimal(s string) bool {
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	digits := func(d string) bool {
+		return d != "" && strings.IndexFunc(d, func(r rune) bool { return r < '0' || r > '9' }) < 0
+	}
+	return digits(whole) && (!hasFrac || digits(frac))
+}
 
 // Parse reads a target's text form: "p<percentile>=<bound>", the bound a
 // duration with its unit (25ms, 1.5s, 800us) or a ratio to the latency
@@ -53,11 +84,11 @@ func Parse(s string) (Target, error) {
 	}
 	lhs, rhs = strings.TrimSpace(lhs), strings.TrimSpace(rhs)
 	if len(lhs) < 2 || (lhs[0] != 'p' && lhs[0] != 'P') {
-		return bad("the percentile %q must be written p<number>, such as p99", lhs)
+		return bad("the percentile %q must be written p<number>, such as p99", clip(lhs))
 	}
 	pct, err := strconv.ParseFloat(lhs[1:], 64)
-	if err != nil || math.IsNaN(pct) || pct < MinPercentile || pct > MaxPercentile {
-		return bad("unknown percentile %q: want p%g to p%g, such as p50, p99 or p99.9", lhs, float64(MinPercentile), MaxPercentile)
+	if err != nil || !decimal(lhs[1:]) || pct < MinPercentile || pct > MaxPercentile {
+		return bad("unknown percentile %q: want p%g to p%g, such as p50, p99 or p99.9", clip(lhs), float64(MinPercentile), MaxPercentile)
 	}
 	t := Target{Percentile: pct}
 	if rhs == "" {
@@ -66,27 +97,33 @@ func Parse(s string) (Target, error) {
 	if r, ok := strings.CutSuffix(rhs, "x"); ok {
 		x, err := strconv.ParseFloat(r, 64)
 		switch {
-		case err != nil || math.IsNaN(x):
-			return bad("the ratio %q is not a number followed by x, such as 1.5x", rhs)
+		case !decimal(r):
+			return bad("the ratio %q is not a number followed by x, such as 1.5x", clip(rhs))
 		case x < 1:
-			return bad("the ratio %s is below 1x: no job is faster than alone for long", rhs)
-		case x > MaxRatio:
-			return bad("the ratio %s is above %dx", rhs, MaxRatio)
+			return bad("the ratio %s is below 1x: no job is faster than alone for long", clip(rhs))
+		case err != nil || x > MaxRatio: // err: out of float64's range
+			return bad("the ratio %s is above %dx", clip(rhs), MaxRatio)
 		}
 		t.Ratio = x
 		return t, nil
 	}
-	if _, err := strconv.ParseFloat(rhs, 64); err == nil {
-		return bad("the bound %q has no unit: write a duration such as %sms or a ratio such as %sx", rhs, rhs, rhs)
+	if decimal(rhs) {
+		eg := rhs
+		if len(eg) > 8 {
+			eg = "25"
+		}
+		return bad("the bound %q has no unit: write a duration such as %sms or a ratio such as %sx", clip(rhs), eg, eg)
 	}
 	d, err := time.ParseDuration(rhs)
 	switch {
-	case err != nil:
-		return bad("the bound %q is neither a duration (25ms, 1.5s) nor a ratio (1.5x)", rhs)
+	case err != nil || rhs[0] == '+':
+		return bad("the bound %q is neither a duration (25ms, 1.5s) nor a ratio (1.5x)", clip(rhs))
 	case d <= 0:
-		return bad("the bound %s must be positive", rhs)
+		return bad("the bound %s must be positive", clip(rhs))
+	case d < MinBound:
+		return bad("the bound %s is shorter than %v: no request is that short", clip(rhs), MinBound)
 	case d > MaxBound:
-		return bad("the bound %s is longer than %v", rhs, MaxBound)
+		return bad("the bound %s is longer than %v", clip(rhs), MaxBound)
 	}
 	t.Bound = d
 	return t, nil

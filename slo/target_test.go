@@ -21,6 +21,9 @@ func TestParse(t *testing.T) {
 		{" p95 = 800us ", Target{Percentile: 95, Bound: 800 * time.Microsecond}},
 		{"p99=2s", Target{Percentile: 99, Bound: 2 * time.Second}},
 		{"p90=1x", Target{Percentile: 90, Ratio: 1}},
+		{"p99=\t25ms\n", Target{Percentile: 99, Bound: 25 * time.Millisecond}},
+		{"p99=100us", Target{Percentile: 99, Bound: 100 * time.Microsecond}},
+		{"p99=.5s", Target{Percentile: 99, Bound: 500 * time.Millisecond}},
 	}
 	for _, tc := range good {
 		got, err := Parse(tc.in)
@@ -43,11 +46,30 @@ func TestParse(t *testing.T) {
 		{"p99=2000x", "above"},
 		{"p99=abc", "neither a duration"},
 		{"p99=2h", "longer than"},
+		{"p0x1.8cp6=25ms", "unknown percentile"},
+		{"p+99=25ms", "unknown percentile"},
+		{"p9_9=25ms", "unknown percentile"},
+		{"p1e2=25ms", "unknown percentile"},
+		{"p99=+25ms", "neither a duration"},
+		{"p99=1e1x", "not a number"},
+		{"p99=Infx", "not a number"},
+		{"p99=1ns", "shorter than 100µs"},
+		{"p99=99us", "shorter than 100µs"},
+		{"p99=" + strings.Repeat("z", 5000), "neither a duration"},
+		{"p" + strings.Repeat("9", 5000) + "=25ms", "unknown percentile"},
+		{"p99=" + strings.Repeat("9", 5000), "has no unit"},
+		{"p99=0." + strings.Repeat("0", 5000) + "1ms", "must be positive"},
+		{"p99=1" + strings.Repeat("0", 5000) + "x", "above"},
 	}
 	for _, tc := range bad {
 		_, err := Parse(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "latency target") {
-			t.Errorf("Parse(%q) error %v, want one saying %q", tc.in, err, tc.why)
+			t.Errorf("Parse(%.40q) error %v, want one saying %q", tc.in, err, tc.why)
+		}
+		// An error quotes a bad value, not all of it (issue 54: a
+		// 5,000-byte value came back whole).
+		if err != nil && len(err.Error()) > 400 {
+			t.Errorf("Parse(%.20q...) error of %d bytes", tc.in, len(err.Error()))
 		}
 	}
 }

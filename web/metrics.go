@@ -26,6 +26,7 @@ type nodeCollector struct {
 	waitingBy                                                  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
 	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
+	badReports                                                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -59,6 +60,7 @@ func newNodeCollector(n Node) *nodeCollector {
 		unobserved:    d("mmk_kernelsched_unobserved_total", "Kernels of observed tasks counted finished past their prediction's grace without the GPU's word.", sched...),
 		quiet:         d("mmk_kernelsched_quiet_tasks", "Tasks whose launches the policy needs not now: their hooks report none.", sched...),
 		late:          d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
+		badReports:    d("mmk_kernelsched_bad_reports_total", "Requests a service reported that were dropped as implausible (ending before they start, starting before the task connected, or longer than any bound).", sched...),
 	}
 }
 
@@ -66,7 +68,7 @@ func newNodeCollector(n Node) *nodeCollector {
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.waitingBy, nc.decisions, nc.decideSeconds, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
-		nc.observed, nc.unobserved, nc.quiet, nc.late} {
+		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports} {
 		ch <- d
 	}
 }
@@ -162,6 +164,7 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.observed, c.Observed)
 	counter(nc.unobserved, c.Unobserved)
 	counter(nc.late, c.LoudLate)
+	counter(nc.badReports, c.BadReports)
 	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), inst, sv.Policy)
 	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), inst, sv.Policy)
 }

@@ -141,6 +141,9 @@ func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.
 	}
 	if ladder != "" {
 		l, err := slo.ParseLadder(strings.Split(ladder, ","))
+		if err == nil {
+			err = l.Check()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--slo-ladder: %w", err)
 		}

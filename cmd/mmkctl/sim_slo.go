@@ -107,7 +107,10 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 		}
 		suite.HeldOutMix = f.heldOutMix
 	}
-	if suite.Ladder, err = slo.ParseLadder(strings.Split(f.ladder, ",")); err != nil {
+	if suite.Ladder, err = slo.ParseLadder(strings.Split(f.ladder, ",")); err == nil {
+		err = suite.Ladder.Check()
+	}
+	if err != nil {
 		return fmt.Errorf("flag --ladder: %w", err)
 	}
 	for _, r := range suite.Ladder.Strings() {

@@ -285,9 +285,16 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	case entryRequest:
 		start := time.Duration(uint64(e.grid[0]) | uint64(e.grid[1])<<32)
 		end := stamp(e, now)
-		if end >= start {
-			s.request(t, slo.Sample{At: end, Latency: end - start, Source: slo.Reported})
+		if !plausible(t, start, end) {
+			s.badReports.Add(1)
+			if !t.warnedReport {
+				t.warnedReport = true
+				s.cfg.Log.Warn("kernel scheduler: a reported request is implausible, dropped (and the task's next ones, counted in bad_reports)",
+					"task", t.hello.Name, "pid", t.hello.PID, "start", start, "end", end, "connected", t.since)
+			}
+			return
 		}
+		s.request(t, slo.Sample{At: end, Latency: end - start, Source: slo.Reported})
 		return
 	}
 	if e.api&entrySync != 0 {
@@ -350,6 +357,15 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	if e.api&entryWent != 0 {
 		s.atOnce.Add(1)
 	}
+}
+
+// plausible reports whether a request a task reported (its start and
+// end on the loop's clock) can be one: it ends after it starts, starts
+// no earlier than the task connected, and lasts no longer than the
+// longest bound a target may have (slo.MaxBound). A report of start 0
+// read as a request 34 minutes long (issue 54).
+func plausible(t *task, start, end time.Duration) bool {
+	return end >= start && start >= t.since && end-start <= slo.MaxBound
 }
 
 // stamp is an entry's time on the loop's clock: the hook's stamp, never

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mmkgpu/mmk/kernelsched"
+	"github.com/mmkgpu/mmk/slo"
 )
 
 // oneTaskServer is a fifo server, not serving, with one task of priority
@@ -226,5 +227,44 @@ func publishSync(s *slot, seq, tNs uint64, api uint32) {
 	for i := range 3 {
 		binary.LittleEndian.PutUint32(s.mem[off+entGrid+4*i:], 0)
 		binary.LittleEndian.PutUint32(s.mem[off+entBlock+4*i:], 0)
+	}
+}
+
+// TestImplausibleReports: a reported request that ends before it starts,
+// starts before its task connected (start 0 read as a request of 34
+// minutes, issue 54) or lasts longer than any bound may is dropped and
+// counted, not measured; a plausible one is measured.
+func TestImplausibleReports(t *testing.T) {
+	const connected = 2 * time.Hour
+	report := func(start, end time.Duration) entry {
+		return entry{api: entryRequest, tNs: uint64(end), grid: [3]uint32{uint32(uint64(start)), uint32(uint64(start) >> 32)}}
+	}
+	for _, tc := range []struct {
+		name       string
+		start, end time.Duration
+		measured   bool
+	}{
+		{"plausible", connected + time.Second, connected + time.Second + 20*time.Millisecond, true},
+		{"ends before it starts", connected + time.Second, connected + time.Second - 1, false},
+		{"starts at 0", 0, connected + time.Second, false},
+		{"starts before the task connected", connected - time.Millisecond, connected + time.Millisecond, false},
+		{"longer than any bound", connected + time.Second, connected + time.Second + slo.MaxBound + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, id, _ := oneTaskServer(t, true)
+			tk := s.tasks[id]
+			tk.since = connected
+			now := connected + 3*time.Hour
+			s.arrive(tk, report(tc.start, tc.end), now)
+			s.arrive(tk, report(tc.start, tc.end), now)
+			c := s.Counters()
+			want := [2]uint64{0, 2}
+			if tc.measured {
+				want = [2]uint64{2, 0}
+			}
+			if got := [2]uint64{c.Requests, c.BadReports}; got != want {
+				t.Errorf("requests, bad reports = %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -118,8 +118,12 @@ type Counters struct {
 	// Waits is how often the loop blocked, waiting for a launch, a
 	// hook's wake-up or a timer: its cost in system calls.
 	Waits uint64 `json:"waits"`
-	// Requests counts the online requests measured (hook or reported).
-	Requests uint64 `json:"requests"`
+	// Requests counts the online requests measured (hook or reported);
+	// BadReports the reported requests dropped as implausible (ending
+	// before they start, starting before the task connected, or longer
+	// than any target's bound may be).
+	Requests   uint64 `json:"requests"`
+	BadReports uint64 `json:"bad_reports"`
 }
 
 // Server is one instance's kernel scheduler server.
@@ -138,7 +142,7 @@ type Server struct {
 
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	went, unprofiled, observed, unobserved atomic.Uint64
-	waits, loudLate, requests              atomic.Uint64
+	waits, loudLate, requests, badReports  atomic.Uint64
 	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -206,7 +210,8 @@ type policyChange struct {
 
 type task struct {
 	id    kernelsched.TaskID
-	seq   uint64 // the order it connected in (Server.connected)
+	seq   uint64        // the order it connected in (Server.connected)
+	since time.Duration // when it connected, on the loop's clock
 	hello Hello
 	slot  *slot
 	conn  *net.UnixConn
@@ -227,6 +232,8 @@ type task struct {
 	// synchronisation returned, or the hook's mark (protocol step 9).
 	inReq    bool
 	reqStart time.Duration
+	// warnedReport: an implausible report of the task was logged.
+	warnedReport bool
 	// tpcKeep is the keep count in the slot: its kernels use the first
 	// tpcKeep TPC slots (0: all).
 	tpcKeep uint32
@@ -321,7 +328,7 @@ func (s *Server) Counters() Counters {
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
 		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(), Quiet: int(s.nquiet.Load()), LoudLate: s.loudLate.Load(),
-		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(),
+		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(), BadReports: s.badReports.Load(),
 	}
 }
 
@@ -486,7 +493,7 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 		return
 	}
 	t := &task{hello: h, slot: sl, conn: c, names: map[uint32]string{}, local: map[uint32]string{}, ready: make(chan bool, 1), shareOf: job,
-		seq: s.connected.Add(1)}
+		seq: s.connected.Add(1), since: mono()}
 	t.nt = &nameTable{mu: &s.mu, names: t.names,
 		take: func(n int) bool { return s.shares.takeNames(job, n) },
 		give: func(n int) { s.shares.giveNames(job, n) }}

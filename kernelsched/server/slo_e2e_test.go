@@ -222,7 +222,7 @@ func TestSLOControllerEndToEnd(t *testing.T) {
 	rec := &recorder{}
 	var decisions []SLODecision
 	var mu sync.Mutex
-	s := sloServer(t, []string{"priority", "hold", "tpcs=0.5", "suspend"}, map[string]slo.Target{"svc": slo.MustParse("p99=1us")}, rec.suspend,
+	s := sloServer(t, []string{"priority", "hold", "tpcs=0.5", "suspend"}, map[string]slo.Target{"svc": slo.MustParse("p99=100us")}, rec.suspend,
 		func(c *Config) {
 			c.SLO.Controller.Settle = 50 * time.Millisecond
 			c.SLO.Controller.Tick = 100 * time.Millisecond
