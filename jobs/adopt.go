@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,7 +47,9 @@ func (r *Runner) Record(jobID string) (j Job, found bool, err error) {
 	if err != nil {
 		return Job{}, false, fmt.Errorf("record of job %s: %w", jobID, err)
 	}
-	if err := json.Unmarshal(data, &j); err != nil {
+	// A job started by an mmk before schema 2 has a record without a
+	// checksum.
+	if err := decodeRecord(data, &j, true); err != nil {
 		return Job{}, false, fmt.Errorf("record of job %s: %w", jobID, err)
 	}
 	if j.ID != jobID || !j.State.Valid() {

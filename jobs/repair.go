@@ -3,7 +3,6 @@ package jobs
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -40,7 +39,7 @@ var bucketSetAside = []byte("set-aside")
 // says why a record cannot be served ("" if it can).
 var checked = []struct {
 	name []byte
-	bad  func(k, v []byte) string
+	bad  func(k, v []byte, legacy bool) string
 }{
 	{bucketJobs, badRecord},
 	{bucketEvents, badEvent},
@@ -51,13 +50,14 @@ var checked = []struct {
 // what their key names: a job of another id, an event of another
 // number) out of the jobs, events and reconfigurations into the
 // set-aside bucket, so that a bad record neither stops mmkd nor is
-// lost. It writes only when there is one.
-func (s *Store) setAsideBad() error {
+// lost. It writes only when there is one. With legacy (a store of schema
+// 1), records without a checksum are read too.
+func (s *Store) setAsideBad(legacy bool) error {
 	var bad []SetAsideRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, c := range checked {
 			err := tx.Bucket(c.name).ForEach(func(k, v []byte) error {
-				if reason := c.bad(k, v); reason != "" {
+				if reason := c.bad(k, v, legacy); reason != "" {
 					bad = append(bad, SetAsideRecord{Bucket: string(c.name), Key: printKey(c.name, k), Reason: reason, raw: bytes.Clone(k)})
 				}
 				return nil
@@ -108,9 +108,9 @@ func printKey(bucket, k []byte) string {
 }
 
 // badRecord says why a job record cannot be served ("" if it can).
-func badRecord(k, v []byte) string {
+func badRecord(k, v []byte, legacy bool) string {
 	var j Job
-	if err := json.Unmarshal(v, &j); err != nil {
+	if err := decodeRecord(v, &j, legacy); err != nil {
 		return "not a job record: " + err.Error()
 	}
 	switch {
@@ -127,12 +127,12 @@ func badRecord(k, v []byte) string {
 // badEvent says why an event cannot be served ("" if it can): its key is
 // a job id, "/" and its number (putEvent), its value an event of that
 // number.
-func badEvent(k, v []byte) string {
+func badEvent(k, v []byte, legacy bool) string {
 	if len(k) != 16+1+8 || k[16] != '/' || !ValidID(string(k[:16])) {
 		return fmt.Sprintf("key %q is not a job id and an event number", k)
 	}
 	var e Event
-	if err := json.Unmarshal(v, &e); err != nil {
+	if err := decodeRecord(v, &e, legacy); err != nil {
 		return "not an event: " + err.Error()
 	}
 	if n := binary.BigEndian.Uint64(k[17:]); uint64(e.Seq) != n || !e.To.Valid() {
@@ -143,12 +143,12 @@ func badEvent(k, v []byte) string {
 
 // badReconfig says why a reconfiguration cannot be served ("" if it
 // can).
-func badReconfig(k, v []byte) string {
+func badReconfig(k, v []byte, legacy bool) string {
 	if len(k) != 8 {
 		return fmt.Sprintf("key %q is not a number", k)
 	}
 	var r Reconfig
-	if err := json.Unmarshal(v, &r); err != nil {
+	if err := decodeRecord(v, &r, legacy); err != nil {
 		return "not a reconfiguration: " + err.Error()
 	}
 	if n := binary.BigEndian.Uint64(k); uint64(r.Seq) != n {
@@ -189,7 +189,7 @@ func (s *Store) putBackFrom(path string, o *OpenOptions) error {
 			}
 			back := map[string]bool{}
 			err := bjobs.ForEach(func(k, v []byte) error {
-				if !has(bucketJobs, k) && badRecord(k, v) == "" {
+				if !has(bucketJobs, k) && badRecord(k, v, true) == "" {
 					back[string(k)] = true
 					puts = append(puts, record{bucketJobs, bytes.Clone(k), bytes.Clone(v)})
 					names = append(names, "job "+string(k))
@@ -200,7 +200,7 @@ func (s *Store) putBackFrom(path string, o *OpenOptions) error {
 				return err
 			}
 			err = bevents.ForEach(func(k, v []byte) error {
-				if len(k) > 16 && (has(bucketJobs, k[:16]) || back[string(k[:16])]) && !has(bucketEvents, k) && badEvent(k, v) == "" {
+				if len(k) > 16 && (has(bucketJobs, k[:16]) || back[string(k[:16])]) && !has(bucketEvents, k) && badEvent(k, v, true) == "" {
 					puts = append(puts, record{bucketEvents, bytes.Clone(k), bytes.Clone(v)})
 					names = append(names, "event "+printKey(bucketEvents, k))
 				}
@@ -214,7 +214,7 @@ func (s *Store) putBackFrom(path string, o *OpenOptions) error {
 					continue
 				}
 				if b := btx.Bucket(bucketReconfig); b != nil {
-					if v := b.Get(r.raw); v != nil && !has(bucketReconfig, r.raw) && badReconfig(r.raw, v) == "" {
+					if v := b.Get(r.raw); v != nil && !has(bucketReconfig, r.raw) && badReconfig(r.raw, v, true) == "" {
 						puts = append(puts, record{bucketReconfig, bytes.Clone(r.raw), bytes.Clone(v)})
 						names = append(names, "reconfiguration "+r.Key)
 					}
@@ -231,7 +231,12 @@ func (s *Store) putBackFrom(path string, o *OpenOptions) error {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range puts {
-			if err := tx.Bucket(r.bucket).Put(r.k, r.v); err != nil {
+			// A backup of schema 1 holds records without checksums.
+			v, err := reencode(r.v, newRecord(r.bucket))
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(r.bucket).Put(r.k, v); err != nil {
 				return err
 			}
 		}
@@ -254,7 +259,7 @@ func (s *Store) mendKeys() error {
 		jobs, idem := tx.Bucket(bucketJobs), tx.Bucket(bucketIdem)
 		return jobs.ForEach(func(k, v []byte) error {
 			var j Job
-			if json.Unmarshal(v, &j) != nil {
+			if decodeRecord(v, &j, false) != nil {
 				return nil
 			}
 			key := idemKey(j)
@@ -267,7 +272,7 @@ func (s *Store) mendKeys() error {
 			}
 			if cur != nil {
 				var other Job
-				if ov := jobs.Get(cur); ov != nil && json.Unmarshal(ov, &other) == nil && idemKey(other) == key {
+				if ov := jobs.Get(cur); ov != nil && decodeRecord(ov, &other, false) == nil && idemKey(other) == key {
 					return nil // two jobs of one key: the first keeps it
 				}
 			}
@@ -311,3 +316,47 @@ func (s *Store) PutBackError() error { return s.putBackErr }
 // KeysMended lists the idempotency keys OpenStore put again because they
 // did not find their job.
 func (s *Store) KeysMended() []string { return s.keysMended }
+
+// newRecord is a pointer to a record of bucket's kind, to decode into.
+func newRecord(bucket []byte) any {
+	switch {
+	case bytes.Equal(bucket, bucketJobs):
+		return new(Job)
+	case bytes.Equal(bucket, bucketEvents):
+		return new(Event)
+	}
+	return new(Reconfig)
+}
+
+// addChecksums rewrites a store of schema 1 as schema 2: every job,
+// event and reconfiguration (read, once the unreadable ones were set
+// aside) gets its checksum line, in one commit with the new schema
+// number, so that a crash leaves the store wholly one or the other.
+func (s *Store) addChecksums() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, c := range checked {
+			b := tx.Bucket(c.name)
+			var puts []record
+			err := b.ForEach(func(k, v []byte) error {
+				if _, summed, _ := splitSum(v); summed {
+					return nil
+				}
+				nv, err := reencode(v, newRecord(c.name))
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", c.name, printKey(c.name, k), err)
+				}
+				puts = append(puts, record{c.name, bytes.Clone(k), nv})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, r := range puts {
+				if err := b.Put(r.k, r.v); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+	})
+}

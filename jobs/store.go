@@ -17,8 +17,10 @@ import (
 
 // SchemaVersion is the store layout this mmk writes. Version 1: buckets
 // meta, jobs (id -> Job JSON), events (id/seq -> Event JSON), idem
-// (idempotency key -> id), reconfigs (seq -> Reconfig JSON).
-const SchemaVersion = 1
+// (idempotency key -> id), reconfigs (seq -> Reconfig JSON). Version 2:
+// the same, each record followed by its checksum line (EncodeRecord) and
+// read strictly; a store of version 1 is rewritten so when opened.
+const SchemaVersion = 2
 
 var (
 	bucketMeta     = []byte("meta")
@@ -121,6 +123,7 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	// for a burst of concurrent submissions to share one commit, short
 	// next to a commit's two fsyncs on a slow disk.
 	db.MaxBatchDelay = batchDelay
+	var schema int
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketEvents, bucketIdem, bucketReconfig} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -130,6 +133,7 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 		meta := tx.Bucket(bucketMeta)
 		v := meta.Get(keySchema)
 		if v == nil {
+			schema = SchemaVersion
 			return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
 		}
 		n, err := strconv.Atoi(string(v))
@@ -139,6 +143,7 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 		if n > SchemaVersion {
 			return fmt.Errorf("schema version %d is newer than this mmk's %d: use a newer mmkd", n, SchemaVersion)
 		}
+		schema = n
 		return nil
 	})
 	if err != nil {
@@ -146,12 +151,18 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
 	s = &Store{db: db, path: path}
-	if err := s.setAsideBad(); err != nil {
+	if err := s.setAsideBad(schema < 2); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
 	if len(s.setAside) > 0 && o.Backup != "" {
 		s.putBackErr = s.putBackFrom(o.Backup, &o)
+	}
+	if schema < 2 {
+		if err := s.addChecksums(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("job store %s: schema 2: %w", path, err)
+		}
 	}
 	if err := s.mendKeys(); err != nil {
 		db.Close()
@@ -241,7 +252,7 @@ func (s *Store) All() ([]Job, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
-			if err := json.Unmarshal(v, &j); err != nil {
+			if err := decodeRecord(v, &j, false); err != nil {
 				return fmt.Errorf("job %s: %w", k, err)
 			}
 			out = append(out, j)
@@ -361,7 +372,7 @@ func (s *Store) Events(id string) ([]Event, error) {
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var e Event
-			if err := json.Unmarshal(v, &e); err != nil {
+			if err := decodeRecord(v, &e, false); err != nil {
 				return fmt.Errorf("event %s: %w", k, err)
 			}
 			out = append(out, e)
@@ -380,7 +391,7 @@ func (s *Store) AddReconfig(r Reconfig) (Reconfig, error) {
 			return err
 		}
 		r.Seq = int(seq)
-		v, err := json.Marshal(r)
+		v, err := EncodeRecord(r)
 		if err != nil {
 			return err
 		}
@@ -400,7 +411,7 @@ func (s *Store) Reconfigs(n int) ([]Reconfig, error) {
 		c := tx.Bucket(bucketReconfig).Cursor()
 		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
 			var r Reconfig
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := decodeRecord(v, &r, false); err != nil {
 				return fmt.Errorf("reconfiguration %x: %w", k, err)
 			}
 			out = append(out, r)
@@ -415,14 +426,14 @@ func get(tx *bolt.Tx, id string, j *Job) error {
 	if v == nil {
 		return fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
-	if err := json.Unmarshal(v, j); err != nil {
+	if err := decodeRecord(v, j, false); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
 	return nil
 }
 
 func put(b *bolt.Bucket, j Job) error {
-	v, err := json.Marshal(j)
+	v, err := EncodeRecord(j)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.ID, err)
 	}
@@ -439,7 +450,7 @@ func putEvent(tx *bolt.Tx, id string, e Event) error {
 		n++
 	}
 	e.Seq = n + 1
-	v, err := json.Marshal(e)
+	v, err := EncodeRecord(e)
 	if err != nil {
 		return err
 	}

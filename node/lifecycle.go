@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -61,6 +60,14 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 		n.grant(id, env) // the kubelet starts its containers
 		return false
 	}
+	if err := checkOwnerAtStart(j.Owner, n.cfg.AllowRoot); err != nil {
+		who := "mmkd's user"
+		if j.Owner != nil {
+			who = j.Owner.String()
+		}
+		n.fail(id, fmt.Sprintf("run as %s: %v", who, err))
+		return false
+	}
 	user, err := runAs(&j)
 	if err != nil {
 		n.fail(id, fmt.Sprintf("run as %s: %v", j.Owner, err))
@@ -70,7 +77,7 @@ func (n *Node) launch(ctx context.Context, id string, pl jobs.Placement, g gpuIn
 	// for a job of another user).
 	// The job's record goes beside it: should the store be lost, the
 	// next mmkd adopts the job from it (adoptOrphans).
-	rec, err := json.Marshal(j)
+	rec, err := jobs.EncodeRecord(j)
 	if err != nil {
 		n.fail(id, fmt.Sprintf("record: %v", err))
 		return false

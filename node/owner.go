@@ -1,8 +1,11 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/user"
+	"strconv"
 
 	"github.com/mmkgpu/mmk/jobs"
 )
@@ -51,4 +54,35 @@ func runAs(j *jobs.Job) (*jobs.User, error) {
 		return nil, nil
 	}
 	return jobs.LookupUser(*o)
+}
+
+// checkOwnerAtStart says whether a job may start now as the owner its
+// record names (nil: mmkd's own user, for a job of an mmk that did not
+// record owners): MayRunAs with jobs.allow_root as configured now, not
+// as it was at submission; and a user other than mmkd's own must be a
+// user of this system with the name recorded. A record damaged into
+// another uid (issue 54: "uid" read as "ukd" made a job root's) or a
+// user deleted since is refused instead of run.
+func checkOwnerAtStart(o *jobs.Owner, allowRoot bool) error {
+	if o == nil {
+		self := jobs.Self()
+		o = &self
+	}
+	if err := MayRunAs(*o, allowRoot); err != nil {
+		return err
+	}
+	if o.UID == os.Geteuid() {
+		return nil
+	}
+	u, err := user.LookupId(strconv.Itoa(o.UID))
+	var unknown user.UnknownUserIdError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("%w: uid %d is not a user of this system", jobs.ErrForbidden, o.UID)
+	case err != nil:
+		return fmt.Errorf("look up uid %d: %w", o.UID, err)
+	case o.Name != "" && u.Username != o.Name:
+		return fmt.Errorf("%w: uid %d is %s on this system, the job's owner was recorded as %s", jobs.ErrForbidden, o.UID, u.Username, o.Name)
+	}
+	return nil
 }

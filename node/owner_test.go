@@ -82,3 +82,66 @@ func openToOthers(t *testing.T, path string, mode os.FileMode) {
 func ownerOf(st os.FileInfo) int {
 	return int(st.Sys().(*syscall.Stat_t).Uid)
 }
+
+// TestOwnerCheckedAtStart: a job starts only as a user who may run jobs
+// now (jobs.allow_root as configured now), exists on this system and
+// has the name recorded; a job of no recorded owner runs as mmkd's user
+// and so needs allow_root when mmkd is root. Before (issue 54), a record
+// whose owner read uid 0 ran as root with allow_root off.
+func TestOwnerCheckedAtStart(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mmkd runs jobs as other users only as root")
+	}
+	root := &jobs.Owner{UID: 0, GID: 0, Name: "root"}
+	nobody := jobs.NamedOwner(65534, 65534)
+	if nobody.Name == "" {
+		t.Skip("no user of uid 65534 on this system")
+	}
+	for _, tc := range []struct {
+		name      string
+		owner     *jobs.Owner
+		allowRoot bool
+		err       string
+	}{
+		{"root, allowed", root, true, ""},
+		{"root, not allowed now", root, false, "allow_root is off"},
+		{"recorded without an owner, mmkd root", nil, false, "allow_root is off"},
+		{"recorded without an owner, allowed", nil, true, ""},
+		{"a user", &nobody, false, ""},
+		{"a user recorded without a name", &jobs.Owner{UID: 65534, GID: 65534}, false, ""},
+		{"another name", &jobs.Owner{UID: 65534, GID: 65534, Name: "bob"}, false, "recorded as bob"},
+		{"no such user", &jobs.Owner{UID: 2_000_000_007, GID: 7, Name: "ghost"}, false, "not a user of this system"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkOwnerAtStart(tc.owner, tc.allowRoot)
+			if (tc.err == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tc.err) || !errors.Is(err, jobs.ErrForbidden))) {
+				t.Errorf("got %v, want an error with %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestRootRecordNotStartedWithoutAllowRoot: a queued job whose record
+// names root (a damaged or older record) fails at its start, saying
+// why, on an mmkd with jobs.allow_root off; it never runs.
+func TestRootRecordNotStartedWithoutAllowRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mmkd runs jobs as other users only as root")
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	j := jobs.Job{ID: jobs.NewID(time.Now()), Spec: sh("as-root", "touch "+marker, ""), Priority: 5, MemoryMiB: 1024,
+		TaskKey: "as-root", State: jobs.Pending, CreatedAt: time.Now(), UpdatedAt: time.Now(), Owner: &jobs.Owner{UID: 0, GID: 0, Name: "root"}}
+	h := newHarnessWith(t, h200, false, curveEstimator{}, nil, func(c *Config) {
+		c.AllowRoot = false
+		if _, _, err := c.Store.Create(j); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := h.state(j.ID, jobs.Failed)
+	if !strings.Contains(got.Reason, "allow_root is off") {
+		t.Errorf("reason %q, want allow_root named", got.Reason)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the job ran as root")
+	}
+}

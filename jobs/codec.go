@@ -1,0 +1,190 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A record of the store (a job, an event, a reconfiguration) and a job's
+// record in its directory is its JSON followed by a checksum line:
+//
+//	{"id":"...",...}
+//	crc32c=1a2b3c4d
+//
+// and is read strictly: the checksum must match, a field this mmk does
+// not know or a field it always writes that is missing makes the record
+// damaged (set aside and put back from the backup, as an unreadable one
+// is). Before (schema 1) records were read leniently, and one flipped
+// bit in a key dropped the field: "uid" read as "ukd" left a job's owner
+// uid 0, and the job ran as root (issue 54).
+
+// sumPrefix starts the checksum line; sumLen is the line's length with
+// its 8 hex digits.
+const (
+	sumPrefix = "\ncrc32c="
+	sumLen    = len(sumPrefix) + 8
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrNoChecksum is a record without a checksum line where one is needed
+// (in a store of schema 2 every record has one).
+var ErrNoChecksum = errors.New("the record has no checksum")
+
+// EncodeRecord is v's record: its JSON and its checksum line.
+func EncodeRecord(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(b, "%s%08x", sumPrefix, crc32.Checksum(b, castagnoli)), nil
+}
+
+// decodeRecord reads a record into dst (a pointer to a struct), strictly.
+// With legacy, a record without a checksum line (schema 1) is read as
+// well; its fields this mmk does not know still make it damaged, but not
+// missing ones (an older mmk may not have written them).
+func decodeRecord(data []byte, dst any, legacy bool) error {
+	body, summed, err := splitSum(data)
+	if err != nil {
+		return err
+	}
+	if !summed && !legacy {
+		return ErrNoChecksum
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("data after the record")
+	}
+	if summed {
+		return missingFields(body, reflect.TypeOf(dst).Elem(), "")
+	}
+	return nil
+}
+
+// splitSum splits a record into its JSON and whether a checksum line
+// vouched for it; a checksum line that does not match is an error.
+func splitSum(data []byte) (body []byte, summed bool, err error) {
+	n := len(data)
+	if n < sumLen || string(data[n-sumLen:n-8]) != sumPrefix {
+		return data, false, nil
+	}
+	body = data[:n-sumLen]
+	hex := data[n-8:]
+	// Lower case only, as EncodeRecord writes it: a flipped bit that
+	// turns a into A is a change too.
+	if bytes.ContainsFunc(hex, func(r rune) bool { return (r < '0' || r > '9') && (r < 'a' || r > 'f') }) {
+		return nil, false, fmt.Errorf("checksum %q is not 8 lower-case hex digits", hex)
+	}
+	want, err := strconv.ParseUint(string(hex), 16, 32)
+	if err != nil {
+		return nil, false, fmt.Errorf("checksum %q: %w", hex, err)
+	}
+	if got := crc32.Checksum(body, castagnoli); uint32(want) != got {
+		return nil, false, fmt.Errorf("checksum %08x does not match the record's %08x: the record was changed", want, got)
+	}
+	return body, true, nil
+}
+
+// reencode is a record as this mmk writes it: a legacy record gets its
+// checksum line, a summed one stays as it is.
+func reencode(data []byte, dst any) ([]byte, error) {
+	if _, summed, err := splitSum(data); err != nil || summed {
+		return data, err
+	}
+	if err := decodeRecord(data, dst, true); err != nil {
+		return nil, err
+	}
+	return EncodeRecord(dst)
+}
+
+// missingFields names the first field of t (a struct, nested in a
+// struct field at path) that encoding/json always writes (its tag has
+// neither omitempty nor omitzero) and body lacks.
+func missingFields(body []byte, t reflect.Type, path string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
+	}
+	for _, f := range required(t) {
+		raw, ok := obj[f.name]
+		if !ok {
+			return fmt.Errorf("field %q is missing", path+f.name)
+		}
+		if f.nested != nil && string(raw) != "null" {
+			if err := missingFields(raw, f.nested, path+f.name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	// Optional fields holding a struct are checked inside as well.
+	for _, f := range optional(t) {
+		if raw, ok := obj[f.name]; ok && string(raw) != "null" {
+			if err := missingFields(raw, f.nested, path+f.name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// field is a JSON field of a struct: its name, and the struct type it
+// holds where it holds one (directly or through a pointer) that is read
+// field by field (not by its own UnmarshalJSON, as time.Time is).
+type field struct {
+	name   string
+	nested reflect.Type
+}
+
+type fieldSets struct{ required, optional []field }
+
+var fieldCache sync.Map // reflect.Type -> fieldSets
+
+func required(t reflect.Type) []field { return fields(t).required }
+
+// optional lists only the optional fields that hold a struct.
+func optional(t reflect.Type) []field { return fields(t).optional }
+
+func fields(t reflect.Type) fieldSets {
+	if v, ok := fieldCache.Load(t); ok {
+		return v.(fieldSets)
+	}
+	var fs fieldSets
+	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, ok := sf.Tag.Lookup("json")
+		if !sf.IsExported() || !ok || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		f := field{name: name}
+		ft := sf.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(unmarshaler) {
+			f.nested = ft
+		}
+		switch {
+		case !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,"):
+			fs.required = append(fs.required, f)
+		case f.nested != nil:
+			fs.optional = append(fs.optional, f)
+		}
+	}
+	fieldCache.Store(t, fs)
+	return fs
+}
