@@ -224,3 +224,29 @@ func TestSchema1Upgraded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzDecodeRecord: no record panics the reader, and a record read as a
+// job writes back to one that reads as the same job.
+func FuzzDecodeRecord(f *testing.F) {
+	rec, err := EncodeRecord(ownedJob("0000000000000001"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec, false)
+	f.Add(rec[:len(rec)-sumLen], true)
+	f.Add([]byte(`{"id":"x"}`+"\ncrc32c=00000000"), false)
+	f.Fuzz(func(t *testing.T, data []byte, legacy bool) {
+		var j Job
+		if decodeRecord(data, &j, legacy) != nil {
+			return
+		}
+		back, err := EncodeRecord(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again Job
+		if err := decodeRecord(back, &again, false); err != nil {
+			t.Fatalf("%q read, written as %q, not read back: %v", data, back, err)
+		}
+	})
+}
