@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		}))
 	case "crash-helper":
 		os.Exit(crashHelper())
+	case "check-store":
+		os.Exit(CheckStoreMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

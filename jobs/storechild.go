@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses of CheckStoreMain. Any other status, or a signal, is a
@@ -45,6 +46,9 @@ type OpenOptions struct {
 	// Backup is the store's backup (path + BackupSuffix), from which
 	// OpenStoreWith puts back the records it had to set aside; "": none.
 	Backup string
+	// copyStore, set by tests, copies the store into the check's copy
+	// beside it (copyFile when nil): a full disk is made by failing it.
+	copyStore func(dst *os.File, path string) error
 }
 
 // CheckStoreMain is the main of "mmkd check-store FILE", which mmkd runs
@@ -174,9 +178,13 @@ func rewrite(b *bolt.Bucket) error {
 
 // checkInChild copies the store open in db (path; this process holds
 // its lock, so nobody writes it meanwhile) to a private file beside it,
-// 0600, runs o.CheckCommand on the copy and removes the copy. A child
-// that finds damage, crashes, is killed or runs past its time makes
-// ErrStoreDamaged; one that could not check makes another error.
+// 0600, runs o.CheckCommand on the copy and removes the copy. Where the
+// disk has no room for the copy (full, over quota, read-only), the copy
+// is made in memory instead (a memfd the child reads as /dev/fd/3): a
+// healthy store is never refused for lack of space (issue 54; before,
+// mmkd did not start on a disk with less free space than its store). A
+// child that finds damage, crashes, is killed or runs past its time
+// makes ErrStoreDamaged; one that could not check makes another error.
 func checkInChild(path string, o *OpenOptions) error {
 	// Copies left by a check that mmkd's death cut short (the store's
 	// lock is held: no other check runs).
@@ -184,22 +192,11 @@ func checkInChild(path string, o *OpenOptions) error {
 	for _, f := range stale {
 		os.Remove(f)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
+	copyPath, extra, cleanup, err := copyForCheck(path, o)
 	if err != nil {
 		return fmt.Errorf("job store %s: a copy to check: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	src, err := os.Open(path)
-	if err == nil {
-		_, err = io.Copy(tmp, src)
-		src.Close()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("job store %s: a copy to check: %w", path, err)
-	}
+	defer cleanup()
 	timeout := o.CheckTimeout
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
@@ -209,7 +206,8 @@ func checkInChild(path string, o *OpenOptions) error {
 	timedOut := false
 	for try := 0; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], tmp.Name())...)
+		cmd := exec.CommandContext(ctx, o.CheckCommand[0], append(o.CheckCommand[1:len(o.CheckCommand):len(o.CheckCommand)], copyPath)...)
+		cmd.ExtraFiles = extra
 		// GOTRACEBACK=single: a fault ends the child with status 2, not
 		// SIGABRT; the child dies with mmkd (no orphan left checking).
 		cmd.Env = append(append(os.Environ(), "GOTRACEBACK=single"), o.CheckEnv...)
@@ -247,6 +245,52 @@ func checkInChild(path string, o *OpenOptions) error {
 		return fmt.Errorf("job store %s: its check (%s) ended %v, which says nothing of the store: %s", path, o.CheckCommand[0], err, out.summary())
 	}
 	return fmt.Errorf("job store %s: its check: %w", path, err)
+}
+
+// copyForCheck copies the store at path for a check child: to a file
+// beside it, or, where the disk has no room for that, to a memfd, which
+// the child gets as its descriptor 3 (extra) and opens as /dev/fd/3.
+// cleanup removes the copy.
+func copyForCheck(path string, o *OpenOptions) (copyPath string, extra []*os.File, cleanup func(), err error) {
+	copyTo := o.copyStore
+	if copyTo == nil {
+		copyTo = copyFile
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".check-*")
+	if err == nil {
+		err = copyTo(tmp, path)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			return tmp.Name(), nil, func() { os.Remove(tmp.Name()) }, nil
+		}
+		os.Remove(tmp.Name())
+	}
+	if !noRoom(err) {
+		return "", nil, nil, err
+	}
+	fd, merr := unix.MemfdCreate("mmk-store-check", unix.MFD_CLOEXEC)
+	if merr != nil {
+		return "", nil, nil, fmt.Errorf("%w; in memory: %w", err, merr)
+	}
+	mem := os.NewFile(uintptr(fd), "memfd:mmk-store-check")
+	if merr := copyFile(mem, path); merr != nil {
+		mem.Close()
+		return "", nil, nil, fmt.Errorf("%w; in memory: %w", err, merr)
+	}
+	return "/dev/fd/3", []*os.File{mem}, func() { mem.Close() }, nil
+}
+
+// copyFile copies the file at path into dst.
+func copyFile(dst *os.File, path string) error {
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = io.Copy(dst, src)
+	return err
 }
 
 // headBuffer keeps the first bytes a child writes, which say why it

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCheckInChildVerdicts: what a store check's child says of the store.
@@ -48,6 +50,67 @@ func TestCheckInChildVerdicts(t *testing.T) {
 				t.Errorf("err %v, want it to say the check was killed twice", err)
 			}
 		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "mmk.db.check-*")); len(left) > 0 {
+		t.Errorf("copies left behind: %v", left)
+	}
+}
+
+// TestCheckWithoutRoom (issue 54, item 4): where the disk has no room
+// for the check's copy (full, over quota, read-only), the copy is made
+// in memory and the child checks it (as /dev/fd/3); the real check
+// (mmkd check-store, here the test binary) opens, trial-writes and
+// passes a healthy store that way, and the store opens with its jobs.
+// Another error of the copy is no verdict and no fallback. Before, mmkd
+// did not start: "copy_file_range: no space left on device".
+func TestCheckWithoutRoom(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mmk.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Create(newJob("0000000000000001", "k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failWith := func(errno error) func(*os.File, string) error {
+		return func(dst *os.File, _ string) error {
+			return &os.PathError{Op: "copy_file_range", Path: dst.Name(), Err: errno}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		errno error
+		ok    bool
+	}{
+		{"disk full", unix.ENOSPC, true},
+		{"over quota", unix.EDQUOT, true},
+		{"read-only", unix.EROFS, true},
+		{"an I/O error", unix.EIO, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The child sees a copy of the store as /dev/fd/3.
+			script := `test "$1" = /dev/fd/3 && cmp -s "$1" ` + path
+			err := checkInChild(path, &OpenOptions{CheckCommand: []string{"sh", "-c", script, "sh"}, copyStore: failWith(tc.errno)})
+			if (err == nil) != tc.ok || errors.Is(err, ErrStoreDamaged) {
+				t.Errorf("err %v, want ok %v and never damaged", err, tc.ok)
+			}
+		})
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStoreWith(path, OpenOptions{CheckCommand: []string{exe}, CheckEnv: []string{testModeEnv + "=check-store"}, copyStore: failWith(unix.ENOSPC)})
+	if err != nil {
+		t.Fatalf("a healthy store on a full disk: %v", err)
+	}
+	defer s.Close()
+	if j, err := s.Get("0000000000000001"); err != nil || j.State != Pending {
+		t.Errorf("job: %s %v", j.State, err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "mmk.db.check-*")); len(left) > 0 {
 		t.Errorf("copies left behind: %v", left)
