@@ -17,7 +17,13 @@
  * latencies (first launch to the end of its sync), the hook's counters and
  * the kernels the fake GPU ran under a TPC mask. With MMK_FAKE_REPORT=1
  * it reports each iteration as a request of its own (mmk_report_request),
- * as a service that measures itself does.
+ * as a service that measures itself does. MMK_FAKE_GATE holds gates,
+ * "N:WHAT" separated by commas, taken in order: after its Nth launch it
+ * waits until WHAT holds, at most 20 s: "quiet" (its hook went quiet,
+ * mmk_hook_quiet), "loud" (it turned loud again) or a path (that file
+ * exists); ">PATH" makes the file instead, to tell a test. A test then
+ * knows which launches the hook saw, whatever the machine's load; a gate
+ * that timed out is counted ("gate_timeouts").
  *
  *   replay TRACE [LOOPS [SECONDS]]
  */
@@ -108,6 +114,64 @@ static struct rec *load(const char *path, size_t *count)
 	return recs;
 }
 
+/* A gate: after the launch numbered after, wait until what holds. */
+#define MAX_GATES 8
+struct gate {
+	long after;
+	char what[256];
+};
+
+/* parse_gates reads "N:WHAT,..." into g; -1 if it cannot. */
+static int parse_gates(const char *spec, struct gate *g)
+{
+	int n = 0;
+	while (spec && *spec) {
+		char *end;
+		long after = strtol(spec, &end, 10);
+		if (n == MAX_GATES || end == spec || *end != ':' || after < 1) {
+			fprintf(stderr, "replay: MMK_FAKE_GATE %s: want N:quiet, N:loud, N:PATH or N:>PATH, at most %d\n", spec, MAX_GATES);
+			return -1;
+		}
+		const char *what = end + 1, *comma = strchr(what, ',');
+		size_t len = comma ? (size_t)(comma - what) : strlen(what);
+		if (len == 0 || len >= sizeof g[n].what) {
+			fprintf(stderr, "replay: MMK_FAKE_GATE: a gate's condition is empty or too long\n");
+			return -1;
+		}
+		g[n].after = after;
+		memcpy(g[n].what, what, len);
+		g[n].what[len] = 0;
+		n++;
+		spec = comma ? comma + 1 : NULL;
+	}
+	return n;
+}
+
+/* pass_gate waits until g's condition holds, at most 20 s; 0 if it never
+ * did. */
+static int pass_gate(const struct gate *g, int (*quiet)(void))
+{
+	if (g->what[0] == '>') {
+		FILE *f = fopen(g->what + 1, "w");
+		return f && fclose(f) == 0;
+	}
+	double until = now_us() + 20e6;
+	for (;;) {
+		int ok;
+		if (strcmp(g->what, "quiet") == 0)
+			ok = quiet();
+		else if (strcmp(g->what, "loud") == 0)
+			ok = !quiet();
+		else
+			ok = access(g->what, F_OK) == 0;
+		if (ok)
+			return 1;
+		if (now_us() >= until)
+			return 0;
+		usleep(100);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -134,7 +198,11 @@ int main(int argc, char **argv)
 	const char *rep = getenv("MMK_FAKE_REPORT");
 	int reporting = rep && strcmp(rep, "1") == 0;
 	int reported = 0;
-	if (!launch || !sync || !init || !stats || !report || !tpc_stats) {
+	struct gate gates[MAX_GATES];
+	int ngates = parse_gates(getenv("MMK_FAKE_GATE"), gates);
+	int gate_timeouts = 0;
+	int (*quiet)(void) = (int (*)(void))dlsym(hook, "mmk_hook_quiet");
+	if (!launch || !sync || !init || !stats || !report || !tpc_stats || !quiet || ngates < 0) {
 		fprintf(stderr, "replay: missing symbols\n");
 		return 1;
 	}
@@ -182,6 +250,9 @@ int main(int argc, char **argv)
 			if (w > worst)
 				worst = w;
 			launches++;
+			for (int g = 0; g < ngates; g++)
+				if ((size_t)gates[g].after == launches && !pass_gate(&gates[g], quiet))
+					gate_timeouts++;
 			wait_us(r->gap_us);
 		}
 	}
@@ -194,7 +265,7 @@ int main(int argc, char **argv)
 	uint32_t keep = 0;
 	tpc_stats(&masked, &keep, &past);
 	printf("{\"hooked\":%d,\"launches\":%zu,\"wall_us\":%.0f,\"waited_us\":%.0f,\"max_wait_us\":%.0f,"
-	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"reported\":%d,\"tpc_masked\":%llu,\"tpc_last_keep\":%u,\"tpc_past\":%llu,\"hook\":%s}\n",
-	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, reported, (unsigned long long)masked, keep, (unsigned long long)past, buf);
+	       "\"iters\":%zu,\"iter_p50_us\":%.0f,\"iter_p99_us\":%.0f,\"reported\":%d,\"tpc_masked\":%llu,\"tpc_last_keep\":%u,\"tpc_past\":%llu,\"gate_timeouts\":%d,\"hook\":%s}\n",
+	       hooked, launches, now_us() - t0, waited, worst, iters, p50, p99, reported, (unsigned long long)masked, keep, (unsigned long long)past, gate_timeouts, buf);
 	return 0;
 }

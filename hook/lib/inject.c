@@ -306,6 +306,18 @@ __attribute__((visibility("default"))) int mmk_hook_stats_json(char *buf, int le
 	return mmk_stats_json(buf, len);
 }
 
+/* mmk_hook_quiet is 1 while the kernel scheduler keeps the hook quiet
+ * (the launch callbacks off, or marking requests only: protocol step 8),
+ * else 0; for a job (or a test) that needs to know which launches the
+ * hook sees. */
+__attribute__((visibility("default"))) int mmk_hook_quiet(void)
+{
+	pthread_mutex_lock(&cb_mu);
+	int q = mode != MMK_LAUNCHES_ON;
+	pthread_mutex_unlock(&cb_mu);
+	return q;
+}
+
 /* mmk_hook_set_active turns the hook's callbacks off (0) or back on
  * (1) while the job runs: with them off CUPTI calls nothing at a launch.
  * On, the launch callbacks still follow the server's quiet word.

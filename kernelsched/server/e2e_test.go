@@ -86,7 +86,9 @@ type replayResult struct {
 	TPCMasked   uint64 `json:"tpc_masked"`
 	TPCLastKeep uint32 `json:"tpc_last_keep"`
 	TPCPast     uint64 `json:"tpc_past"`
-	Hook        struct {
+	// GateTimeouts counts the gates (MMK_FAKE_GATE) that timed out.
+	GateTimeouts int `json:"gate_timeouts"`
+	Hook         struct {
 		Launches uint64 `json:"launches"`
 		Held     uint64 `json:"held"`
 		FailOpen uint64 `json:"fail_open"`

@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -26,22 +29,38 @@ func TestQuietTasksEndToEnd(t *testing.T) {
 		policy string
 		loud   bool
 		live   func(context.Context, *Server) error // once both run quiet
-		// Launches the hooks saw (reported), within these bounds; a
-		// quiet hook sees those before its watcher thread turned the
-		// callbacks off, milliseconds on a loaded machine.
+		// Gates of each job (MMK_FAKE_GATE, its files named in capitals
+		// in the test's directory): "N:quiet" waits after the Nth launch
+		// until the hook went quiet, "N:loud" until it turned loud,
+		// "N:FILE" until the file exists, "N:>FILE" makes it. GO is made
+		// once both tasks were seen quiet and the live change (if any)
+		// was made; the low-priority job starts once loStart exists (20
+		// ms after the other when ""); the live change waits for the
+		// files of liveAfter. What each hook sees is then the same under
+		// any load (issue 54: before, a loaded machine let a job launch
+		// all its kernels before its hook went quiet, and the test
+		// failed 3 times in different subtests).
+		hiGate, loGate, loStart string
+		liveAfter               []string
+		// Launches the hooks saw (reported), within these bounds: a
+		// job's first launch is seen or not, as its hook went quiet
+		// after it or before.
 		hiMin, hiMax, loMin, loMax uint64
 		loHeld                     bool // some low-priority launch waited
 		quietSeen                  int  // tasks seen quiet at once, at least
 	}{
-		{name: "fifo: both quiet", policy: "fifo", hiMax: hiN / 4, loMax: loN / 2, quietSeen: 2},
+		{name: "fifo: both quiet", policy: "fifo", hiGate: "1:quiet,200:GO", loGate: "1:quiet", hiMax: 1, loMax: 1, quietSeen: 2},
 		{name: "fifo, loud: every launch reported", policy: "fifo", loud: true, hiMin: hiN, hiMax: hiN, loMin: loN, loMax: loN},
 		{name: "fifo switched to loud: both turn loud", policy: "fifo", live: func(ctx context.Context, s *Server) error {
 			return s.SetLoud(ctx, true)
-		}, hiMin: 20, hiMax: hiN - 20, loMin: 20, loMax: loN, quietSeen: 2},
-		{name: "fikit: alone quiet, loud beside a held task", policy: "fikit", hiMin: 20, hiMax: hiN - 20, loMin: loN, loMax: loN, loHeld: true, quietSeen: 1},
+		}, hiGate: "1:quiet,200:>HIAT,200:loud", loGate: "1:quiet,100:>LOAT,100:loud", liveAfter: []string{"HIAT", "LOAT"},
+			hiMin: 200, hiMax: 201, loMin: 100, loMax: 101, quietSeen: 2},
+		{name: "fikit: alone quiet, loud beside a held task", policy: "fikit", hiGate: "1:quiet,100:>HIAT,100:loud,300:>HI300,300:quiet",
+			loGate: "200:HI300", loStart: "HIAT", hiMin: 200, hiMax: 201, loMin: loN, loMax: loN, loHeld: true, quietSeen: 1},
 		{name: "fifo switched to fikit: both turn loud", policy: "fifo", live: func(ctx context.Context, s *Server) error {
 			return s.SetPolicy(ctx, "fikit", kernelsched.DefaultConfig())
-		}, hiMin: 20, hiMax: hiN - 20, loMin: 20, loMax: loN, loHeld: true, quietSeen: 2},
+		}, hiGate: "1:quiet,200:>HIAT,200:loud,400:>HIDONE", loGate: "1:quiet,100:>LOAT,100:loud,200:HIDONE", liveAfter: []string{"HIAT", "LOAT"},
+			hiMin: 200, hiMax: 201, loMin: 100, loMax: 101, loHeld: true, quietSeen: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,8 +71,22 @@ func TestQuietTasksEndToEnd(t *testing.T) {
 			ctx := context.Background()
 			// The high-priority job runs 80 ms; the low-priority one
 			// comes 20 ms in and runs at least 20 ms.
-			hiCmd := replay(ctx, a, writeTrace(t, hiN, 5, 200), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=hi")
-			loCmd := replay(ctx, a, writeTrace(t, loN, 3, 100), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo")
+			// Not t.TempDir(): the test's name, with its commas, would
+			// be in the gates' paths.
+			dir, err := os.MkdirTemp("", "gates")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			file := func(name string) string { return filepath.Join(dir, name) }
+			gates := func(g string) string {
+				return "MMK_FAKE_GATE=" + regexp.MustCompile(`[A-Z]+`).ReplaceAllStringFunc(g, file)
+			}
+			waitFile := func(name string) {
+				waitFor(t, func() bool { _, err := os.Stat(file(name)); return err == nil })
+			}
+			hiCmd := replay(ctx, a, writeTrace(t, hiN, 5, 200), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=0", "MMK_ONLINE=1", "MMK_TASK_NAME=hi", gates(c.hiGate))
+			loCmd := replay(ctx, a, writeTrace(t, loN, 3, 100), 1, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5", "MMK_TASK_NAME=lo", gates(c.loGate))
 			var hi, lo replayResult
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -76,24 +109,39 @@ func TestQuietTasksEndToEnd(t *testing.T) {
 					}
 				}
 			}()
-			time.Sleep(20 * time.Millisecond)
+			if c.loStart != "" {
+				waitFile(c.loStart)
+			} else {
+				time.Sleep(20 * time.Millisecond)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				lo = runReplay(t, loCmd)
 			}()
-			if c.live != nil {
+			if c.quietSeen == 2 {
 				waitFor(t, func() bool { return s.Counters().Tasks == 2 && s.Counters().Quiet == 2 })
 				sawBoth = true
+			}
+			if c.live != nil {
+				for _, f := range c.liveAfter {
+					waitFile(f)
+				}
 				if err := c.live(ctx, s); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if err := os.WriteFile(file("GO"), nil, 0o600); err != nil {
+				t.Fatal(err)
 			}
 			wg.Wait()
 			close(stop)
 			waitFor(t, func() bool { return s.Counters().Tasks == 0 })
 			sc := s.Counters()
 			t.Logf("hi %+v\nlo %+v\nserver %+v", hi, lo, sc)
+			if hi.GateTimeouts != 0 || lo.GateTimeouts != 0 {
+				t.Fatalf("gates that timed out: %d and %d (a hook never turned quiet or loud)", hi.GateTimeouts, lo.GateTimeouts)
+			}
 			if hi.Launches != hiN || lo.Launches != loN {
 				t.Fatalf("jobs launched %d and %d kernels, want %d and %d: a quiet hook must let every launch go", hi.Launches, lo.Launches, hiN, loN)
 			}
