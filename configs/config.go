@@ -74,6 +74,17 @@ type SLOConfig struct {
 	// UUID inside): a tpcs=F rung then keeps the share F of that GPU's
 	// TPCs, not its first slots, of which an H100 has ten holes ("": none).
 	TPCMaps string `mapstructure:"tpc_maps"`
+	// MaxStop, MaxStopShare and StopWindow are the progress floor of a
+	// suspension (slo.StopBound): stopped at most MaxStop at a time
+	// and MaxStopShare of any StopWindow.
+	MaxStop      time.Duration `mapstructure:"max_stop"`
+	MaxStopShare float64       `mapstructure:"max_stop_share"`
+	StopWindow   time.Duration `mapstructure:"stop_window"`
+}
+
+// StopBound is the suspension's progress floor (Validate checks it).
+func (c SLOConfig) StopBound() slo.StopBound {
+	return slo.StopBound{Max: c.MaxStop, Share: c.MaxStopShare, Window: c.StopWindow}
 }
 
 // Target is the default target, parsed (zero: none). Validate checks it.
@@ -114,6 +125,15 @@ func (c SLOConfig) validate() error {
 	}
 	if err := positive("slo.window", int64(c.Window)); err != nil {
 		return err
+	}
+	if err := positive("slo.max_stop", int64(c.MaxStop)); err != nil {
+		return err
+	}
+	if !(c.MaxStopShare > 0 && c.MaxStopShare < 1) {
+		return &FieldError{Key: "slo.max_stop_share", Value: c.MaxStopShare, Reason: "must be above 0 and below 1 (a job is never stopped all the time)"}
+	}
+	if c.StopWindow < c.MaxStop {
+		return &FieldError{Key: "slo.stop_window", Value: c.StopWindow, Reason: fmt.Sprintf("must be at least slo.max_stop (%v)", c.MaxStop)}
 	}
 	return positive("slo.calm", int64(c.Calm))
 }

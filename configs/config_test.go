@@ -204,6 +204,10 @@ func TestDaemonKeys(t *testing.T) {
 		{"slo ladder masks", []string{"MMK_SLO_LADDER=priority,tpcs=0.5,suspend"}, ""},
 		{"slo ladder restrains at rung 0", []string{"MMK_SLO_LADDER=suspend,priority"}, "slo.ladder"},
 		{"slo ladder restrains less on top", []string{"MMK_SLO_LADDER=priority,tpcs=0.25,tpcs=0.5"}, "slo.ladder"},
+		{"slo max stop zero", []string{"MMK_SLO_MAX_STOP=0s"}, "slo.max_stop"},
+		{"slo max stop share 1", []string{"MMK_SLO_MAX_STOP_SHARE=1"}, "slo.max_stop_share"},
+		{"slo stop window short", []string{"MMK_SLO_STOP_WINDOW=10s"}, "slo.stop_window"},
+		{"slo stop bound", []string{"MMK_SLO_MAX_STOP=5s", "MMK_SLO_MAX_STOP_SHARE=0.2", "MMK_SLO_STOP_WINDOW=1m"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,9 @@ type SLOConfig struct {
 	// TPCMaps are GPUs' TPC slot maps by UUID (slo.tpc_maps): the kernel
 	// scheduler of a GPU without MIG that has one masks by it.
 	TPCMaps map[string]*slo.TPCMap
+	// StopBound is a suspension's progress floor (slo.max_stop and the
+	// others; zero: slo.DefaultStopBound).
+	StopBound slo.StopBound
 }
 
 // maxSLONotes bounds the controller's notes among one job's events; past
@@ -119,8 +122,10 @@ type InstanceSLO struct {
 	// TPCsKept is the TPCs the rung's mask asks the offline jobs to
 	// keep (0: no mask; JobSLO.TPCsKept).
 	TPCsKept int `json:"tpcsKept,omitempty"`
-	// Suspended are the offline jobs it stopped.
+	// Suspended are the offline jobs it stopped; Unstopped those its
+	// rung would stop that run for their progress floor (slo.max_stop).
 	Suspended []string `json:"suspended,omitempty"`
+	Unstopped []string `json:"unstopped,omitempty"`
 }
 
 // JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
@@ -161,7 +166,7 @@ func (n *Node) sloServerConfig(key string) *server.SLOConfig {
 	if c == nil {
 		return nil
 	}
-	return &server.SLOConfig{Controller: c.Controller, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key),
+	return &server.SLOConfig{Controller: c.Controller, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key), StopBound: c.StopBound,
 		OnDecision: func(d server.SLODecision) { n.sloDecided(key, d) }}
 }
 
@@ -203,8 +208,8 @@ func (n *Node) ladderMasks() bool {
 
 // suspendTasks is an instance's Suspend: it stops (SIGSTOP) or continues
 // the process groups of the jobs the tasks belong to.
-func (n *Node) suspendTasks(key string) func(pids []int, stop bool) error {
-	return func(pids []int, stop bool) error {
+func (n *Node) suspendTasks(key string) func(pids []int, stop bool, why server.SuspendCause) error {
+	return func(pids []int, stop bool, why server.SuspendCause) error {
 		var errs []string
 		done := map[string]bool{}
 		for _, pid := range pids {
@@ -218,7 +223,7 @@ func (n *Node) suspendTasks(key string) func(pids []int, stop bool) error {
 				continue
 			}
 			done[j.ID] = true
-			if err := n.suspendJob(j, stop); err != nil {
+			if err := n.suspendJob(j, stop, n.causeWords(why)); err != nil {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -229,8 +234,38 @@ func (n *Node) suspendTasks(key string) func(pids []int, stop bool) error {
 	}
 }
 
-// suspendJob stops or continues a job's process group and notes it.
-func (n *Node) suspendJob(j jobs.Job, stop bool) error {
+// causeWords says for whom a suspension is: each service's job, its
+// owner and its standing in numbers, and the decision's reason ("" when
+// there is none to say, as for a resume).
+func (n *Node) causeWords(why server.SuspendCause) string {
+	var parts []string
+	for _, sv := range why.Services {
+		who := sv.Name
+		if j, ok := n.get(sv.Job); ok {
+			who = "job " + j.ID + " (" + j.Spec.Name
+			if j.Owner != nil {
+				who += ", " + j.Owner.String()
+			}
+			who += ")"
+		}
+		if sv.Detail != "" {
+			who += ": " + sv.Detail
+		}
+		parts = append(parts, who)
+	}
+	words := ""
+	if len(parts) > 0 {
+		words = " for the target of " + strings.Join(parts, "; ")
+	}
+	if why.Reason != "" {
+		words += " (decision: " + why.Reason + ")"
+	}
+	return words
+}
+
+// suspendJob stops or continues a job's process group and notes it, with
+// why (causeWords) on a stop.
+func (n *Node) suspendJob(j jobs.Job, stop bool, why string) error {
 	if j.PID <= 0 {
 		return nil
 	}
@@ -248,8 +283,8 @@ func (n *Node) suspendJob(j jobs.Job, stop bool) error {
 		delete(n.slo.suspended, j.ID)
 	}
 	n.slo.mu.Unlock()
-	n.cfg.Log.Info("slo: "+what+" offline job", "job", j.ID, "pgid", j.PID)
-	n.note(j.ID, "slo: "+what+" by its instance's latency controller")
+	n.cfg.Log.Info("slo: "+what+" offline job", "job", j.ID, "pgid", j.PID, "why", why)
+	n.note(j.ID, "slo: "+what+" by its instance's latency controller"+why)
 	return nil
 }
 
@@ -333,6 +368,12 @@ func (n *Node) SLO() SLOView {
 		}
 		n.slo.mu.Unlock()
 		slices.Sort(is.Suspended)
+		for _, ref := range sv.Offline {
+			if slices.Contains(sv.Unstopped, ref.PID) && ref.Job != "" && !slices.Contains(is.Unstopped, ref.Job) {
+				is.Unstopped = append(is.Unstopped, ref.Job)
+			}
+		}
+		slices.Sort(is.Unstopped)
 		v.Instances = append(v.Instances, is)
 		for _, s := range sv.Services {
 			if s.Job == "" {

@@ -115,8 +115,11 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 			}
 		}
 	}
-	if len(notes) < 2 || !strings.Contains(strings.Join(notes, "\n"), "slo: suspended by its instance's latency controller") {
-		t.Errorf("the offline job's notes: %q", notes)
+	// The note names the job it was suspended for, its owner and numbers
+	// (issue 54: the victim's events name who caused it).
+	want := "slo: suspended by its instance's latency controller for the target of job " + on.ID + " (svc, " + on.Owner.String() + "): "
+	if len(notes) < 2 || !strings.Contains(strings.Join(notes, "\n"), want) || !strings.Contains(strings.Join(notes, "\n"), "(decision: ") {
+		t.Errorf("the offline job's notes: %q, want one with %q and the decision", notes, want)
 	}
 	// Cancelled while stopped: resumed first, it ends on SIGTERM.
 	if _, err := h.n.Cancel(off.ID, "test"); err != nil {

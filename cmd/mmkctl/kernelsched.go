@@ -154,7 +154,7 @@ func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.
 
 // signalProcesses stops or continues processes (the latency controller's
 // suspension, for a server that knows its tasks only by pid).
-func signalProcesses(pids []int, stop bool) error {
+func signalProcesses(pids []int, stop bool, _ server.SuspendCause) error {
 	sig := syscall.SIGCONT
 	if stop {
 		sig = syscall.SIGSTOP

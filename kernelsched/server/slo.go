@@ -28,14 +28,26 @@ type SLOConfig struct {
 	// and shown only).
 	Targets map[string]slo.Target
 	Default slo.Target
-	// Suspend stops (stop) or resumes the processes of offline tasks; a
-	// ladder with a suspending rung needs it.
-	Suspend func(pids []int, stop bool) error
+	// Suspend stops (stop) or resumes the processes of offline tasks,
+	// for the reason why says (its owner notes it on the jobs it stops);
+	// a ladder with a suspending rung needs it.
+	Suspend func(pids []int, stop bool, why SuspendCause) error
 	// OnDecision hears every change of rung, after it was applied, and
 	// logs it (nil: the server logs it).
 	OnDecision func(SLODecision)
 	// Off starts the controller inactive (SetSLOActive turns it on).
 	Off bool
+	// StopBound bounds each offline task's suspension (zero:
+	// slo.DefaultStopBound).
+	StopBound slo.StopBound
+}
+
+// SuspendCause is why the controller stops offline tasks: the services
+// whose targets it holds (each with its job and standing in numbers)
+// and the reason of the decision that took the suspending rung.
+type SuspendCause struct {
+	Services []ServiceView
+	Reason   string
 }
 
 // SLODecision is a change of rung as the server applied it.
@@ -76,6 +88,9 @@ type SLOView struct {
 	Services  []ServiceView `json:"services"`
 	Offline   []TaskRef     `json:"offline"`
 	Suspended []int         `json:"suspended,omitempty"`
+	// Unstopped are the offline tasks (pids) the rung would stop that run
+	// for their progress floor (SLOConfig.StopBound).
+	Unstopped []int `json:"unstopped,omitempty"`
 	// TPCKeep is the TPCs the rung's mask asks the offline tasks it
 	// masks to keep (0: no mask), by the TPC map where the server has
 	// one; without a map, the mask's first slots kept, holes included.
@@ -140,6 +155,8 @@ type sloState struct {
 	services  map[string]TaskRef
 	offline   map[string]TaskRef
 	suspended []int
+	unstopped []int
+	stops     *slo.StopLedger
 	tpcKeep   int
 	// policy is the guard setting the controller applied ("" : the
 	// server's own policy, untouched).
@@ -163,8 +180,14 @@ func newSLO(cfg *SLOConfig) (*sloState, error) {
 			return nil, errors.New("slo: the ladder suspends offline jobs, and nothing was given to suspend them with")
 		}
 	}
+	if c.StopBound == (slo.StopBound{}) {
+		c.StopBound = slo.DefaultStopBound
+	}
+	if err := c.StopBound.Check(); err != nil {
+		return nil, fmt.Errorf("slo: stop bound: %w", err)
+	}
 	return &sloState{cfg: c, ctrl: ctrl, active: !c.Off, services: map[string]TaskRef{}, offline: map[string]TaskRef{},
-		named: map[string]bool{}}, nil
+		named: map[string]bool{}, stops: slo.NewStopLedger(c.StopBound)}, nil
 }
 
 // sloTaskAdded tells the controller of a registered task (loop).
@@ -318,8 +341,9 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		case !tk.add:
 			st.ctrl.RemoveService(tk.id)
 			delete(st.services, tk.id)
-			if _, ok := st.offline[tk.id]; ok {
+			if ref, ok := st.offline[tk.id]; ok {
 				offlineChanged = true
+				st.stops.Forget(ref.PID)
 			}
 			delete(st.offline, tk.id)
 			delete(st.named, tk.id)
@@ -457,14 +481,30 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 	s.setTPCMask(slots, r.TPCTasks)
 	st.mu.Lock()
 	st.tpcKeep = s.cfg.TPCMap.Kept(slots, s.tpcs)
-	var stopped []int
+	// The rung stops every offline task (wanted) but those its stop
+	// bound lets run now (unstopped).
+	var wanted, stopped, unstopped []int
 	if r.Suspend {
 		for _, ref := range st.offline {
-			stopped = append(stopped, ref.PID)
+			wanted = append(wanted, ref.PID)
+			if st.stops.Allow(ref.PID, now) {
+				stopped = append(stopped, ref.PID)
+			} else {
+				unstopped = append(unstopped, ref.PID)
+			}
 		}
 		slices.Sort(stopped)
+		slices.Sort(unstopped)
 	}
+	st.unstopped = unstopped
 	have := st.suspended
+	var why SuspendCause
+	if len(stopped) > 0 {
+		why.Services = s.sloViewLocked(now, false).Services
+		if n := len(st.decisions); n > 0 {
+			why.Reason = st.decisions[n-1].Reason
+		}
+	}
 	st.mu.Unlock()
 	var stop, resume []int
 	for _, p := range stopped {
@@ -481,14 +521,14 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 	// not counted stopped, a resume that failed still stopped.
 	stoppedNow := slices.Clone(have)
 	if len(resume) > 0 {
-		if err := st.cfg.Suspend(resume, false); err != nil {
+		if err := st.cfg.Suspend(resume, false, SuspendCause{}); err != nil {
 			errs = append(errs, fmt.Errorf("resume %v: %w", resume, err))
 		} else {
 			stoppedNow = slices.DeleteFunc(stoppedNow, func(p int) bool { return slices.Contains(resume, p) })
 		}
 	}
 	if len(stop) > 0 {
-		if err := st.cfg.Suspend(stop, true); err != nil {
+		if err := st.cfg.Suspend(stop, true, why); err != nil {
 			errs = append(errs, fmt.Errorf("suspend %v: %w", stop, err))
 		} else {
 			stoppedNow = append(stoppedNow, stop...)
@@ -496,11 +536,21 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 	}
 	slices.Sort(stoppedNow)
 	st.mu.Lock()
+	for _, p := range stoppedNow {
+		if !slices.Contains(have, p) {
+			st.stops.Stopped(p, now)
+		}
+	}
+	for _, p := range have {
+		if !slices.Contains(stoppedNow, p) {
+			st.stops.Resumed(p, now)
+		}
+	}
 	st.suspended = stoppedNow
-	// A suspension that left an offline job running measures no service
-	// alone.
+	// A suspension that left an offline job running (its stop failed, or
+	// its bound lets it run) measures no service alone.
 	all := true
-	for _, p := range stopped {
+	for _, p := range wanted {
 		all = all && slices.Contains(stoppedNow, p)
 	}
 	st.ctrl.SetSuspended(all, now)
@@ -525,7 +575,7 @@ func (s *Server) SLO(history bool) SLOView {
 func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 	st := s.slo
 	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
-		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
+		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), Unstopped: slices.Clone(st.unstopped), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
 		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window, Aim: st.ctrl.Config().Aim}
 	if !st.active {
 		v.Level, v.Rung = 0, slo.Rung{}.String()

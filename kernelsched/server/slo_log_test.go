@@ -26,7 +26,7 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 		var heard []SLODecision
 		cfg := &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 10 * time.Millisecond},
 			Targets: map[string]slo.Target{"svc": slo.MustParse("p99=1ms")},
-			Suspend: func([]int, bool) error { return nil }}
+			Suspend: func([]int, bool, SuspendCause) error { return nil }}
 		if owned {
 			cfg.OnDecision = func(d SLODecision) { heard = append(heard, d) }
 		}

@@ -27,7 +27,7 @@ func TestSLONewOfflineTaskWhileSuspended(t *testing.T) {
 	s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SLO: &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 100 * time.Millisecond, MinAlone: 1 << 20, WarmUp: -1},
 			Targets: map[string]slo.Target{"svc": slo.MustParse("p99=25ms")},
-			Suspend: func(pids []int, stop bool) error {
+			Suspend: func(pids []int, stop bool, _ SuspendCause) error {
 				if stop {
 					stops = append(stops, pids)
 				}
