@@ -26,7 +26,7 @@ type nodeCollector struct {
 	waitingBy                                                  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
 	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
-	badReports                                                 *prometheus.Desc
+	badReports, uncorroborated                                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -37,30 +37,31 @@ func newNodeCollector(n Node) *nodeCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &nodeCollector{
-		node:          n,
-		jobs:          d("mmk_jobs", "Jobs the node holds, by state and type.", "state", "type"),
-		waiting:       d("mmk_jobs_waiting", "Pending jobs that found no place in the plan."),
-		waitingBy:     d("mmk_jobs_waiting_by_reason", "Waiting jobs by the class of what holds them (memory, memory-limit, share, mig, slo, no-instance, start, other).", "reason"),
-		decisions:     d("mmk_placement_decisions_total", "Runs of the placement loop since mmkd started."),
-		decideSeconds: d("mmk_placement_decide_seconds_total", "Time Algorithm 1 took over every run of the placement loop (divided by mmk_placement_decisions_total: the mean per decision)."),
-		throughput:    d("mmk_predicted_throughput", "Predicted system throughput: the sum of the placed jobs' speeds."),
-		instances:     d("mmk_instances", "GPU instances of the plan, by GPU and whether an MPS daemon serves them.", "gpu", "mps"),
-		instJobs:      d("mmk_instance_jobs", "Jobs placed in a GPU instance (instance: gpu0/gi1, NVML's GPU-instance id, or gpu2 for a GPU without MIG; profile: its MIG profile, empty without MIG).", "gpu", "instance", "profile"),
-		kernels:       d("mmk_kernelsched_kernels_total", "Kernel launches the instance's kernel scheduler saw.", sched...),
-		atOnce:        d("mmk_kernelsched_at_once_total", "Kernel launches let go at once, without waiting.", sched...),
-		held:          d("mmk_kernelsched_held_total", "Kernel launches held for a higher-priority task.", sched...),
-		filled:        d("mmk_kernelsched_filled_total", "Held kernel launches let go into a higher-priority task's idle gap.", sched...),
-		failOpens:     d("mmk_kernelsched_fail_opens_total", "Held launches the hook let go when the scheduler did not answer in time.", sched...),
-		went:          d("mmk_kernelsched_went_total", "Launches of held tasks the hook let go without a decision.", sched...),
-		unprofiled:    d("mmk_kernelsched_unprofiled_total", "Launches whose kernel the task's profile lacks.", sched...),
-		refused:       d("mmk_kernelsched_refused_total", "Hook connections the scheduler refused.", sched...),
-		waits:         d("mmk_kernelsched_waits_total", "Times the scheduler's loop blocked waiting for work.", sched...),
-		tasks:         d("mmk_kernelsched_tasks", "Tasks connected to the instance's kernel scheduler.", sched...),
-		observed:      d("mmk_kernelsched_observed_total", "Kernels of held tasks counted finished when the GPU said so (events the hook recorded).", sched...),
-		unobserved:    d("mmk_kernelsched_unobserved_total", "Kernels of observed tasks counted finished past their prediction's grace without the GPU's word.", sched...),
-		quiet:         d("mmk_kernelsched_quiet_tasks", "Tasks whose launches the policy needs not now: their hooks report none.", sched...),
-		late:          d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
-		badReports:    d("mmk_kernelsched_bad_reports_total", "Requests a service reported that were dropped as implausible (ending before they start, starting before the task connected, or longer than any bound).", sched...),
+		node:           n,
+		jobs:           d("mmk_jobs", "Jobs the node holds, by state and type.", "state", "type"),
+		waiting:        d("mmk_jobs_waiting", "Pending jobs that found no place in the plan."),
+		waitingBy:      d("mmk_jobs_waiting_by_reason", "Waiting jobs by the class of what holds them (memory, memory-limit, share, mig, slo, no-instance, start, other).", "reason"),
+		decisions:      d("mmk_placement_decisions_total", "Runs of the placement loop since mmkd started."),
+		decideSeconds:  d("mmk_placement_decide_seconds_total", "Time Algorithm 1 took over every run of the placement loop (divided by mmk_placement_decisions_total: the mean per decision)."),
+		throughput:     d("mmk_predicted_throughput", "Predicted system throughput: the sum of the placed jobs' speeds."),
+		instances:      d("mmk_instances", "GPU instances of the plan, by GPU and whether an MPS daemon serves them.", "gpu", "mps"),
+		instJobs:       d("mmk_instance_jobs", "Jobs placed in a GPU instance (instance: gpu0/gi1, NVML's GPU-instance id, or gpu2 for a GPU without MIG; profile: its MIG profile, empty without MIG).", "gpu", "instance", "profile"),
+		kernels:        d("mmk_kernelsched_kernels_total", "Kernel launches the instance's kernel scheduler saw.", sched...),
+		atOnce:         d("mmk_kernelsched_at_once_total", "Kernel launches let go at once, without waiting.", sched...),
+		held:           d("mmk_kernelsched_held_total", "Kernel launches held for a higher-priority task.", sched...),
+		filled:         d("mmk_kernelsched_filled_total", "Held kernel launches let go into a higher-priority task's idle gap.", sched...),
+		failOpens:      d("mmk_kernelsched_fail_opens_total", "Held launches the hook let go when the scheduler did not answer in time.", sched...),
+		went:           d("mmk_kernelsched_went_total", "Launches of held tasks the hook let go without a decision.", sched...),
+		unprofiled:     d("mmk_kernelsched_unprofiled_total", "Launches whose kernel the task's profile lacks.", sched...),
+		refused:        d("mmk_kernelsched_refused_total", "Hook connections the scheduler refused.", sched...),
+		waits:          d("mmk_kernelsched_waits_total", "Times the scheduler's loop blocked waiting for work.", sched...),
+		tasks:          d("mmk_kernelsched_tasks", "Tasks connected to the instance's kernel scheduler.", sched...),
+		observed:       d("mmk_kernelsched_observed_total", "Kernels of held tasks counted finished when the GPU said so (events the hook recorded).", sched...),
+		unobserved:     d("mmk_kernelsched_unobserved_total", "Kernels of observed tasks counted finished past their prediction's grace without the GPU's word.", sched...),
+		quiet:          d("mmk_kernelsched_quiet_tasks", "Tasks whose launches the policy needs not now: their hooks report none.", sched...),
+		late:           d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
+		badReports:     d("mmk_kernelsched_bad_reports_total", "Requests a service reported that were dropped as implausible (ending before they start, starting before the task connected, or longer than any bound).", sched...),
+		uncorroborated: d("mmk_kernelsched_uncorroborated_reports_total", "Requests a service reported that were not measured because its hook saw no GPU work of it in them.", sched...),
 	}
 }
 
@@ -68,7 +69,7 @@ func newNodeCollector(n Node) *nodeCollector {
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.waitingBy, nc.decisions, nc.decideSeconds, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
-		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports} {
+		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports, nc.uncorroborated} {
 		ch <- d
 	}
 }
@@ -165,6 +166,7 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.unobserved, c.Unobserved)
 	counter(nc.late, c.LoudLate)
 	counter(nc.badReports, c.BadReports)
+	counter(nc.uncorroborated, c.Uncorroborated)
 	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), inst, sv.Policy)
 	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), inst, sv.Policy)
 }

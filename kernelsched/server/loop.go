@@ -280,6 +280,7 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 		s.observedDone(t, e, now)
 		return
 	case entryMark:
+		t.act(stamp(e, now))
 		t.begin(stamp(e, now))
 		return
 	case entryRequest:
@@ -294,10 +295,22 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 			}
 			return
 		}
+		// Without request marks a quiet hook shows nothing to
+		// corroborate with: reports are then taken as they come.
+		if !s.cfg.NoRequestMarks && !t.workedIn(start, end+corroborationSlack) {
+			s.uncorroborated.Add(1)
+			if !t.warnedAlone {
+				t.warnedAlone = true
+				s.cfg.Log.Warn("kernel scheduler: a reported request had no GPU work of its task in it; not measured (nor the task's next such ones, counted in uncorroborated_reports)",
+					"task", t.hello.Name, "pid", t.hello.PID, "start", start, "end", end)
+			}
+			return
+		}
 		s.request(t, slo.Sample{At: end, Latency: end - start, Source: slo.Reported})
 		return
 	}
 	if e.api&entrySync != 0 {
+		t.act(stamp(e, now))
 		s.sync(t, e, now)
 		return
 	}
@@ -326,6 +339,7 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 	// The first launch after a synchronisation is stamped: it begins a
 	// request.
 	at := stamp(e, now)
+	t.act(at)
 	if e.tNs != 0 {
 		t.begin(at)
 	}
@@ -366,6 +380,32 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 // read as a request 34 minutes long (issue 54).
 func plausible(t *task, start, end time.Duration) bool {
 	return end >= start && start >= t.since && end-start <= slo.MaxBound
+}
+
+// corroborationSlack is how long after a reported request's end its
+// task's GPU work may be stamped and still corroborate it: a launch the
+// hook does not stamp gets the loop's time when read, a moment later.
+const corroborationSlack = 5 * time.Millisecond
+
+// act notes GPU work of the task at at (a launch, mark or
+// synchronisation).
+func (t *task) act(at time.Duration) {
+	t.acts[t.nacts%len(t.acts)] = at
+	t.nacts++
+}
+
+// workedIn reports whether the task's hook showed GPU work of it between
+// from and to: a reported request is measured (can make the controller
+// restrain others) only where its task's own work overlaps it (issue 54:
+// a service that launched nothing reported late requests and kept other
+// tenants' jobs stopped).
+func (t *task) workedIn(from, to time.Duration) bool {
+	for i := range min(t.nacts, len(t.acts)) {
+		if a := t.acts[i]; a >= from && a <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // stamp is an entry's time on the loop's clock: the hook's stamp, never

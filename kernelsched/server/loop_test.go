@@ -243,27 +243,37 @@ func TestImplausibleReports(t *testing.T) {
 		name       string
 		start, end time.Duration
 		measured   bool
+		work       time.Duration // a mark of the task's GPU work at (0: none)
+		alone      bool          // counted uncorroborated, not bad
 	}{
-		{"plausible", connected + time.Second, connected + time.Second + 20*time.Millisecond, true},
-		{"ends before it starts", connected + time.Second, connected + time.Second - 1, false},
-		{"starts at 0", 0, connected + time.Second, false},
-		{"starts before the task connected", connected - time.Millisecond, connected + time.Millisecond, false},
-		{"longer than any bound", connected + time.Second, connected + time.Second + slo.MaxBound + 1, false},
+		{"plausible", connected + time.Second, connected + time.Second + 20*time.Millisecond, true, connected + time.Second + time.Millisecond, false},
+		{"no GPU work in it", connected + time.Second, connected + time.Second + 20*time.Millisecond, false, 0, true},
+		{"GPU work before it only", connected + time.Second, connected + time.Second + 20*time.Millisecond, false, connected + time.Second - time.Millisecond, true},
+		{"ends before it starts", connected + time.Second, connected + time.Second - 1, false, 0, false},
+		{"starts at 0", 0, connected + time.Second, false, 0, false},
+		{"starts before the task connected", connected - time.Millisecond, connected + time.Millisecond, false, 0, false},
+		{"longer than any bound", connected + time.Second, connected + time.Second + slo.MaxBound + 1, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, id, _ := oneTaskServer(t, true)
 			tk := s.tasks[id]
 			tk.since = connected
 			now := connected + 3*time.Hour
+			if tc.work != 0 {
+				s.arrive(tk, entry{api: entryMark, tNs: uint64(tc.work)}, now)
+			}
 			s.arrive(tk, report(tc.start, tc.end), now)
 			s.arrive(tk, report(tc.start, tc.end), now)
 			c := s.Counters()
-			want := [2]uint64{0, 2}
-			if tc.measured {
-				want = [2]uint64{2, 0}
+			want := [3]uint64{0, 2, 0}
+			switch {
+			case tc.measured:
+				want = [3]uint64{2, 0, 0}
+			case tc.alone:
+				want = [3]uint64{0, 0, 2}
 			}
-			if got := [2]uint64{c.Requests, c.BadReports}; got != want {
-				t.Errorf("requests, bad reports = %v, want %v", got, want)
+			if got := [3]uint64{c.Requests, c.BadReports, c.Uncorroborated}; got != want {
+				t.Errorf("requests, bad, uncorroborated reports = %v, want %v", got, want)
 			}
 		})
 	}

@@ -124,6 +124,10 @@ type Counters struct {
 	// than any target's bound may be).
 	Requests   uint64 `json:"requests"`
 	BadReports uint64 `json:"bad_reports"`
+	// Uncorroborated counts the reported requests not measured because
+	// the task's hook saw no GPU work of it in them (no launch, mark or
+	// synchronisation between their start and end).
+	Uncorroborated uint64 `json:"uncorroborated_reports"`
 }
 
 // Server is one instance's kernel scheduler server.
@@ -143,6 +147,7 @@ type Server struct {
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	went, unprofiled, observed, unobserved atomic.Uint64
 	waits, loudLate, requests, badReports  atomic.Uint64
+	uncorroborated                         atomic.Uint64
 	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -232,8 +237,14 @@ type task struct {
 	// synchronisation returned, or the hook's mark (protocol step 9).
 	inReq    bool
 	reqStart time.Duration
-	// warnedReport: an implausible report of the task was logged.
-	warnedReport bool
+	// warnedReport: an implausible report of the task was logged;
+	// warnedAlone one its hook did not corroborate.
+	warnedReport, warnedAlone bool
+	// acts are the times of the task's last GPU work the hook showed
+	// (launches, marks, synchronisations), a ring: a report is
+	// measured only where one falls in it (corroborated).
+	acts  [64]time.Duration
+	nacts int
 	// tpcKeep is the keep count in the slot: its kernels use the first
 	// tpcKeep TPC slots (0: all).
 	tpcKeep uint32
@@ -328,7 +339,7 @@ func (s *Server) Counters() Counters {
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
 		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(), Quiet: int(s.nquiet.Load()), LoudLate: s.loudLate.Load(),
-		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(), BadReports: s.badReports.Load(),
+		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(), BadReports: s.badReports.Load(), Uncorroborated: s.uncorroborated.Load(),
 	}
 }
 
