@@ -208,3 +208,17 @@ func ProcessGroup(pid int) (int, error) {
 	}
 	return st.PGID, nil
 }
+
+// ProcessID is a process as it was when identified: its pid, start time
+// and the boot it ran in, so that a pid reused by another process is not
+// taken for it (JSON: pid, startTicks, bootID).
+type ProcessID = procIdent
+
+// IdentifyProcess identifies a live process (IdentifyProcess(pid).Signal
+// signals it only while it is the same process).
+func IdentifyProcess(pid int) (ProcessID, error) { return identify(pid) }
+
+// Signal sends sig to the identified process if it still runs and is the
+// same process (a pidfd held across the check), and reports whether it
+// did.
+func (id procIdent) Signal(sig unix.Signal) (bool, error) { return id.signal(sig) }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,6 +64,11 @@ func newKernelschedCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				st, err := newStopper(socket)
+				if err != nil {
+					return err
+				}
+				sc.Suspend = st.suspend
 				cfg.SLO = sc
 			}
 			if requests != "" {
@@ -123,10 +127,10 @@ func newKernelschedCommand() *cobra.Command {
 }
 
 // sloConfig is the latency controller of the serve command's flags: the
-// targets by task name, the ladder, the aim (checked by the command),
-// and suspension by SIGSTOP and SIGCONT to each offline task's process.
+// targets by task name, the ladder, the aim (checked by the command);
+// the command gives it its suspension (stopper).
 func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.SLOConfig, error) {
-	c := &server.SLOConfig{Targets: map[string]slo.Target{}, Suspend: signalProcesses, Off: off}
+	c := &server.SLOConfig{Targets: map[string]slo.Target{}, Off: off}
 	c.Controller.Aim = aim
 	for _, kv := range targets {
 		name, v, ok := strings.Cut(kv, "=")
@@ -150,20 +154,4 @@ func sloConfig(targets []string, ladder string, aim float64, off bool) (*server.
 		c.Controller.Ladder = l
 	}
 	return c, nil
-}
-
-// signalProcesses stops or continues processes (the latency controller's
-// suspension, for a server that knows its tasks only by pid).
-func signalProcesses(pids []int, stop bool, _ server.SuspendCause) error {
-	sig := syscall.SIGCONT
-	if stop {
-		sig = syscall.SIGSTOP
-	}
-	var errs []error
-	for _, p := range pids {
-		if err := syscall.Kill(p, sig); err != nil {
-			errs = append(errs, fmt.Errorf("signal %v to %d: %w", sig, p, err))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -288,4 +289,27 @@ func FuzzTaskMessages(f *testing.F) {
 			t.Fatal("an error without a message")
 		}
 	})
+}
+
+// TestTaskPIDIsThePeers (issue 54, item 5): a task's process is the
+// kernel's word for the connecting peer (SO_PEERCRED), whatever its
+// hello declares: 0, -1, 1 or another process. Before, the standalone
+// server's controller signalled the declared pid.
+func TestTaskPIDIsThePeers(t *testing.T) {
+	for _, declared := range []int32{0, -1, 1, int32(os.Getppid())} {
+		t.Run(fmt.Sprint(declared), func(t *testing.T) {
+			s, sock := startServer(t, "fifo")
+			h := helloBytes(5, false, "liar")
+			binary.LittleEndian.PutUint32(h[8:], uint32(declared))
+			c, status := hookConn(t, sock, h)
+			defer c.Close()
+			if status != 0 {
+				t.Fatalf("welcome status %d", status)
+			}
+			waitFor(t, func() bool { return len(s.Tasks()) == 1 })
+			if got := s.Tasks()[0].PID; got != os.Getpid() {
+				t.Errorf("task pid %d, want the peer's %d (declared %d)", got, os.Getpid(), declared)
+			}
+		})
+	}
 }

@@ -485,6 +485,11 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	if err == nil {
 		h, id, err = s.identify(c, h)
 	}
+	// The task's process is the kernel's word for the peer wherever it
+	// can be read, never the hook's (which names a process of another
+	// namespace in a container, or any process it likes): the latency
+	// controller signals it.
+	h.PID = peerPID(c, h.PID)
 	job := s.jobOf(c, h, id)
 	if err == nil {
 		err = s.shares.admit(job)
