@@ -216,6 +216,34 @@ func (c *Controller) RemoveService(id string) {
 	}
 }
 
+// Detached is a service taken out of the controller with what it knows
+// of it (its requests, verdicts, service times and feedback), to be put
+// back by Attach.
+type Detached struct{ sv *service }
+
+// Detach stops tracking a service without forgetting what the rungs
+// held (a task that reconnects is put back as it was: Attach); ok is
+// false for an unknown id. A service that does not come back is gone:
+// call Forget then, as RemoveService does.
+func (c *Controller) Detach(id string) (d Detached, ok bool) {
+	sv := c.service(id)
+	if sv == nil {
+		return Detached{}, false
+	}
+	c.services = slices.DeleteFunc(c.services, func(s *service) bool { return s == sv })
+	return Detached{sv}, true
+}
+
+// Attach puts a detached service back as it was, replacing one of its
+// id.
+func (c *Controller) Attach(d Detached) {
+	if d.sv == nil {
+		return
+	}
+	c.services = slices.DeleteFunc(c.services, func(s *service) bool { return s.id == d.sv.id })
+	c.services = append(c.services, d.sv)
+}
+
 // Services are the ids tracked, in the order added.
 func (c *Controller) Services() []string {
 	out := make([]string, len(c.services))

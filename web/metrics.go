@@ -26,7 +26,7 @@ type nodeCollector struct {
 	waitingBy                                                  *prometheus.Desc
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
 	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
-	badReports, uncorroborated                                 *prometheus.Desc
+	badReports, uncorroborated, reportsLimited                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -62,6 +62,7 @@ func newNodeCollector(n Node) *nodeCollector {
 		late:           d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
 		badReports:     d("mmk_kernelsched_bad_reports_total", "Requests a service reported that were dropped as implausible (ending before they start, starting before the task connected, or longer than any bound).", sched...),
 		uncorroborated: d("mmk_kernelsched_uncorroborated_reports_total", "Requests a service reported that were not measured because its hook saw no GPU work of it in them.", sched...),
+		reportsLimited: d("mmk_kernelsched_reports_limited_total", "Requests a service reported past its task's rate (5,000 a second), dropped.", sched...),
 	}
 }
 
@@ -69,7 +70,7 @@ func newNodeCollector(n Node) *nodeCollector {
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.waitingBy, nc.decisions, nc.decideSeconds, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
-		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports, nc.uncorroborated} {
+		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports, nc.uncorroborated, nc.reportsLimited} {
 		ch <- d
 	}
 }
@@ -167,6 +168,7 @@ func (nc *nodeCollector) collectSched(ch chan<- prometheus.Metric, sv node.Sched
 	counter(nc.late, c.LoudLate)
 	counter(nc.badReports, c.BadReports)
 	counter(nc.uncorroborated, c.Uncorroborated)
+	counter(nc.reportsLimited, c.ReportsLimited)
 	ch <- prometheus.MustNewConstMetric(nc.tasks, prometheus.GaugeValue, float64(c.Tasks), inst, sv.Policy)
 	ch <- prometheus.MustNewConstMetric(nc.quiet, prometheus.GaugeValue, float64(c.Quiet), inst, sv.Policy)
 }

@@ -67,6 +67,7 @@ func TestMetrics(t *testing.T) {
 		`mmk_kernelsched_loud_late_total{instance="gpu0/gi1",policy="fikit"} 4`,
 		`mmk_kernelsched_bad_reports_total{instance="gpu0/gi1",policy="fikit"} 6`,
 		`mmk_kernelsched_uncorroborated_reports_total{instance="gpu0/gi1",policy="fikit"} 7`,
+		`mmk_kernelsched_reports_limited_total{instance="gpu0/gi1",policy="fikit"} 8`,
 		`mmk_kernelsched_kernels_total{instance="gpu1",policy="mmk"} 0`,
 	} {
 		if !slices.Contains(lines, want) {

@@ -37,7 +37,7 @@ func samplePlan() node.PlanView {
 func sampleScheds() []node.SchedView {
 	return []node.SchedView{
 		{Instance: "gpu0-gi0", Name: "gpu0/gi1", Policy: "fikit", Socket: "/run/mmk/gpu0-gi0.sock",
-			Counters: server.Counters{Tasks: 2, Kernels: 1000, AtOnce: 700, Held: 300, Filled: 120, FailOpens: 3, Went: 1, Observed: 250, Unobserved: 2, Quiet: 1, LoudLate: 4, BadReports: 6, Uncorroborated: 7}},
+			Counters: server.Counters{Tasks: 2, Kernels: 1000, AtOnce: 700, Held: 300, Filled: 120, FailOpens: 3, Went: 1, Observed: 250, Unobserved: 2, Quiet: 1, LoudLate: 4, BadReports: 6, Uncorroborated: 7, ReportsLimited: 8}},
 		{Instance: "gpu1", Name: "gpu1", Policy: "mmk", Socket: "/run/mmk/gpu1.sock"},
 	}
 }

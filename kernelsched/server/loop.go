@@ -284,6 +284,10 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 		t.begin(stamp(e, now))
 		return
 	case entryRequest:
+		if !t.mayReport(now) {
+			s.reportsLimited.Add(1)
+			return
+		}
 		start := time.Duration(uint64(e.grid[0]) | uint64(e.grid[1])<<32)
 		end := stamp(e, now)
 		if !plausible(t, start, end) {
@@ -380,6 +384,28 @@ func (s *Server) arrive(t *task, e entry, now time.Duration) {
 // read as a request 34 minutes long (issue 54).
 func plausible(t *task, start, end time.Duration) bool {
 	return end >= start && start >= t.since && end-start <= slo.MaxBound
+}
+
+// MaxReportRate is how many requests a second a task may report (a
+// burst of as many at once): past it reports are dropped and counted
+// (Counters.ReportsLimited). A service of batch 1 on a fast model makes
+// a few hundred a second; a flood of reports once made a hook reconnect
+// 7 times in 30 s (issue 54).
+const MaxReportRate = 5000
+
+// mayReport takes one report from the task's budget at now (the loop's
+// clock), refilled at MaxReportRate.
+func (t *task) mayReport(now time.Duration) bool {
+	if t.reportAt == 0 {
+		t.reportTokens, t.reportAt = MaxReportRate, now
+	}
+	t.reportTokens = min(MaxReportRate, t.reportTokens+(now-t.reportAt).Seconds()*MaxReportRate)
+	t.reportAt = now
+	if t.reportTokens < 1 {
+		return false
+	}
+	t.reportTokens--
+	return true
 }
 
 // corroborationSlack is how long after a reported request's end its

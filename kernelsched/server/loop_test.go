@@ -278,3 +278,30 @@ func TestImplausibleReports(t *testing.T) {
 		})
 	}
 }
+
+// TestReportRate (issue 54, item 7): a task reports at most
+// MaxReportRate requests a second (a burst of as many); past it reports
+// are dropped and counted, and the budget comes back with time.
+func TestReportRate(t *testing.T) {
+	s, id, _ := oneTaskServer(t, true)
+	tk := s.tasks[id]
+	now := 10 * time.Second
+	tk.since = now - time.Second
+	report := entry{api: entryRequest, tNs: uint64(now - time.Millisecond), grid: [3]uint32{uint32(uint64(now - 2*time.Millisecond)), uint32(uint64(now-2*time.Millisecond) >> 32)}}
+	s.arrive(tk, entry{api: entryMark, tNs: uint64(now - 2*time.Millisecond)}, now)
+	flood := 3 * MaxReportRate
+	for range flood {
+		s.arrive(tk, report, now)
+	}
+	c := s.Counters()
+	if c.Requests != MaxReportRate || c.ReportsLimited != uint64(flood-MaxReportRate) {
+		t.Errorf("a flood of %d at once: %d measured, %d limited; want %d and %d", flood, c.Requests, c.ReportsLimited, MaxReportRate, flood-MaxReportRate)
+	}
+	// A tenth of a second later a tenth of the rate is back.
+	for range MaxReportRate {
+		s.arrive(tk, report, now+100*time.Millisecond)
+	}
+	if got := s.Counters().Requests - c.Requests; got != MaxReportRate/10 {
+		t.Errorf("%d measured 100 ms later, want %d", got, MaxReportRate/10)
+	}
+}

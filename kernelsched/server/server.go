@@ -128,6 +128,9 @@ type Counters struct {
 	// the task's hook saw no GPU work of it in them (no launch, mark or
 	// synchronisation between their start and end).
 	Uncorroborated uint64 `json:"uncorroborated_reports"`
+	// ReportsLimited counts the reported requests dropped past a task's
+	// rate (MaxReportRate a second).
+	ReportsLimited uint64 `json:"reports_limited"`
 }
 
 // Server is one instance's kernel scheduler server.
@@ -147,7 +150,7 @@ type Server struct {
 	kernels, atOnce, held, filled, refused atomic.Uint64
 	went, unprofiled, observed, unobserved atomic.Uint64
 	waits, loudLate, requests, badReports  atomic.Uint64
-	uncorroborated                         atomic.Uint64
+	uncorroborated, reportsLimited         atomic.Uint64
 	nquiet                                 atomic.Int64
 	failOpensGone                          atomic.Uint64
 	ntasks                                 atomic.Int64
@@ -177,6 +180,10 @@ type Server struct {
 	slo     *sloState
 	offline int
 	sloSeq  uint64
+	// sloLeft are the controller ids of tasks that went, by the job (or
+	// process) they were of, for a task of it that connects again within
+	// sloRejoin: it is the same service to the controller (issue 54).
+	sloLeft map[string]sloLeft
 	// tpcMask is the TPCs offline tasks may use (low 32 bits; 0: all)
 	// and how many offline tasks that holds (high 32 bits; 0: all), set
 	// together by the controller (or SetTPCs), applied by the loop; tpcs
@@ -245,6 +252,10 @@ type task struct {
 	// measured only where one falls in it (corroborated).
 	acts  [64]time.Duration
 	nacts int
+	// reportTokens and reportAt are the task's report budget
+	// (MaxReportRate) and when it was last filled.
+	reportTokens float64
+	reportAt     time.Duration
 	// tpcKeep is the keep count in the slot: its kernels use the first
 	// tpcKeep TPC slots (0: all).
 	tpcKeep uint32
@@ -339,7 +350,7 @@ func (s *Server) Counters() Counters {
 		Tasks: int(s.ntasks.Load()), Kernels: s.kernels.Load(), AtOnce: s.atOnce.Load(), Held: s.held.Load(),
 		Filled: s.filled.Load(), FailOpens: s.failOpensGone.Load() + live, Went: s.went.Load(), Unprofiled: s.unprofiled.Load(),
 		Observed: s.observed.Load(), Unobserved: s.unobserved.Load(), Quiet: int(s.nquiet.Load()), LoudLate: s.loudLate.Load(),
-		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(), BadReports: s.badReports.Load(), Uncorroborated: s.uncorroborated.Load(),
+		Refused: s.refused.Load(), Waits: s.waits.Load(), Requests: s.requests.Load(), BadReports: s.badReports.Load(), Uncorroborated: s.uncorroborated.Load(), ReportsLimited: s.reportsLimited.Load(),
 	}
 }
 

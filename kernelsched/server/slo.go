@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,14 +126,40 @@ type sloSample struct {
 	alone bool
 }
 
-// sloTask is a task coming (add) or going (!add), for the controller.
+// sloTask is a task coming (add) or going (!add), for the controller;
+// rejoin: a task of a job (or process) that left within sloRejoin, by
+// the id it had.
 type sloTask struct {
 	id     string
 	add    bool
+	rejoin bool
 	online bool
 	ref    TaskRef
 	target slo.Target
 	named  bool // the target came from an Identity
+}
+
+// sloRejoin is how long the controller keeps what it knows of a task
+// that went (a service's verdicts and requests, what each rung held
+// beside an offline one) for a task of the same job, or process, that
+// connects again: a hook that reconnects (after a flood, say) is not a
+// new service, re-armed at the start rung with its verdicts wiped
+// (issue 54: an always-late service reconnecting every 10 s got 14 %
+// suspend instead of 0.6 %).
+const sloRejoin = time.Minute
+
+// sloLeft is the controller id of a task that went, and when.
+type sloLeft struct {
+	id string
+	at time.Duration
+}
+
+// sloKey is the job, else the process, a task is of, to the controller.
+func sloKey(t *task) string {
+	if t.job != "" {
+		return "job " + t.job
+	}
+	return "pid " + strconv.Itoa(t.hello.PID)
 }
 
 // sloState is the controller's side of the server: the loop hands it
@@ -163,6 +190,23 @@ type sloState struct {
 	policy    string
 	decisions []SLODecision
 	named     map[string]bool // services whose target an Identity gave
+	// leaving are the tasks that went, kept sloRejoin for a task of the
+	// same job.
+	leaving map[string]leftTask
+}
+
+// leftTask is a task that went: when, and the service or offline task
+// it was to the controller.
+type leftTask struct {
+	at      time.Duration
+	service *slo.Detached
+	offline *TaskRef
+}
+
+// knows reports whether a task that went is still kept (sloRejoin).
+func (st *sloState) knows(id string) bool {
+	_, ok := st.leaving[id]
+	return ok
 }
 
 // newSLO checks the configuration.
@@ -187,7 +231,7 @@ func newSLO(cfg *SLOConfig) (*sloState, error) {
 		return nil, fmt.Errorf("slo: stop bound: %w", err)
 	}
 	return &sloState{cfg: c, ctrl: ctrl, active: !c.Off, services: map[string]TaskRef{}, offline: map[string]TaskRef{},
-		named: map[string]bool{}, stops: slo.NewStopLedger(c.StopBound)}, nil
+		named: map[string]bool{}, stops: slo.NewStopLedger(c.StopBound), leaving: map[string]leftTask{}}, nil
 }
 
 // sloTaskAdded tells the controller of a registered task (loop).
@@ -195,11 +239,23 @@ func (s *Server) sloTaskAdded(t *task) {
 	if s.slo == nil {
 		return
 	}
-	s.sloSeq++
-	// Named as its job or task is (the controller's reasons and the
-	// jobs' events say it), numbered: a name may come again.
-	t.sloID = cmp.Or(t.hello.Name, "task") + "#" + strconv.FormatUint(s.sloSeq, 10)
-	st := sloTask{id: t.sloID, add: true, online: t.hello.Online, ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job}}
+	now := mono()
+	for k, l := range s.sloLeft {
+		if now-l.at > sloRejoin {
+			delete(s.sloLeft, k)
+		}
+	}
+	rejoin := false
+	if l, ok := s.sloLeft[sloKey(t)]; ok && strings.HasPrefix(l.id, cmp.Or(t.hello.Name, "task")+"#") {
+		t.sloID, rejoin = l.id, true
+		delete(s.sloLeft, sloKey(t))
+	} else {
+		s.sloSeq++
+		// Named as its job or task is (the controller's reasons and the
+		// jobs' events say it), numbered: a name may come again.
+		t.sloID = cmp.Or(t.hello.Name, "task") + "#" + strconv.FormatUint(s.sloSeq, 10)
+	}
+	st := sloTask{id: t.sloID, add: true, rejoin: rejoin, online: t.hello.Online, ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job}}
 	if t.target != nil {
 		st.target, st.named = *t.target, true
 	}
@@ -213,8 +269,12 @@ func (s *Server) sloTaskRemoved(t *task) {
 	if s.slo == nil || t.sloID == "" {
 		return
 	}
+	if s.sloLeft == nil {
+		s.sloLeft = map[string]sloLeft{}
+	}
+	s.sloLeft[sloKey(t)] = sloLeft{id: t.sloID, at: mono()}
 	s.slo.inMu.Lock()
-	s.slo.tasks = append(s.slo.tasks, sloTask{id: t.sloID})
+	s.slo.tasks = append(s.slo.tasks, sloTask{id: t.sloID, online: t.hello.Online})
 	s.slo.inMu.Unlock()
 }
 
@@ -339,14 +399,28 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	for _, tk := range tasks {
 		switch {
 		case !tk.add:
-			st.ctrl.RemoveService(tk.id)
-			delete(st.services, tk.id)
-			if ref, ok := st.offline[tk.id]; ok {
-				offlineChanged = true
-				st.stops.Forget(ref.PID)
+			// Out at once (a service that went is not held for, an
+			// offline task not restrained), and kept for a task of the
+			// same job that comes again within sloRejoin.
+			l := leftTask{at: now}
+			if d, ok := st.ctrl.Detach(tk.id); ok {
+				l.service = &d
 			}
-			delete(st.offline, tk.id)
-			delete(st.named, tk.id)
+			if ref, ok := st.offline[tk.id]; ok {
+				l.offline = &ref
+				delete(st.offline, tk.id)
+			}
+			st.leaving[tk.id] = l
+		case tk.rejoin && st.knows(tk.id):
+			l := st.leaving[tk.id]
+			delete(st.leaving, tk.id)
+			if l.service != nil {
+				st.ctrl.Attach(*l.service)
+				st.services[tk.id] = tk.ref
+			}
+			if l.offline != nil {
+				st.offline[tk.id] = tk.ref
+			}
 		case tk.online:
 			target := tk.target
 			if !tk.named {
@@ -366,6 +440,20 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 				// to it: their requests meanwhile are not alone.
 				st.ctrl.SetSuspended(false, now)
 			}
+		}
+	}
+	// Tasks that went and did not come back within sloRejoin are gone:
+	// what the rungs held was beside them.
+	for id, l := range st.leaving {
+		if now-l.at <= sloRejoin {
+			continue
+		}
+		delete(st.leaving, id)
+		delete(st.services, id)
+		delete(st.named, id)
+		offlineChanged = true
+		if l.offline != nil {
+			st.stops.Forget(l.offline.PID)
 		}
 	}
 	if offlineChanged {

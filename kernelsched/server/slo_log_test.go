@@ -59,3 +59,75 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceRejoins (issue 54, item 7): a service whose hook reconnects
+// (same job, or same process) is the same service to the controller: its
+// id, requests and verdicts stay and the rung is not re-armed; a task of
+// another process is a new service. Before, every reconnection was a
+// new service, and what every rung held was forgotten. (A service that
+// went is out at once: the controller holds for none while it is away.)
+func TestServiceRejoins(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		again  *task
+		sameID bool
+	}{
+		{"same process", &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}, true},
+		{"same job, another process", &task{hello: Hello{Online: true, PID: 201, Name: "svc"}, job: "j1"}, true},
+		{"another process", &task{hello: Hello{Online: true, PID: 301, Name: "svc"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := slo.ParseLadder([]string{"priority", "suspend"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 10 * time.Millisecond},
+				Targets: map[string]slo.Target{"svc": slo.MustParse("p99=1ms")},
+				Suspend: func([]int, bool, SuspendCause) error { return nil }}
+			s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.DiscardHandler), SLO: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}
+			if tc.again.job != "" {
+				svc.job = tc.again.job
+			}
+			s.sloTaskAdded(svc)
+			s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "lo"}})
+			for i := range 200 {
+				at := time.Duration(i) * 20 * time.Millisecond
+				s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
+			}
+			now := 5 * time.Second
+			for ; now < 8*time.Second; now += 500 * time.Millisecond {
+				s.sloStep(context.Background(), now)
+			}
+			before := s.SLO(false)
+			if before.Level == 0 || len(before.Services) != 1 {
+				t.Fatalf("before: level %d, services %+v", before.Level, before.Services)
+			}
+			s.sloTaskRemoved(svc)
+			s.sloStep(context.Background(), now)
+			s.sloTaskAdded(tc.again)
+			// Without the service the controller rests on rung 0 (none to
+			// hold for); with it back, as it was, it takes its rung again.
+			for at := now + 100*time.Millisecond; at < now+time.Second; at += 100 * time.Millisecond {
+				s.sloStep(context.Background(), at)
+			}
+			after := s.SLO(false)
+			if len(after.Services) != 1 {
+				t.Fatalf("after: services %+v", after.Services)
+			}
+			got, was := after.Services[0], before.Services[0]
+			if same := got.ID == was.ID; same != tc.sameID {
+				t.Fatalf("service %s after %s; want the same id %v", got.ID, was.ID, tc.sameID)
+			}
+			if tc.sameID && (got.Total != was.Total || after.Level != before.Level) {
+				t.Errorf("rejoined: requests %d (were %d), level %d (was %d)", got.Total, was.Total, after.Level, before.Level)
+			}
+			if !tc.sameID && got.Total != 0 {
+				t.Errorf("a new service with %d requests", got.Total)
+			}
+		})
+	}
+}
