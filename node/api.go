@@ -200,6 +200,7 @@ func (n *Node) Ready(context.Context) error {
 // publishView rebuilds the plan view after a decision.
 func (n *Node) publishView(gpus []gpuInfo) {
 	n.pruneSchedulers(gpus)
+	n.tellPlacedOffline()
 	v := n.buildView(gpus)
 	n.mu.Lock()
 	v.Version = n.view.Version + 1

@@ -33,6 +33,7 @@ type Runner interface {
 	Record(id string) (jobs.Job, bool, error)
 	HasRun(id string) bool
 	StartedPID(id string) int
+	Freeze(id string, frozen bool) (bool, error)
 }
 
 // Config wires a node.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,6 +183,24 @@ func (n *Node) pruneSchedulers(gpus []gpuInfo) {
 	for _, s := range gone {
 		s.stop()
 		<-s.done
+	}
+}
+
+// tellPlacedOffline tells each instance's kernel scheduler which offline
+// jobs run there (placed, running, restarting or stopping), hooked or
+// not (server.SetPlacedOffline).
+func (n *Node) tellPlacedOffline() {
+	n.mu.RLock()
+	placed := map[string][]string{}
+	for _, j := range n.order {
+		if j.Spec.Kind == jobs.Offline && holdsInstance(j) {
+			placed[j.Placement.InstanceKey] = append(placed[j.Placement.InstanceKey], j.ID)
+		}
+	}
+	scheds := maps.Clone(n.scheds)
+	n.mu.RUnlock()
+	for k, s := range scheds {
+		s.srv.SetPlacedOffline(placed[k])
 	}
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,7 +36,15 @@ type SLOConfig struct {
 	// StopBound is a suspension's progress floor (slo.max_stop and the
 	// others; zero: slo.DefaultStopBound).
 	StopBound slo.StopBound
+	// UnrestrainableAfter is how long an offline job runs without its
+	// hook connecting before the SLO view calls it unrestrainable (0:
+	// 30 s; a job's hook connects at its first CUDA call, seconds after
+	// its start).
+	UnrestrainableAfter time.Duration
 }
+
+// unrestrainableAfter is SLOConfig.UnrestrainableAfter's default.
+const unrestrainableAfter = 30 * time.Second
 
 // maxSLONotes bounds the controller's notes among one job's events; past
 // it they are in mmkd's log only.
@@ -126,6 +135,10 @@ type InstanceSLO struct {
 	// rung would stop that run for their progress floor (slo.max_stop).
 	Suspended []string `json:"suspended,omitempty"`
 	Unstopped []string `json:"unstopped,omitempty"`
+	// Unrestrainable are the offline jobs running here a while
+	// (unrestrainableAfter) whose hook never connected: nothing but MPS
+	// priority restrains them, and no request beside them is alone.
+	Unrestrainable []string `json:"unrestrainable,omitempty"`
 }
 
 // JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
@@ -263,18 +276,32 @@ func (n *Node) causeWords(why server.SuspendCause) string {
 	return words
 }
 
-// suspendJob stops or continues a job's process group and notes it, with
-// why (causeWords) on a stop.
+// suspendJob stops or continues a job and notes it, with why
+// (causeWords) on a stop: its cgroup frozen where it has one (every
+// process of the job, also one that left its process group with setsid),
+// else its process group signalled (SIGSTOP, SIGCONT). A resume thaws
+// and signals both, whichever stopped it.
 func (n *Node) suspendJob(j jobs.Job, stop bool, why string) error {
 	if j.PID <= 0 {
 		return nil
 	}
-	sig, what := syscall.SIGCONT, "resumed"
+	what := "resumed"
 	if stop {
-		sig, what = syscall.SIGSTOP, "suspended"
+		what = "suspended"
 	}
-	if err := syscall.Kill(-j.PID, sig); err != nil && err != syscall.ESRCH {
-		return fmt.Errorf("job %s: %s its processes: %w", j.ID, what, err)
+	frozen, ferr := n.cfg.Runner.Freeze(j.ID, stop)
+	if ferr != nil {
+		n.cfg.Log.Warn("slo: job's cgroup", "job", j.ID, "freeze", stop, "err", ferr)
+	}
+	how := "its cgroup frozen"
+	if !stop || !frozen || ferr != nil {
+		sig := syscall.SIGCONT
+		if stop {
+			sig, how = syscall.SIGSTOP, "its process group stopped (no cgroup to freeze)"
+		}
+		if err := syscall.Kill(-j.PID, sig); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("job %s: %s its processes: %w", j.ID, what, err)
+		}
 	}
 	n.slo.mu.Lock()
 	if stop {
@@ -283,7 +310,10 @@ func (n *Node) suspendJob(j jobs.Job, stop bool, why string) error {
 		delete(n.slo.suspended, j.ID)
 	}
 	n.slo.mu.Unlock()
-	n.cfg.Log.Info("slo: "+what+" offline job", "job", j.ID, "pgid", j.PID, "why", why)
+	if !stop {
+		how = ""
+	}
+	n.cfg.Log.Info("slo: "+what+" offline job", "job", j.ID, "pgid", j.PID, "how", how, "why", why)
 	n.note(j.ID, "slo: "+what+" by its instance's latency controller"+why)
 	return nil
 }
@@ -296,6 +326,9 @@ func (n *Node) resumeIfSuspended(id string) {
 	delete(n.slo.suspended, id)
 	n.slo.mu.Unlock()
 	if ok {
+		if _, err := n.cfg.Runner.Freeze(id, false); err != nil {
+			n.cfg.Log.Warn("slo: thaw job before stopping it", "job", id, "err", err)
+		}
 		if err := syscall.Kill(-pg, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
 			n.cfg.Log.Warn("slo: resume job before stopping it", "job", id, "err", err)
 		}
@@ -374,6 +407,12 @@ func (n *Node) SLO() SLOView {
 			}
 		}
 		slices.Sort(is.Unstopped)
+		for _, id := range sv.Unseen {
+			if j, ok := n.get(id); ok && j.State == jobs.Running && n.cfg.Now().Sub(j.StartedAt) >= cmp.Or(n.cfg.SLO.UnrestrainableAfter, unrestrainableAfter) {
+				is.Unrestrainable = append(is.Unrestrainable, id)
+			}
+		}
+		slices.Sort(is.Unrestrainable)
 		v.Instances = append(v.Instances, is)
 		for _, s := range sv.Services {
 			if s.Job == "" {

@@ -85,16 +85,17 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		t.Errorf("suspended %v, want the offline job", got)
 	}
 	off, _ = h.n.Job(off.ID)
-	waitState := func(want string) {
-		t.Helper()
-		for end := time.Now().Add(10 * time.Second); procState(t, off.PID) != want; {
-			if time.Now().After(end) {
-				t.Fatalf("the offline job's process is %q, want %q", procState(t, off.PID), want)
-			}
-			time.Sleep(20 * time.Millisecond)
+	// Stopped: its cgroup frozen (a frozen task reads as sleeping), or,
+	// without one, its process group stopped.
+	stopped := func() bool {
+		frozen, err := jobs.ProcessFrozen(off.PID)
+		return procState(t, off.PID) == "T" || (err == nil && frozen)
+	}
+	for end := time.Now().Add(10 * time.Second); !stopped(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the offline job's process is %q, its cgroup not frozen", procState(t, off.PID))
 		}
 	}
-	waitState("T")
 	one, err := h.n.JobSLO(on.ID)
 	if err != nil || one.SLO == nil || len(one.History) == 0 || len(one.Decisions) == 0 ||
 		!strings.Contains(one.Decisions[len(one.Decisions)-1].Reason, "priority -> suspend: tighten: ") {
@@ -126,6 +127,52 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.until(off.ID, "ended", func(j jobs.Job) bool { return j.ExitCode != nil || j.Signal != "" })
+}
+
+// TestUnhookedOfflineJob (issue 54, item 2): an offline job whose hook
+// never connects (here a plain process) runs unseen by its instance's
+// kernel scheduler: the SLO view lists it unrestrainable, and the online
+// job's requests beside it are not taken as measured alone. Before,
+// every request counted as alone while it ran.
+func TestUnhookedOfflineJob(t *testing.T) {
+	hook, cupti, replay := buildHookFakes(t)
+	dir := t.TempDir()
+	gpu := filepath.Join(dir, "gpu")
+	svc := filepath.Join(dir, "svc.txt")
+	if err := os.WriteFile(svc, []byte(strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	m := fakeMPS(t)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
+		c.MPS, c.PriorityShares = m, true
+		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond},
+			UnrestrainableAfter: 100 * time.Millisecond}
+	})
+	off := h.submit(jobs.Spec{Name: "unhooked", Kind: jobs.Offline, Command: []string{"sleep", "60"}})
+	off = h.state(off.ID, jobs.Running)
+	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=2x", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
+	on = h.state(on.ID, jobs.Running)
+	var view SLOView
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		view = h.n.SLO()
+		if len(view.Instances) == 1 && len(view.Instances[0].Unrestrainable) == 1 && len(view.Jobs) == 1 && view.Jobs[0].Requests > 200 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("in 30 s: %+v", view)
+		}
+	}
+	if got := view.Instances[0].Unrestrainable[0]; got != off.ID {
+		t.Errorf("unrestrainable %s, want the unhooked job %s", got, off.ID)
+	}
+	if js := view.Jobs[0]; js.AloneN != 0 {
+		t.Errorf("%d of the online job's requests taken as alone beside a running offline job", js.AloneN)
+	}
 }
 
 // TestSLOInstanceNames (issue 37, item 5): the latency view names each

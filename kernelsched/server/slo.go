@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,9 @@ type SLOView struct {
 	// Unstopped are the offline tasks (pids) the rung would stop that run
 	// for their progress floor (SLOConfig.StopBound).
 	Unstopped []int `json:"unstopped,omitempty"`
+	// Unseen are the offline jobs placed here (SetPlacedOffline) of
+	// which no task is connected: the controller cannot restrain them.
+	Unseen []string `json:"unseen,omitempty"`
 	// TPCKeep is the TPCs the rung's mask asks the offline tasks it
 	// masks to keep (0: no mask), by the TPC map where the server has
 	// one; without a map, the mask's first slots kept, holes included.
@@ -193,6 +197,12 @@ type sloState struct {
 	// leaving are the tasks that went, kept sloRejoin for a task of the
 	// same job.
 	leaving map[string]leftTask
+	// placed are the offline jobs the owner placed on the instance
+	// (SetPlacedOffline, under placedMu); unseen those of them no task
+	// of which is connected (at the last step).
+	placedMu sync.Mutex
+	placed   []string
+	unseen   []string
 }
 
 // leftTask is a task that went: when, and the service or offline task
@@ -201,6 +211,36 @@ type leftTask struct {
 	at      time.Duration
 	service *slo.Detached
 	offline *TaskRef
+}
+
+// unseenLocked are the offline jobs its owner placed on the instance
+// (SetPlacedOffline) of which no task is connected; the caller holds mu.
+func (st *sloState) unseenLocked() []string {
+	st.placedMu.Lock()
+	placed := st.placed
+	st.placedMu.Unlock()
+	var out []string
+	for _, job := range placed {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(st.offline)), func(r TaskRef) bool { return r.Job == job }) {
+			out = append(out, job)
+		}
+	}
+	return out
+}
+
+// SetPlacedOffline tells the server which offline jobs its owner placed
+// on the instance (mmkd's job ids), connected or not. One whose hook
+// never connected (it unset CUDA_INJECTION64_PATH, say) runs unseen: the
+// controller cannot restrain it, takes no request as measured alone
+// beside it, and lists it Unrestrainable (issue 54: such a job ran while
+// the service's requests counted as alone).
+func (s *Server) SetPlacedOffline(jobs []string) {
+	if s.slo == nil {
+		return
+	}
+	s.slo.placedMu.Lock()
+	s.slo.placed = slices.Clone(jobs)
+	s.slo.placedMu.Unlock()
 }
 
 // knows reports whether a task that went is still kept (sloRejoin).
@@ -461,8 +501,11 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 		st.ctrl.Forget()
 	}
 	st.ctrl.SetOffline(len(st.offline))
+	st.unseen = st.unseenLocked()
 	for _, sm := range samples {
-		st.ctrl.Observe(sm.id, sm.s, sm.alone)
+		// An offline job placed here whose hook is not connected runs
+		// unseen: no request is alone beside it.
+		st.ctrl.Observe(sm.id, sm.s, sm.alone && len(st.unseen) == 0)
 	}
 	active := st.active
 	var d slo.Decision
@@ -635,9 +678,10 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 		}
 	}
 	st.suspended = stoppedNow
-	// A suspension that left an offline job running (its stop failed, or
-	// its bound lets it run) measures no service alone.
-	all := true
+	// A suspension that left an offline job running (its stop failed,
+	// its bound lets it run, or it runs unseen) measures no service
+	// alone.
+	all := len(st.unseen) == 0
 	for _, p := range wanted {
 		all = all && slices.Contains(stoppedNow, p)
 	}
@@ -663,7 +707,7 @@ func (s *Server) SLO(history bool) SLOView {
 func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 	st := s.slo
 	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
-		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), Unstopped: slices.Clone(st.unstopped), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
+		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), Unstopped: slices.Clone(st.unstopped), Unseen: slices.Clone(st.unseen), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
 		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window, Aim: st.ctrl.Config().Aim}
 	if !st.active {
 		v.Level, v.Rung = 0, slo.Rung{}.String()
