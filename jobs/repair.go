@@ -259,7 +259,7 @@ func (s *Store) mendKeys() error {
 		jobs, idem := tx.Bucket(bucketJobs), tx.Bucket(bucketIdem)
 		return jobs.ForEach(func(k, v []byte) error {
 			var j Job
-			if decodeRecord(v, &j, false) != nil {
+			if loadRecord(v, &j) != nil {
 				return nil
 			}
 			key := idemKey(j)
@@ -272,7 +272,7 @@ func (s *Store) mendKeys() error {
 			}
 			if cur != nil {
 				var other Job
-				if ov := jobs.Get(cur); ov != nil && decodeRecord(ov, &other, false) == nil && idemKey(other) == key {
+				if ov := jobs.Get(cur); ov != nil && loadRecord(ov, &other) == nil && idemKey(other) == key {
 					return nil // two jobs of one key: the first keeps it
 				}
 			}

@@ -252,7 +252,7 @@ func (s *Store) All() ([]Job, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
-			if err := decodeRecord(v, &j, false); err != nil {
+			if err := loadRecord(v, &j); err != nil {
 				return fmt.Errorf("job %s: %w", k, err)
 			}
 			out = append(out, j)
@@ -372,7 +372,7 @@ func (s *Store) Events(id string) ([]Event, error) {
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var e Event
-			if err := decodeRecord(v, &e, false); err != nil {
+			if err := loadRecord(v, &e); err != nil {
 				return fmt.Errorf("event %s: %w", k, err)
 			}
 			out = append(out, e)
@@ -411,7 +411,7 @@ func (s *Store) Reconfigs(n int) ([]Reconfig, error) {
 		c := tx.Bucket(bucketReconfig).Cursor()
 		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
 			var r Reconfig
-			if err := decodeRecord(v, &r, false); err != nil {
+			if err := loadRecord(v, &r); err != nil {
 				return fmt.Errorf("reconfiguration %x: %w", k, err)
 			}
 			out = append(out, r)
@@ -426,7 +426,7 @@ func get(tx *bolt.Tx, id string, j *Job) error {
 	if v == nil {
 		return fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
-	if err := decodeRecord(v, j, false); err != nil {
+	if err := loadRecord(v, j); err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
 	}
 	return nil

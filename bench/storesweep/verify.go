@@ -43,7 +43,8 @@ func allowed(before jobs.State) []jobs.State {
 }
 
 // verifyMain is "storesweep verify STORE JOBS.json": it reads STORE as
-// mmkd left it (bbolt, read-only, schema 1: the buckets jobs, events and
+// mmkd left it (bbolt, read-only; records read as mmkd reads them,
+// jobs.DecodeRecord: the buckets jobs, events and
 // idem; nothing mended on the way, so that the verdict is of what mmkd
 // did) in a child of the sweep, so that a fault here is not taken for
 // mmkd's, compares it with the template's jobs and writes a verdict as
@@ -80,7 +81,7 @@ func verifyMain(args []string) error {
 				v.Lost = append(v.Lost, w.ID)
 			} else {
 				var j jobs.Job
-				switch err := json.Unmarshal(raw, &j); {
+				switch err := jobs.DecodeRecord(raw, &j); {
 				case err != nil:
 					v.Changed = append(v.Changed, w.ID+": its record: "+err.Error())
 				case !slices.Contains(allowed(w.State), j.State):
@@ -93,7 +94,7 @@ func verifyMain(args []string) error {
 				n := 0
 				for k, ev := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, ev = c.Next() {
 					var e jobs.Event
-					if err := json.Unmarshal(ev, &e); err != nil {
+					if err := jobs.DecodeRecord(ev, &e); err != nil {
 						v.Changed = append(v.Changed, w.ID+": an event: "+err.Error())
 					}
 					n++
