@@ -80,6 +80,11 @@ type SLOConfig struct {
 	MaxStop      time.Duration `mapstructure:"max_stop"`
 	MaxStopShare float64       `mapstructure:"max_stop_share"`
 	StopWindow   time.Duration `mapstructure:"stop_window"`
+	// RestrainOthers are the users whose online jobs' targets may mask
+	// or suspend other users' offline jobs ("*": every user's); the
+	// others' targets reach other users' jobs through priority and guard
+	// only, and their own user's through every rung.
+	RestrainOthers []string `mapstructure:"restrain_others"`
 }
 
 // StopBound is the suspension's progress floor (Validate checks it).
@@ -131,6 +136,11 @@ func (c SLOConfig) validate() error {
 	}
 	if !(c.MaxStopShare > 0 && c.MaxStopShare < 1) {
 		return &FieldError{Key: "slo.max_stop_share", Value: c.MaxStopShare, Reason: "must be above 0 and below 1 (a job is never stopped all the time)"}
+	}
+	for i, u := range c.RestrainOthers {
+		if u == "" || len(u) > 64 || strings.ContainsAny(u, " \t\n:/,") || !utf8.ValidString(u) {
+			return &FieldError{Key: fmt.Sprintf("slo.restrain_others[%d]", i), Value: u, Reason: `must be a user name, or "*" for every user`}
+		}
 	}
 	if c.StopWindow < c.MaxStop {
 		return &FieldError{Key: "slo.stop_window", Value: c.StopWindow, Reason: fmt.Sprintf("must be at least slo.max_stop (%v)", c.MaxStop)}

@@ -208,6 +208,9 @@ func TestDaemonKeys(t *testing.T) {
 		{"slo max stop share 1", []string{"MMK_SLO_MAX_STOP_SHARE=1"}, "slo.max_stop_share"},
 		{"slo stop window short", []string{"MMK_SLO_STOP_WINDOW=10s"}, "slo.stop_window"},
 		{"slo stop bound", []string{"MMK_SLO_MAX_STOP=5s", "MMK_SLO_MAX_STOP_SHARE=0.2", "MMK_SLO_STOP_WINDOW=1m"}, ""},
+		{"slo restrain others", []string{"MMK_SLO_RESTRAIN_OTHERS=alice,bob"}, ""},
+		{"slo restrain others, all", []string{"MMK_SLO_RESTRAIN_OTHERS=*"}, ""},
+		{"slo restrain others, bad name", []string{"MMK_SLO_RESTRAIN_OTHERS=al ice"}, "slo.restrain_others[0]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

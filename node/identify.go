@@ -37,6 +37,7 @@ func (n *Node) identifyTask(key string) func(server.Peer) (server.Identity, erro
 		if j.Online() && n.cfg.SLO != nil {
 			t := j.Target(n.cfg.SLO.Default)
 			id.Target = &t
+			id.RestrainOthers = n.cfg.SLO.mayRestrainOthers(j)
 		}
 		return id, nil
 	}

@@ -41,6 +41,23 @@ type SLOConfig struct {
 	// 30 s; a job's hook connects at its first CUDA call, seconds after
 	// its start).
 	UnrestrainableAfter time.Duration
+	// RestrainOthers are the users whose targets may mask or suspend
+	// other users' offline jobs (slo.restrain_others; "*": all).
+	RestrainOthers []string
+}
+
+// mayRestrainOthers reports whether an online job's target may mask or
+// suspend other users' offline jobs: its owner (mmkd's user for a job
+// of none) is named in slo.restrain_others, or "*" is.
+func (c *SLOConfig) mayRestrainOthers(j jobs.Job) bool {
+	if c == nil {
+		return false
+	}
+	o := jobs.Self()
+	if j.Owner != nil {
+		o = *j.Owner
+	}
+	return slices.Contains(c.RestrainOthers, "*") || (o.Name != "" && slices.Contains(c.RestrainOthers, o.Name))
 }
 
 // unrestrainableAfter is SLOConfig.UnrestrainableAfter's default.
@@ -139,6 +156,10 @@ type InstanceSLO struct {
 	// (unrestrainableAfter) whose hook never connected: nothing but MPS
 	// priority restrains them, and no request beside them is alone.
 	Unrestrainable []string `json:"unrestrainable,omitempty"`
+	// Shielded are the offline jobs of other users than the online jobs'
+	// here whose targets may not mask or suspend them
+	// (slo.restrain_others): only priority and guard reach them.
+	Shielded []string `json:"shielded,omitempty"`
 }
 
 // JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
@@ -407,6 +428,12 @@ func (n *Node) SLO() SLOView {
 			}
 		}
 		slices.Sort(is.Unstopped)
+		for _, ref := range sv.Offline {
+			if slices.Contains(sv.Shielded, ref.PID) && ref.Job != "" && !slices.Contains(is.Shielded, ref.Job) {
+				is.Shielded = append(is.Shielded, ref.Job)
+			}
+		}
+		slices.Sort(is.Shielded)
 		for _, id := range sv.Unseen {
 			if j, ok := n.get(id); ok && j.State == jobs.Running && n.cfg.Now().Sub(j.StartedAt) >= cmp.Or(n.cfg.SLO.UnrestrainableAfter, unrestrainableAfter) {
 				is.Unrestrainable = append(is.Unrestrainable, id)

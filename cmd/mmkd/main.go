@@ -202,7 +202,7 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 			return nil, nil, err
 		}
 		sloCfg = &node.SLOConfig{Off: !cfg.SLO.Controller, Default: cfg.SLO.Target(), Controller: cfg.SLO.ControllerConfig(), NoHookMarks: !cfg.SLO.HookMarks, TPCMaps: maps,
-			StopBound: cfg.SLO.StopBound()}
+			StopBound: cfg.SLO.StopBound(), RestrainOthers: cfg.SLO.RestrainOthers}
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,

@@ -23,6 +23,12 @@ type Identity struct {
 	// target (nil: the latency controller's own, by name or default).
 	Job    string
 	Target *slo.Target
+	// RestrainOthers lets an online task's target mask or suspend the
+	// offline tasks of other users (an admin allowed it: mmkd's
+	// slo.restrain_others); without it, those rungs reach only its own
+	// user's offline tasks, and priority and guard every task. A server
+	// without Identify lets every target reach every task.
+	RestrainOthers bool
 }
 
 // DefaultMaxTasks is Config.MaxTasks when unset.

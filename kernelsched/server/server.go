@@ -180,6 +180,10 @@ type Server struct {
 	slo     *sloState
 	offline int
 	sloSeq  uint64
+	// shielded are the offline tasks (by pid) that no present service
+	// may mask or suspend (another user's, Identity.RestrainOthers),
+	// set by the controller, read by the loop.
+	shielded atomic.Pointer[[]int]
 	// sloLeft are the controller ids of tasks that went, by the job (or
 	// process) they were of, for a task of it that connects again within
 	// sloRejoin: it is the same service to the controller (issue 54).
@@ -259,6 +263,11 @@ type task struct {
 	// tpcKeep is the keep count in the slot: its kernels use the first
 	// tpcKeep TPC slots (0: all).
 	tpcKeep uint32
+	// user is the uid of the task's process (SO_PEERCRED; -1: unknown);
+	// others: its target may restrain other users' tasks beyond guard
+	// (Identity.RestrainOthers, every target without Identify).
+	user   int
+	others bool
 	// nt is the names' table (names and its bytes under Server.mu);
 	// shareOf the job whose share of slots and names the task holds
 	// (shares).
@@ -524,8 +533,12 @@ func (s *Server) handle(ctx context.Context, c *net.UnixConn) {
 	t.nt = &nameTable{mu: &s.mu, names: t.names,
 		take: func(n int) bool { return s.shares.takeNames(job, n) },
 		give: func(n int) { s.shares.giveNames(job, n) }}
+	t.user, t.others = -1, id == nil
+	if p, ok := peerOf(c); ok {
+		t.user = p.UID
+	}
 	if id != nil {
-		t.job, t.target = id.Job, id.Target
+		t.job, t.target, t.others = id.Job, id.Target, id.RestrainOthers
 	}
 	// The loop registers the task and sets its free flag before the hook
 	// may launch.

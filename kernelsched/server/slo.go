@@ -66,11 +66,15 @@ type SLODecision struct {
 }
 
 // TaskRef names a task: its process, name and the job the server's
-// owner knows it by (Identity.Job).
+// owner knows it by (Identity.Job); User is its process's uid (-1:
+// unknown), Others whether its target may restrain other users' tasks
+// beyond guard (Identity.RestrainOthers).
 type TaskRef struct {
-	PID  int    `json:"pid"`
-	Name string `json:"name"`
-	Job  string `json:"job,omitempty"`
+	PID    int    `json:"pid"`
+	Name   string `json:"name"`
+	Job    string `json:"job,omitempty"`
+	User   int    `json:"-"`
+	Others bool   `json:"-"`
 }
 
 // ServiceView is an online task against its target.
@@ -96,6 +100,10 @@ type SLOView struct {
 	// Unseen are the offline jobs placed here (SetPlacedOffline) of
 	// which no task is connected: the controller cannot restrain them.
 	Unseen []string `json:"unseen,omitempty"`
+	// Shielded are the offline tasks (pids) of other users than the
+	// services', which their targets may not mask or suspend
+	// (Identity.RestrainOthers): only priority and guard reach them.
+	Shielded []int `json:"shielded,omitempty"`
 	// TPCKeep is the TPCs the rung's mask asks the offline tasks it
 	// masks to keep (0: no mask), by the TPC map where the server has
 	// one; without a map, the mask's first slots kept, holes included.
@@ -203,6 +211,9 @@ type sloState struct {
 	placedMu sync.Mutex
 	placed   []string
 	unseen   []string
+	// shielded are the offline tasks no service may mask or suspend
+	// (shieldedLocked), at the last step.
+	shielded []int
 }
 
 // leftTask is a task that went: when, and the service or offline task
@@ -211,6 +222,28 @@ type leftTask struct {
 	at      time.Duration
 	service *slo.Detached
 	offline *TaskRef
+}
+
+// shieldedLocked are the offline tasks (pids) that no present service
+// may mask or suspend: of another user than every service's, where no
+// service's target may restrain other users' (TaskRef.Others). The
+// caller holds mu.
+func (st *sloState) shieldedLocked() []int {
+	var out []int
+	for _, off := range st.offline {
+		reach := false
+		for _, id := range st.ctrl.Services() {
+			if sv, ok := st.services[id]; ok && (sv.Others || (sv.User == off.User && off.User >= 0)) {
+				reach = true
+				break
+			}
+		}
+		if !reach {
+			out = append(out, off.PID)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // unseenLocked are the offline jobs its owner placed on the instance
@@ -295,7 +328,8 @@ func (s *Server) sloTaskAdded(t *task) {
 		// jobs' events say it), numbered: a name may come again.
 		t.sloID = cmp.Or(t.hello.Name, "task") + "#" + strconv.FormatUint(s.sloSeq, 10)
 	}
-	st := sloTask{id: t.sloID, add: true, rejoin: rejoin, online: t.hello.Online, ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job}}
+	st := sloTask{id: t.sloID, add: true, rejoin: rejoin, online: t.hello.Online,
+		ref: TaskRef{PID: t.hello.PID, Name: t.hello.Name, Job: t.job, User: t.user, Others: t.others}}
 	if t.target != nil {
 		st.target, st.named = *t.target, true
 	}
@@ -502,6 +536,9 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	}
 	st.ctrl.SetOffline(len(st.offline))
 	st.unseen = st.unseenLocked()
+	st.shielded = st.shieldedLocked()
+	shielded := slices.Clone(st.shielded)
+	s.shielded.Store(&shielded)
 	for _, sm := range samples {
 		// An offline job placed here whose hook is not connected runs
 		// unseen: no request is alone beside it.
@@ -618,6 +655,9 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 	if r.Suspend {
 		for _, ref := range st.offline {
 			wanted = append(wanted, ref.PID)
+			if slices.Contains(st.shielded, ref.PID) {
+				continue // another user's, out of this rung's reach
+			}
 			if st.stops.Allow(ref.PID, now) {
 				stopped = append(stopped, ref.PID)
 			} else {
@@ -707,7 +747,7 @@ func (s *Server) SLO(history bool) SLOView {
 func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 	st := s.slo
 	v := SLOView{Active: st.active, Ladder: st.ctrl.Config().Ladder.Strings(), Level: st.ctrl.Level(), Rung: st.ctrl.Rung().String(),
-		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), Unstopped: slices.Clone(st.unstopped), Unseen: slices.Clone(st.unseen), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
+		Probing: st.ctrl.Probing(), Suspended: slices.Clone(st.suspended), Unstopped: slices.Clone(st.unstopped), Unseen: slices.Clone(st.unseen), Shielded: slices.Clone(st.shielded), TPCKeep: st.tpcKeep, Decisions: slices.Clone(st.decisions),
 		Policy: s.Policy(), Since: s.view.wallOf(st.since), Window: st.ctrl.Config().Window, Aim: st.ctrl.Config().Aim}
 	if !st.active {
 		v.Level, v.Rung = 0, slo.Rung{}.String()
@@ -814,9 +854,13 @@ func (s *Server) retpc() {
 		clear(s.tpcFirst)
 		s.tpcFirst = s.tpcFirst[:0]
 	}
+	var shielded []int
+	if p := s.shielded.Load(); p != nil {
+		shielded = *p
+	}
 	for _, t := range s.tasks {
 		want := keep
-		if t.hello.Online || n > 0 && !slices.Contains(s.tpcFirst, t) {
+		if t.hello.Online || n > 0 && !slices.Contains(s.tpcFirst, t) || slices.Contains(shielded, t.hello.PID) {
 			want = 0
 		}
 		if t.tpcKeep != want {

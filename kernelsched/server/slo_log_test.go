@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,53 @@ func TestServiceRejoins(t *testing.T) {
 				t.Errorf("a new service with %d requests", got.Total)
 			}
 		})
+	}
+}
+
+// TestOtherUsersShielded (issue 54, item 1): a service's target masks or
+// suspends only its own user's offline tasks unless an admin let it
+// reach others (Identity.RestrainOthers); the others are listed shielded
+// and no request beside them is taken as alone (the suspension is not
+// whole). Before, a target stopped every offline job on the instance,
+// whoever owned it.
+func TestOtherUsersShielded(t *testing.T) {
+	for _, others := range []bool{false, true} {
+		l, err := slo.ParseLadder([]string{"priority", "suspend"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stopped []int
+		cfg := &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 10 * time.Millisecond},
+			Targets: map[string]slo.Target{"svc": slo.MustParse("p99=1ms")},
+			Suspend: func(pids []int, stop bool, _ SuspendCause) error {
+				if stop {
+					stopped = append(stopped, pids...)
+				}
+				return nil
+			}}
+		s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.DiscardHandler), SLO: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}, user: 1000, others: others}
+		s.sloTaskAdded(svc)
+		s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "mine"}, user: 1000})
+		s.sloTaskAdded(&task{hello: Hello{PID: 103, Name: "theirs"}, user: 2000})
+		for i := range 200 {
+			at := time.Duration(i) * 20 * time.Millisecond
+			s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
+		}
+		for now := 5 * time.Second; now < 8*time.Second; now += 500 * time.Millisecond {
+			s.sloStep(context.Background(), now)
+		}
+		v := s.SLO(false)
+		slices.Sort(stopped)
+		want, shielded := []int{102}, []int{103}
+		if others {
+			want, shielded = []int{102, 103}, nil
+		}
+		if v.Rung != "suspend" || !slices.Equal(stopped, want) || !slices.Equal(v.Shielded, shielded) {
+			t.Errorf("others %v: rung %s, stopped %v (want %v), shielded %v (want %v)", others, v.Rung, stopped, want, v.Shielded, shielded)
+		}
 	}
 }
