@@ -175,6 +175,64 @@ func TestUnhookedOfflineJob(t *testing.T) {
 	}
 }
 
+// TestLiarNeverMovesTheRung (issue 54, item 1, end to end): an online
+// job that launches nothing and reports a late request every 5 ms (the
+// hook's mmk_report_request) beside a trainer never makes its instance's
+// controller climb: its reports are not corroborated by any GPU work of
+// it, and the trainer is never stopped. Before, the rung went from
+// priority to suspend in 4 s and stayed.
+func TestLiarNeverMovesTheRung(t *testing.T) {
+	hook, cupti, replay := buildHookFakes(t)
+	dir := t.TempDir()
+	gpu := filepath.Join(dir, "gpu")
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lies := write("lies.txt", "sync 5000\n")
+	train := write("train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
+	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	m := fakeMPS(t)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
+		c.MPS, c.PriorityShares = m, true
+		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
+	})
+	off := h.submit(jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, train, "0", "60"}})
+	off = h.state(off.ID, jobs.Running)
+	liar := h.submit(jobs.Spec{Name: "liar", Kind: jobs.Online, SLO: "p99=1ms", Command: []string{"env", "MMK_FAKE_LIE=50000", replay, lies, "0", "60"}})
+	h.state(liar.ID, jobs.Running)
+	var uncorroborated uint64
+	for end := time.Now().Add(30 * time.Second); uncorroborated < 500; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d reports uncorroborated in 30 s", uncorroborated)
+		}
+		uncorroborated = 0
+		for _, sv := range h.n.Schedulers() {
+			uncorroborated += sv.Counters.Uncorroborated
+		}
+	}
+	v := h.n.SLO()
+	if len(v.Instances) != 1 || v.Instances[0].Level != 0 || len(v.Instances[0].Suspended) != 0 {
+		t.Errorf("after %d lies: %+v", uncorroborated, v.Instances)
+	}
+	evs, err := h.n.Events(off.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if strings.Contains(e.Reason, "suspended") {
+			t.Errorf("the trainer: %s", e.Reason)
+		}
+	}
+}
+
 // TestSLOInstanceNames (issue 37, item 5): the latency view names each
 // instance as everywhere ("gpu0/gi2", the placement's instanceName), not
 // by the key of its kernel scheduler. A job on a MIG instance starts the

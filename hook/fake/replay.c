@@ -23,7 +23,9 @@
  * mmk_hook_quiet), "loud" (it turned loud again) or a path (that file
  * exists); ">PATH" makes the file instead, to tell a test. A test then
  * knows which launches the hook saw, whatever the machine's load; a gate
- * that timed out is counted ("gate_timeouts").
+ * that timed out is counted ("gate_timeouts"). With MMK_FAKE_LIE=US it
+ * plays a liar: it launches nothing, and at each sync line reports a
+ * request of US microseconds ending then (mmk_report_request).
  *
  *   replay TRACE [LOOPS [SECONDS]]
  */
@@ -198,6 +200,8 @@ int main(int argc, char **argv)
 	const char *rep = getenv("MMK_FAKE_REPORT");
 	int reporting = rep && strcmp(rep, "1") == 0;
 	int reported = 0;
+	const char *lie_env = getenv("MMK_FAKE_LIE");
+	double lie_us = lie_env && *lie_env ? atof(lie_env) : 0;
 	struct gate gates[MAX_GATES];
 	int ngates = parse_gates(getenv("MMK_FAKE_GATE"), gates);
 	int gate_timeouts = 0;
@@ -221,6 +225,16 @@ int main(int argc, char **argv)
 			break;
 		for (size_t i = 0; i < n; i++) {
 			struct rec *r = &recs[i];
+			if (lie_us > 0) {
+				/* The liar: no kernel, a late request at each sync line. */
+				if (r->sync) {
+					double end = now_us();
+					if (report((unsigned long long)((end - lie_us) * 1e3), (unsigned long long)(end * 1e3)) == 0)
+						reported++;
+				}
+				wait_us(r->gap_us);
+				continue;
+			}
 			if (r->sync) {
 				sync();
 				if (iter_start >= 0) {
