@@ -58,12 +58,23 @@ struct conn {
 	 * bytes of the next one's message are (send_mu). */
 	_Atomic uint32_t names_sent;
 	uint32_t name_off;
+	/* 1 once the server served this connection: freed the task or
+	 * granted a launch. A connection dropped unserved backs off the next
+	 * attempt (retry_ns). */
+	_Atomic uint32_t served;
 };
 
 static _Atomic(struct conn *) live;
 static pthread_mutex_t connect_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t send_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t next_try_ns;
+/* retry_ns is the wait before the next connection attempt: 1 s, doubled
+ * after each connection dropped without being served, up to 64 s, and 1
+ * s again once one is served. A server that welcomes and never grants
+ * otherwise cost one bounded wait of a launch per second (issue 54). */
+#define RETRY_MIN_NS 1000000000ull
+#define RETRY_MAX_NS (64 * RETRY_MIN_NS)
+static _Atomic uint64_t retry_ns = RETRY_MIN_NS;
 static uint64_t conns;          /* connections made (connect_mu) */
 static uint32_t observe_every;  /* protocol step 7; 0: no events */
 static int (*set_launches)(enum mmk_launch_mode mode);
@@ -305,8 +316,16 @@ static void drop(struct conn *c)
 {
 	struct conn *want = c;
 	if (atomic_compare_exchange_strong(&live, &want, NULL)) {
-		mmk_log(1, "kernel scheduler at %s is gone; launches go unscheduled until it is back", sock_path);
-		atomic_store(&next_try_ns, now_ns() + 1000000000ull);
+		uint64_t r = RETRY_MIN_NS;
+		if (!atomic_load_explicit(&c->served, memory_order_relaxed)) {
+			r = atomic_load(&retry_ns) * 2;
+			if (r > RETRY_MAX_NS)
+				r = RETRY_MAX_NS;
+		}
+		atomic_store(&retry_ns, r);
+		mmk_log(1, "kernel scheduler at %s is gone; launches go unscheduled until it is back (next try in %llu s)", sock_path,
+			(unsigned long long)(r / RETRY_MIN_NS));
+		atomic_store(&next_try_ns, now_ns() + r);
 	}
 }
 
@@ -326,7 +345,7 @@ static void maybe_connect(uint64_t welcome_ns)
 	if (pthread_mutex_trylock(&connect_mu) != 0)
 		return;
 	if (!atomic_load(&live)) {
-		atomic_store(&next_try_ns, t + 1000000000ull);
+		atomic_store(&next_try_ns, t + atomic_load(&retry_ns));
 		try_connect(welcome_ns);
 	}
 	pthread_mutex_unlock(&connect_mu);
@@ -639,18 +658,24 @@ uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 		observe = seq;
 		*gen = c->gen;
 	}
-	if (go || granted(s, seq))
+	if (go || granted(s, seq)) {
+		if (!d && !atomic_load_explicit(&c->served, memory_order_relaxed))
+			atomic_store_explicit(&c->served, 1, memory_order_relaxed);
 		return observe;
+	}
 	atomic_fetch_add_explicit(&mmk_stats.held, 1, memory_order_relaxed);
 	for (int spin = 0; spin < 200; spin++) {
-		if (granted(s, seq))
+		if (granted(s, seq)) {
+			atomic_store_explicit(&c->served, 1, memory_order_relaxed);
 			return observe;
+		}
 		__builtin_ia32_pause();
 	}
 	/* Every wait ends at the launch's deadline, t0 and the bound. */
 	for (;;) {
 		uint32_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
 		if ((int32_t)(g - (uint32_t)seq) >= 0) {
+			atomic_store_explicit(&c->served, 1, memory_order_relaxed);
 			note_wait(t0);
 			return observe;
 		}

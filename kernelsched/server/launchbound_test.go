@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -135,4 +136,41 @@ func launchBoundRun(t *testing.T, a cArtifacts, trace, name string, serve func(*
 		failures = append(failures, fmt.Sprintf("the hook held a launch %.0f µs, more than %.0f µs (the bound, the tolerance and the machine's wake-up delay)", r.Hook.MaxWaitUs, limit))
 	}
 	return failures
+}
+
+// TestReconnectBacksOff (issue 54, item 9): a server that welcomes the
+// hook and never serves it (no grant, the task never freed), then closes
+// the connection, is tried again after 1, 2, 4, ... s, not every second:
+// each connection costs a launch its bounded wait. Over 7.5 s the hook
+// connects at most 4 times (before, about 7).
+func TestReconnectBacksOff(t *testing.T) {
+	a := buildC(t)
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepts atomic.Int32
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			go func() {
+				defer c.Close()
+				welcomeThen(t, func(*slot) { time.Sleep(100 * time.Millisecond) })(c)
+			}()
+		}
+	}()
+	trace := writeTrace(t, 100, 2, 1000)
+	cmd := replay(context.Background(), a, trace, 0, "MMK_SCHED_SOCKET="+sock, "MMK_PRIORITY=5")
+	cmd.Args = append(cmd.Args, "7.5")
+	r := runReplay(t, cmd)
+	t.Logf("%d connections in 7.5 s; %d launches, %d held, %d failed open", accepts.Load(), r.Launches, r.Hook.Held, r.Hook.FailOpen)
+	if n := accepts.Load(); n < 2 || n > 4 {
+		t.Errorf("%d connections in 7.5 s, want 2 to 4 (1, 2, 4 s apart)", n)
+	}
 }
