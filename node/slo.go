@@ -160,6 +160,9 @@ type InstanceSLO struct {
 	// here whose targets may not mask or suspend them
 	// (slo.restrain_others): only priority and guard reach them.
 	Shielded []string `json:"shielded,omitempty"`
+	// LastDecision is its last change of rung, with the reason in
+	// numbers (nil: none yet).
+	LastDecision *SLODecision `json:"lastDecision,omitempty"`
 }
 
 // JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
@@ -434,6 +437,10 @@ func (n *Node) SLO() SLOView {
 			}
 		}
 		slices.Sort(is.Shielded)
+		if n := len(sv.Decisions); n > 0 {
+			d := sv.Decisions[n-1]
+			is.LastDecision = &SLODecision{Time: d.Wall, From: d.From, To: d.To, Rung: d.Rung.String(), Reason: d.Reason, Error: d.Err}
+		}
 		for _, id := range sv.Unseen {
 			if j, ok := n.get(id); ok && j.State == jobs.Running && n.cfg.Now().Sub(j.StartedAt) >= cmp.Or(n.cfg.SLO.UnrestrainableAfter, unrestrainableAfter) {
 				is.Unrestrainable = append(is.Unrestrainable, id)

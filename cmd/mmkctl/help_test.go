@@ -52,6 +52,7 @@ func TestHelpShowsOwnFlags(t *testing.T) {
 		"logs":              {"config", "data-dir", "addr", "token"},
 		"cancel":            server,
 		"plan":              server,
+		"slo":               server,
 	}
 	var walk func(c *cobra.Command)
 	seen := map[string]bool{}

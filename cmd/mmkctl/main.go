@@ -58,7 +58,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.AddCommand(newGPUsCommand(a), newMIGCommand(a), newSimCommand(a), newProfileCommand(), newPredictorCommand(a), newKernelschedCommand(), newRunCommand())
-	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a))
+	root.AddCommand(newSubmitCommand(a), newJobsCommand(a), newJobCommand(a), newLogsCommand(), newCancelCommand(a), newNodePlanCommand(a), newSLOCommand(a))
 	return root
 }
 

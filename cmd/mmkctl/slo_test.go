@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/slo"
+)
+
+// TestSLOCommand (issue 53, item 4): `mmkctl slo` lists every online
+// job's target, its percentile now against the bound, the window's late
+// requests, attainment since it started and standing, each instance's
+// rung with its last decision, and who is restrained how; -o json is the
+// API's view.
+func TestSLOCommand(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	v := node.SLOView{
+		Jobs: []node.JobSLO{{ID: "0000000000000001", Name: "svc", Instance: "gpu0", Target: "p99=25ms", BoundMs: 25, Requests: 1000, Late: 30,
+			Attainment: 0.97, RecentN: 200, RecentLate: 5, PctMs: 31.4, State: slo.Missed, Detail: "p99 31.4ms against 25ms", At: at}},
+		Instances: []node.InstanceSLO{{Instance: "gpu0", Active: true, Ladder: []string{"priority", "hold", "suspend"}, Level: 2, Rung: "suspend",
+			Suspended: []string{"0000000000000002"}, Unstopped: []string{"0000000000000003"}, Shielded: []string{"0000000000000004"},
+			Unrestrainable: []string{"0000000000000005"},
+			LastDecision:   &node.SLODecision{Time: at, From: 0, To: 2, Rung: "suspend", Reason: "priority -> suspend: tighten: svc#1 p99 31.4ms > 25ms"}}},
+	}
+	n.SetSLO(v)
+	out, err := mmkctl(t, "slo", "--addr", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"0000000000000001", "p99=25ms", "p99 31.4ms / 25.0ms", "5 of 200", "97.0% of 1000", "missed",
+		"suspend (2 of 2)", "priority -> suspend: tighten: svc#1 p99 31.4ms > 25ms",
+		"gpu0: suspended: 0000000000000002",
+		"gpu0: running for its progress floor (slo.max_stop): 0000000000000003",
+		"gpu0: other users', reached by priority and guard only (slo.restrain_others): 0000000000000004",
+		"gpu0: not restrainable, its hook never connected: 0000000000000005",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("mmkctl slo lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = mmkctl(t, "slo", "--addr", addr, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got node.SLOView
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Jobs) != 1 || got.Instances[0].LastDecision == nil || got.Instances[0].Shielded[0] != "0000000000000004" {
+		t.Errorf("-o json: %v %+v", err, got)
+	}
+	n.SetSLO(node.SLOView{})
+	if out, err := mmkctl(t, "slo", "--addr", addr); err != nil || !strings.Contains(out, "No online job has been measured.") {
+		t.Errorf("empty: %q %v", out, err)
+	}
+}
