@@ -149,7 +149,11 @@ type Job struct {
 	// decision found; nil for a job that does not wait (or before the
 	// loop looked at it). mmkd fills it in the job it answers with; the
 	// store never holds it.
-	Wait      *Wait      `json:"wait,omitempty"`
+	Wait *Wait `json:"wait,omitempty"`
+	// Restraint says what its instance's latency controller does to a
+	// running offline job now, and for whom; nil where nothing. mmkd
+	// fills it in the job it answers with; the store never holds it.
+	Restraint *Restraint `json:"restraint,omitempty"`
 	Placement *Placement `json:"placement,omitempty"`
 	// PID is the job's process (group) id while it runs; ShimPID its
 	// supervisor's.
@@ -180,6 +184,19 @@ type Job struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	FinishedAt     time.Time `json:"finishedAt,omitzero"`
+}
+
+// Restraint is what a latency controller does to an offline job: State
+// in a word (suspended, released, masked, held), How in words
+// ("suspended", "masked to 33 TPCs", ...), the rung, the online jobs
+// whose targets it holds (For, by id) and the reason of its last
+// decision, in numbers.
+type Restraint struct {
+	State  string   `json:"state"`
+	How    string   `json:"how"`
+	Rung   string   `json:"rung"`
+	For    []string `json:"for,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 }
 
 // Wait is what holds a pending job: the constraint in words with

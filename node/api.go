@@ -96,8 +96,16 @@ func (n *Node) takeArrivals() {
 // arrivalCause starts the cause of a decision an arrival triggered.
 const arrivalCause = "arrival of job "
 
-// Jobs lists jobs, newest first.
+// Jobs lists jobs, newest first, each with what holds it if it waits
+// and what restrains it if its instance's latency controller does.
 func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
+	out := n.listJobs(f)
+	n.withRestraints(out)
+	return out, nil
+}
+
+// listJobs is Jobs's list, without restraints.
+func (n *Node) listJobs(f JobFilter) []jobs.Job {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var out []jobs.Job
@@ -121,7 +129,7 @@ func (n *Node) Jobs(f JobFilter) ([]jobs.Job, error) {
 			break
 		}
 	}
-	return out, nil
+	return out
 }
 
 // JobsSince returns at most limit jobs changed after version since,
@@ -133,15 +141,22 @@ func (n *Node) JobsSince(since uint64, limit int) JobFeed {
 	return n.feed.Since(since, limit)
 }
 
-// Job returns one job, with what holds it if it waits.
+// Job returns one job, with what holds it if it waits and what
+// restrains it if its instance's latency controller does.
 func (n *Node) Job(id string) (jobs.Job, error) {
 	n.mu.RLock()
-	defer n.mu.RUnlock()
 	j, ok := n.jobs[id]
+	var out jobs.Job
+	if ok {
+		out = n.withWait(*j)
+	}
+	n.mu.RUnlock()
 	if !ok {
 		return jobs.Job{}, fmt.Errorf("job %s: %w", id, jobs.ErrNotFound)
 	}
-	return n.withWait(*j), nil
+	one := []jobs.Job{out}
+	n.withRestraints(one)
+	return one[0], nil
 }
 
 // Events returns a job's transitions.

@@ -3,6 +3,7 @@ package node
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,6 +101,23 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 	if err != nil || one.SLO == nil || len(one.History) == 0 || len(one.Decisions) == 0 ||
 		!strings.Contains(one.Decisions[len(one.Decisions)-1].Reason, "priority -> suspend: tighten: ") {
 		t.Fatalf("job slo %+v %v", one, err)
+	}
+	// The job says it is restrained, for whom and why, in the API's job
+	// and list (issue 53, item 3).
+	for _, got := range func() []jobs.Job {
+		one, err := h.n.Job(off.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := h.n.Jobs(JobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(slices.DeleteFunc(all, func(j jobs.Job) bool { return j.ID != off.ID }), one)
+	}() {
+		if r := got.Restraint; r == nil || r.State != "suspended" || !slices.Contains(r.For, on.ID) || r.Reason == "" {
+			t.Errorf("the suspended job's restraint: %+v", got.Restraint)
+		}
 	}
 	// The decision's notes go to the job's events once its rung is
 	// applied: they may follow the stopped process by a moment.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ type nodeCollector struct {
 	kernels, atOnce, held, filled, failOpens, went, unprofiled *prometheus.Desc
 	refused, waits, tasks, observed, unobserved, quiet, late   *prometheus.Desc
 	badReports, uncorroborated, reportsLimited                 *prometheus.Desc
+	restrained                                                 *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*nodeCollector)(nil)
@@ -62,6 +64,7 @@ func newNodeCollector(n Node) *nodeCollector {
 		late:           d("mmk_kernelsched_loud_late_total", "Quiet tasks turned loud whose hooks did not turn their launch callbacks on within the grace.", sched...),
 		badReports:     d("mmk_kernelsched_bad_reports_total", "Requests a service reported that were dropped as implausible (ending before they start, starting before the task connected, or longer than any bound).", sched...),
 		uncorroborated: d("mmk_kernelsched_uncorroborated_reports_total", "Requests a service reported that were not measured because its hook saw no GPU work of it in them.", sched...),
+		restrained:     d("mmk_job_restrained", "1 for each running offline job its instance's latency controller restrains now, by how (suspended, released: running for its progress floor, masked, held) and the online jobs it is for.", "job", "state", "for"),
 		reportsLimited: d("mmk_kernelsched_reports_limited_total", "Requests a service reported past its task's rate (5,000 a second), dropped.", sched...),
 	}
 }
@@ -70,7 +73,7 @@ func newNodeCollector(n Node) *nodeCollector {
 func (nc *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nc.jobs, nc.waiting, nc.waitingBy, nc.decisions, nc.decideSeconds, nc.throughput, nc.instances, nc.instJobs,
 		nc.kernels, nc.atOnce, nc.held, nc.filled, nc.failOpens, nc.went, nc.unprofiled, nc.refused, nc.waits, nc.tasks,
-		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports, nc.uncorroborated, nc.reportsLimited} {
+		nc.observed, nc.unobserved, nc.quiet, nc.late, nc.badReports, nc.uncorroborated, nc.reportsLimited, nc.restrained} {
 		ch <- d
 	}
 }
@@ -99,6 +102,9 @@ func (nc *nodeCollector) collectJobs(ch chan<- prometheus.Metric) {
 	counts := map[key]int{}
 	for _, j := range list {
 		counts[key{j.State, j.Spec.Kind}]++
+		if r := j.Restraint; r != nil {
+			ch <- prometheus.MustNewConstMetric(nc.restrained, prometheus.GaugeValue, 1, j.ID, r.State, strings.Join(r.For, ","))
+		}
 	}
 	for _, st := range jobs.States() {
 		for _, k := range []jobs.Kind{jobs.Online, jobs.Offline} {

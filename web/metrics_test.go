@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -36,6 +37,9 @@ func TestMetrics(t *testing.T) {
 	must(t, ts.node.SetState(on.ID, jobs.Running, ""))
 	ts.submit(t, `{"command":["x"]}`)
 	ts.submit(t, `{"command":["x"]}`)
+	now := time.Now()
+	ts.node.Put(jobs.Job{ID: "0000000000000099", Spec: jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline}, State: jobs.Running, CreatedAt: now, UpdatedAt: now,
+		Restraint: &jobs.Restraint{State: "suspended", How: "suspended", Rung: "suspend", For: []string{on.ID}}})
 
 	r := ts.do(t, "GET", "/metrics", "")
 	if r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
@@ -45,6 +49,7 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`mmk_jobs{state="running",type="online"} 1`,
 		`mmk_jobs{state="pending",type="offline"} 2`,
+		`mmk_job_restrained{for="` + on.ID + `",job="0000000000000099",state="suspended"} 1`,
 		`mmk_jobs{state="failed",type="online"} 0`,
 		`mmk_jobs_waiting 1`,
 		`mmk_placement_decisions_total 7`,

@@ -125,7 +125,11 @@ func printJobs(p printer, list []jobs.Job, w *wideInfo, now time.Time) error {
 	}
 	rows := make([][]string, len(list))
 	for i, j := range list {
-		row := []string{j.ID, j.Spec.Name, string(j.Spec.Kind), string(j.State), strconv.Itoa(j.Priority), mib(j.MemoryMiB)}
+		state := string(j.State)
+		if j.Restraint != nil {
+			state += " (" + j.Restraint.State + ")"
+		}
+		row := []string{j.ID, j.Spec.Name, string(j.Spec.Kind), state, strconv.Itoa(j.Priority), mib(j.MemoryMiB)}
 		if wide {
 			row = append(row, usageCells(j, w.usage)...)
 			row = append(row, sloCells(j, w.slo)...)
@@ -145,7 +149,23 @@ func stateReason(j jobs.Job) string {
 	if j.Wait != nil && j.State == jobs.Pending {
 		return j.Wait.Reason
 	}
+	if j.Restraint != nil {
+		return restraintText(*j.Restraint)
+	}
 	return j.Reason
+}
+
+// restraintText says what restrains a job, for whom and why: "suspended
+// for job X: priority -> suspend: ...".
+func restraintText(r jobs.Restraint) string {
+	s := r.How
+	if len(r.For) > 0 {
+		s += " for job " + strings.Join(r.For, ", job ")
+	}
+	if r.Reason != "" {
+		s += ": " + r.Reason
+	}
+	return s
 }
 
 // placement is where a job runs, by the instance's name with its
@@ -245,12 +265,17 @@ func printJob(p printer, j jobWithEvents) error {
 		{"Name:", j.Spec.Name},
 		{"Type:", string(j.Spec.Kind)},
 		{"State:", withReason(string(j.State), j.Reason)},
+	}
+	if r := j.Restraint; r != nil {
+		rows = append(rows, []string{"Restrained:", restraintText(*r)})
+	}
+	rows = append(rows, [][]string{
 		{"Priority:", strconv.Itoa(j.Priority)},
 		{"Memory:", mib(j.MemoryMiB)},
 		{"Task key:", orDash(j.TaskKey)},
 		{"Command:", shellQuote(j.Spec.Command)},
 		{"Workdir:", orDash(j.Spec.WorkDir)},
-	}
+	}...)
 	if w := j.Spec.Workload; w != nil {
 		rows = append(rows, []string{"Workload:", fmt.Sprintf("%s %s, batch %d", w.Model, w.Mode, w.Batch)})
 	}

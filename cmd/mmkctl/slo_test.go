@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/slo"
 )
@@ -54,5 +55,33 @@ func TestSLOCommand(t *testing.T) {
 	n.SetSLO(node.SLOView{})
 	if out, err := mmkctl(t, "slo", "--addr", addr); err != nil || !strings.Contains(out, "No online job has been measured.") {
 		t.Errorf("empty: %q %v", out, err)
+	}
+}
+
+// TestRestrainedJobShown (issue 53, item 3): a job restrained for
+// another's target says so in `mmkctl jobs` (its state), `-o wide` (its
+// reason: how, for whom, the decision) and `mmkctl job`.
+func TestRestrainedJobShown(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	now := time.Now()
+	n.Put(jobs.Job{ID: "0000000000000002", Spec: jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"python3", "train.py"}},
+		State: jobs.Running, CreatedAt: now, UpdatedAt: now,
+		Restraint: &jobs.Restraint{State: "suspended", How: "suspended", Rung: "suspend", For: []string{"0000000000000001"},
+			Reason: "priority -> suspend: tighten: svc#1 p99 31.4ms > 25ms"}})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"jobs"}, "running (suspended)"},
+		{[]string{"jobs", "-o", "wide"}, "suspended for job 0000000000000001: priority -> suspend: tighten: svc#1 p99 31.4ms > 25ms"},
+		{[]string{"job", "0000000000000002"}, "Restrained:"},
+	} {
+		out, err := mmkctl(t, append(tc.args, "--addr", addr)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("mmkctl %v lacks %q:\n%s", tc.args, tc.want, out)
+		}
 	}
 }
