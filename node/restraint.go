@@ -46,7 +46,9 @@ func restraintOf(id string, in instanceSLO) *jobs.Restraint {
 			pids = append(pids, ref.PID)
 		}
 	}
-	any := func(set []int) bool { return slices.ContainsFunc(pids, func(p int) bool { return slices.Contains(set, p) }) }
+	any := func(set []int) bool {
+		return slices.ContainsFunc(pids, func(p int) bool { return slices.Contains(set, p) })
+	}
 	shielded := len(pids) > 0 && any(v.Shielded)
 	var state, how string
 	switch {
