@@ -46,17 +46,17 @@ func restraintOf(id string, in instanceSLO) *jobs.Restraint {
 			pids = append(pids, ref.PID)
 		}
 	}
-	any := func(set []int) bool {
+	inSet := func(set []int) bool {
 		return slices.ContainsFunc(pids, func(p int) bool { return slices.Contains(set, p) })
 	}
-	shielded := len(pids) > 0 && any(v.Shielded)
+	shielded := len(pids) > 0 && inSet(v.Shielded)
 	var state, how string
 	switch {
 	case len(pids) == 0:
 		return nil // its hook is not connected: nothing reaches it
-	case r.Suspend && any(v.Suspended):
+	case r.Suspend && inSet(v.Suspended):
 		state, how = "suspended", "suspended"
-	case r.Suspend && any(v.Unstopped):
+	case r.Suspend && inSet(v.Unstopped):
 		state, how = "released", "running for its progress floor between suspensions (slo.max_stop)"
 	case r.TPCs > 0 && !shielded && v.TPCKeep > 0:
 		state, how = "masked", fmt.Sprintf("masked to %d TPCs", v.TPCKeep)
