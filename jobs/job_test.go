@@ -225,7 +225,8 @@ func TestParseMiB(t *testing.T) {
 		ok   bool
 	}{
 		{"8GiB", 8192, true}, {"8G", 8192, true}, {"8gi", 8192, true}, {"512MiB", 512, true},
-		{"1.5GiB", 1536, true}, {"1GB", 954, true}, {"100", 100, true}, {"1KiB", 1, true},
+		{"1.5GiB", 1536, true}, {"1GB", 954, true}, {"100MiB", 100, true}, {"1KiB", 1, true}, {"0", 0, true},
+		{"100", 0, false}, {"8", 0, false}, {"1.5", 0, false},
 		{"", 0, false}, {"-1G", 0, false}, {"8 parsecs", 0, false}, {"NaN", 0, false}, {"1e30G", 0, false},
 	}
 	for _, tc := range tests {

@@ -21,11 +21,12 @@ var sizeUnits = []struct {
 }
 
 // ParseMiB reads a memory size such as "8GiB", "8G" (binary), "8GB"
-// (decimal), "512MiB" or a plain number of MiB, and returns it in MiB,
-// rounded up.
+// (decimal) or "512MiB", and returns it in MiB, rounded up. A number
+// without a unit is refused (issue 53: "8" was read as 8 MiB, silently),
+// but 0, the default.
 func ParseMiB(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
-	mult := float64(1 << 20)
+	mult := 0.0
 	for _, u := range sizeUnits {
 		if strings.HasSuffix(t, u.suffix) {
 			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.bytes
@@ -33,6 +34,9 @@ func ParseMiB(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
+	if err == nil && mult == 0 && v != 0 {
+		return 0, fmt.Errorf("memory size %q has no unit: write %sGiB or %sMiB, say", s, t, t)
+	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0, fmt.Errorf("memory size %q: want a number with an optional unit (8GiB, 512MiB, 8G)", s)
 	}

@@ -25,7 +25,7 @@ func (s *Server) jobLogs(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	q, err := query(c, "follow", "tail")
+	q, err := query(c, "follow", "tail", "lines")
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -38,6 +38,15 @@ func (s *Server) jobLogs(c *gin.Context) {
 	tail, err := intParam(q, "tail", 0, math.MaxInt64, -1)
 	if err != nil {
 		s.writeError(c, err)
+		return
+	}
+	lines, err := intParam(q, "lines", 0, math.MaxInt64, -1)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if lines >= 0 && tail >= 0 {
+		s.writeError(c, badRequest("lines", "give tail (bytes) or lines, not both"))
 		return
 	}
 	if err := s.mayAct(c, id, "read the log of"); err != nil {
@@ -55,6 +64,15 @@ func (s *Server) jobLogs(c *gin.Context) {
 	if err != nil {
 		s.writeError(c, err)
 		return
+	}
+	if lines >= 0 {
+		if tail, err = lf.tailOfLines(old, lines); err != nil {
+			if old != nil {
+				old.Close()
+			}
+			s.writeError(c, err)
+			return
+		}
 	}
 	c.Header("Content-Type", "text/plain; charset=utf-8")
 	c.Header("X-Content-Type-Options", "nosniff")
@@ -187,6 +205,49 @@ func (l *logFile) writeStart(w io.Writer, old *os.File, tail int64) error {
 		}
 	}
 	return l.copy(w)
+}
+
+// tailOfLines is how many bytes at the end of the log (the rotated file
+// old, then the current one) hold its last n lines: the bytes after the
+// n-th newline from the end, the log's own last byte not counted as one
+// (a last line without its newline is a line too).
+func (l *logFile) tailOfLines(old *os.File, n int64) (int64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	var files []*os.File
+	if old != nil {
+		files = append(files, old)
+	}
+	if l.f != nil {
+		files = append(files, l.f)
+	}
+	var tail int64
+	buf := make([]byte, 64<<10)
+	for i := len(files) - 1; i >= 0; i-- {
+		fi, err := files[i].Stat()
+		if err != nil {
+			return 0, fmt.Errorf("job log: %w", err)
+		}
+		for end := fi.Size(); end > 0; end -= int64(len(buf)) {
+			k := min(int64(len(buf)), end)
+			if _, err := files[i].ReadAt(buf[:k], end-k); err != nil && !errors.Is(err, io.EOF) {
+				return 0, fmt.Errorf("job log: %w", err)
+			}
+			for j := k - 1; j >= 0; j-- {
+				if buf[j] == '\n' && tail > 0 {
+					if n--; n == 0 {
+						return tail, nil
+					}
+				}
+				tail++
+			}
+			if k < int64(len(buf)) {
+				break
+			}
+		}
+	}
+	return tail, nil
 }
 
 // copy writes the open file from its position to its end.

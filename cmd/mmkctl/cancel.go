@@ -14,31 +14,33 @@ import (
 
 // cancelFlags are the flags of `mmkctl cancel`.
 type cancelFlags struct {
-	reason, state string
-	all           bool
+	reason, state, name string
+	all                 bool
 }
 
 func newCancelCommand(a *app) *cobra.Command {
 	f := &cancelFlags{}
 	var server *serverFlags
 	cmd := &cobra.Command{
-		Use:   "cancel [ID...] [--state STATES | --all]",
+		Use:   "cancel [ID...] [--name NAME] [--state STATES | --all]",
 		Short: "Cancel jobs (SIGTERM, then SIGKILL after the grace period, if they run)",
-		Long: "Cancels the jobs named, those in the states --state names, or with --all every job\n" +
-			"that has not ended. A job that already ended is noted on stderr and left as it\n" +
-			"is: cancelling is idempotent.",
+		Long: "Cancels the jobs named by id, the jobs of name --name that have not ended (in\n" +
+			"the states --state names, if given), those in the states --state names, or with\n" +
+			"--all every job that has not ended. A job that already ended is noted on stderr\n" +
+			"and left as it is: cancelling is idempotent.",
 		Example: "  mmkctl cancel 06dqsacch77g64h3 06dqsacch6872r5x\n" +
+			"  mmkctl cancel --name bert-serve\n" +
 			"  mmkctl cancel --state pending --reason 'queue cleared'\n" +
 			"  mmkctl cancel --all",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 && (f.all || f.state != "") {
-				return errors.New("give job ids, or --state or --all, not both")
+			if len(args) > 0 && (f.all || f.state != "" || f.name != "") {
+				return errors.New("give job ids, or --name, --state or --all, not both")
 			}
-			if len(args) == 0 && !f.all && f.state == "" {
-				return errors.New("give job ids, --state or --all")
+			if len(args) == 0 && !f.all && f.state == "" && f.name == "" {
+				return errors.New("give job ids, --name, --state or --all")
 			}
-			if f.all && f.state != "" {
-				return errors.New("give --state or --all, not both")
+			if f.all && (f.state != "" || f.name != "") {
+				return errors.New("give --name and --state, or --all, not both")
 			}
 			c, err := server.client()
 			if err != nil {
@@ -51,12 +53,22 @@ func newCancelCommand(a *app) *cobra.Command {
 				if f.state != "" {
 					q.Set("state", f.state)
 				}
+				if f.name != "" {
+					q.Set("name", f.name)
+				}
 				list, err := c.listJobs(cmd.Context(), q, 0)
 				if err != nil {
 					return fmt.Errorf("list the jobs to cancel: %w", err)
 				}
 				for _, j := range list {
-					ids = append(ids, j.ID)
+					// The API's name filter matches a part of the name;
+					// cancel takes the name whole.
+					if f.name == "" || j.Spec.Name == f.name {
+						ids = append(ids, j.ID)
+					}
+				}
+				if f.name != "" && len(ids) == 0 {
+					return fmt.Errorf("no job named %q has not ended", f.name)
 				}
 			}
 			var body any
@@ -88,7 +100,9 @@ func newCancelCommand(a *app) *cobra.Command {
 				}
 				done = append(done, j)
 			}
-			if p.json && len(args) == 1 && len(done) == 1 {
+			if p.names {
+				p.namesOf(done)
+			} else if p.json && len(args) == 1 && len(done) == 1 {
 				// One job named: its object, as before several could be.
 				if err := p.JSON(done[0]); err != nil {
 					return err
@@ -124,6 +138,7 @@ func newCancelCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.reason, "reason", "", "why, recorded with each job's event")
 	fl.StringVar(&f.state, "state", "", "cancel the jobs in these states, comma-separated (pending, placed, running, restarting)")
 	fl.BoolVar(&f.all, "all", false, "cancel every job that has not ended")
+	fl.StringVar(&f.name, "name", "", "cancel the jobs of this name (the whole name) that have not ended")
 	server = addServerFlags(cmd)
 	a.addOutputFlag(cmd)
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,8 @@ func TestCancelMany(t *testing.T) {
 		{"an ended job", func(ids []string) []string { return []string{ids[0], ids[3]} }, []int{0}, "job " + "%3" + " already ended (succeeded)", ""},
 		{"--state", func([]string) []string { return []string{"--state", "running"} }, []int{2}, "", ""},
 		{"--all", func([]string) []string { return []string{"--all"} }, []int{0, 1, 2}, "", ""},
-		{"nothing named", func([]string) []string { return nil }, nil, "", "give job ids, --state or --all"},
+		{"nothing named", func([]string) []string { return nil }, nil, "", "give job ids, --name, --state or --all"},
+		{"--name", func([]string) []string { return []string{"--name", "b"} }, []int{1}, "", ""},
 		{"ids and --all", func(ids []string) []string { return []string{ids[0], "--all"} }, nil, "", "not both"},
 	}
 	for _, tt := range tests {
@@ -179,5 +181,49 @@ func TestWatch(t *testing.T) {
 				t.Errorf("an unchanged list was printed again (%d times):\n%s", c, out.String())
 			}
 		})
+	}
+}
+
+// TestNameOutputAndCancelByName (issue 53, item 9): -o name prints the
+// jobs' ids, one a line, for scripts (jobs, job, submit, cancel), and is
+// refused where there are no jobs to name; cancel --name cancels the
+// jobs of that whole name that have not ended, not those whose name
+// merely contains it.
+func TestNameOutputAndCancelByName(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	out, err := mmkctl(t, "submit", "--addr", addr, "-o", "name", "--name", "bert", "--", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bert := strings.TrimSpace(out)
+	if !jobs.ValidID(bert) {
+		t.Fatalf("submit -o name printed %q", out)
+	}
+	bert2 := submitJob(t, addr, "--name", "bert", "--", "y")
+	other := submitJob(t, addr, "--name", "bert-large", "--", "z")
+	if out, err := mmkctl(t, "jobs", "--addr", addr, "-o", "name"); err != nil || out != other+"\n"+bert2+"\n"+bert+"\n" {
+		t.Errorf("jobs -o name: %q %v", out, err)
+	}
+	if out, err := mmkctl(t, "job", bert, "--addr", addr, "-o", "name"); err != nil || out != bert+"\n" {
+		t.Errorf("job -o name: %q %v", out, err)
+	}
+	if _, err := mmkctl(t, "gpus", "-o", "name"); err == nil || !strings.Contains(err.Error(), "is for mmkctl jobs, job, submit and cancel") {
+		t.Errorf("gpus -o name: %v", err)
+	}
+	out, err = mmkctl(t, "cancel", "--addr", addr, "--name", "bert", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out); len(got) != 2 || !slices.Contains(got, bert) || !slices.Contains(got, bert2) {
+		t.Errorf("cancel --name bert cancelled %v, want %s and %s", got, bert, bert2)
+	}
+	if j, _ := n.Job(other); j.State != jobs.Pending {
+		t.Errorf("bert-large is %s: cancel --name took a part of a name", j.State)
+	}
+	if _, err := mmkctl(t, "cancel", "--addr", addr, "--name", "nobody"); err == nil || !strings.Contains(err.Error(), `no job named "nobody" has not ended`) {
+		t.Errorf("cancel --name nobody: %v", err)
+	}
+	if _, err := mmkctl(t, "cancel", "--addr", addr, "--name", "bert", "--all"); err == nil {
+		t.Error("cancel --name --all taken")
 	}
 }

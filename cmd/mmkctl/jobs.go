@@ -56,6 +56,10 @@ func newJobsCommand(a *app) *cobra.Command {
 				if p.json {
 					return p.JSON(list)
 				}
+				if p.names {
+					p.namesOf(list)
+					return nil
+				}
 				var w *wideInfo // the wide table's
 				if p.wide {
 					if w, err = readWide(ctx, c); err != nil {
@@ -247,6 +251,10 @@ func newJobCommand(a *app) *cobra.Command {
 				}
 				if p.json {
 					return p.JSON(out)
+				}
+				if p.names {
+					p.namesOf([]jobs.Job{out.Job})
+					return nil
 				}
 				return printJob(p, out)
 			}

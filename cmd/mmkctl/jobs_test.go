@@ -162,7 +162,8 @@ func TestLogsCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"logs", id}, "epoch 1\nepoch 2\nepoch 3\n"},
-		{[]string{"logs", "--tail", "8", id}, "epoch 3\n"},
+		{[]string{"logs", "--tail", "2", id}, "epoch 2\nepoch 3\n"},
+		{[]string{"logs", "--tail-bytes", "8", id}, "epoch 3\n"},
 		{[]string{"logs", "-f", id}, "epoch 1\nepoch 2\nepoch 3\n"},
 	} {
 		out, err := mmkctl(t, append(tt.args, "--addr", addr)...)
@@ -234,6 +235,7 @@ func TestJobCommandErrors(t *testing.T) {
 		{"no command", []string{"submit", "--addr", addr}, "requires at least 1 arg"},
 		{"online and offline", []string{"submit", "--addr", addr, "--online", "--offline", "--", "x"}, "none of the others can be"},
 		{"bad memory", []string{"submit", "--addr", addr, "--memory", "lots", "--", "x"}, "flag --memory:"},
+		{"memory without a unit", []string{"submit", "--addr", addr, "--memory", "8", "--", "x"}, `flag --memory: memory size "8" has no unit: write 8GiB or 8MiB, say`},
 		{"bad env", []string{"submit", "--addr", addr, "--env", "NOVALUE", "--", "x"}, `flag --env: "NOVALUE" is not K=V`},
 		{"bad workload", []string{"submit", "--addr", addr, "--workload", "resnet50", "--", "x"}, "flag --workload:"},
 		{"bad address", []string{"jobs", "--addr", "ftp://x"}, `mmkd address "ftp://x"`},
@@ -243,6 +245,7 @@ func TestJobCommandErrors(t *testing.T) {
 		{"no token", []string{"jobs", "--addr", secured, "--data-dir", t.TempDir()}, "requires a token: send Authorization: Bearer <token> [field Authorization] (give the token with --token or MMK_TOKEN"},
 		{"wrong token", []string{"jobs", "--addr", secured, "--token", "guess"}, "the bearer token is not valid"},
 		{"bad tail", []string{"logs", "--addr", addr, "--tail", "-1", done}, "flag --tail: -1 is negative"},
+		{"tail twice", []string{"logs", "--addr", addr, "--tail", "1", "--tail-bytes", "1", done}, "flags --tail and --tail-bytes: give one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,15 +14,15 @@ import (
 
 // logsFlags are the flags of `mmkctl logs`.
 type logsFlags struct {
-	follow bool
-	tail   int64
+	follow          bool
+	tail, tailBytes int64
 }
 
 func newLogsCommand() *cobra.Command {
 	f := &logsFlags{}
 	var server *serverFlags
 	cmd := &cobra.Command{
-		Use:   "logs [-f] [--tail BYTES] ID",
+		Use:   "logs [-f] [--tail LINES] ID",
 		Short: "Print a job's output",
 		Long: "Prints the job's output (stdout and stderr) as mmkd keeps it. With -f, keeps\n" +
 			"printing what the job writes until it ends. The output is the job's own bytes,\n" +
@@ -37,11 +37,20 @@ func newLogsCommand() *cobra.Command {
 			if f.follow {
 				q.Set("follow", "1")
 			}
+			if cmd.Flags().Changed("tail") && cmd.Flags().Changed("tail-bytes") {
+				return fmt.Errorf("flags --tail and --tail-bytes: give one")
+			}
 			if cmd.Flags().Changed("tail") {
 				if f.tail < 0 {
 					return fmt.Errorf("flag --tail: %d is negative", f.tail)
 				}
-				q.Set("tail", strconv.FormatInt(f.tail, 10))
+				q.Set("lines", strconv.FormatInt(f.tail, 10))
+			}
+			if cmd.Flags().Changed("tail-bytes") {
+				if f.tailBytes < 0 {
+					return fmt.Errorf("flag --tail-bytes: %d is negative", f.tailBytes)
+				}
+				q.Set("tail", strconv.FormatInt(f.tailBytes, 10))
 			}
 			// A job that has not started has no output yet: say so, on
 			// stderr, rather than print nothing.
@@ -74,7 +83,8 @@ func newLogsCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing the output until the job ends")
-	cmd.Flags().Int64Var(&f.tail, "tail", 0, "print only the last BYTES bytes")
+	cmd.Flags().Int64Var(&f.tail, "tail", 0, "print only the last N lines")
+	cmd.Flags().Int64Var(&f.tailBytes, "tail-bytes", 0, "print only the last N bytes")
 	server = addServerFlags(cmd)
 	return cmd
 }

@@ -51,8 +51,12 @@ func newRootCommand() *cobra.Command {
 			}
 			switch a.output {
 			case "table", "wide", "json", "yaml":
+			case "name":
+				if !namesCommands[cmd.CommandPath()] {
+					return fmt.Errorf("flag -o/--output: name (the jobs' ids, one a line) is for mmkctl jobs, job, submit and cancel")
+				}
 			default:
-				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json, yaml", a.output)
+				return fmt.Errorf("flag -o/--output: %q is not one of table, wide, json, yaml, name", a.output)
 			}
 			return nil
 		},
@@ -64,8 +68,11 @@ func newRootCommand() *cobra.Command {
 
 // addOutputFlag adds -o/--output to cmd, a command that prints a result.
 func (a *app) addOutputFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs), json or yaml (the JSON's keys)")
+	cmd.Flags().StringVarP(&a.output, "output", "o", "table", "output format: table, wide (a table with more columns where a command has them: jobs), json, yaml (the JSON's keys) or name (the jobs' ids, one a line: jobs, job, submit, cancel)")
 }
+
+// namesCommands are the commands that print -o name: the jobs' ids.
+var namesCommands = map[string]bool{"mmkctl jobs": true, "mmkctl job": true, "mmkctl submit": true, "mmkctl cancel": true}
 
 // addBackendFlags adds to cmd, a command that reads the node's GPUs, the
 // configuration flags that choose them: --config and --backend.
@@ -89,5 +96,5 @@ func openBackend(flags *cli.Flags) (partitioner.Backend, error) {
 
 // printer writes the command's result in the chosen format.
 func (a *app) printer(cmd *cobra.Command) printer {
-	return printer{w: cmd.OutOrStdout(), json: a.output == "json" || a.output == "yaml", yaml: a.output == "yaml", wide: a.output == "wide"}
+	return printer{w: cmd.OutOrStdout(), json: a.output == "json" || a.output == "yaml", yaml: a.output == "yaml", wide: a.output == "wide", names: a.output == "name"}
 }

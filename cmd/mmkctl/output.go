@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mmkgpu/mmk/jobs"
 )
 
 // printer writes results as aligned tables, indented JSON or YAML.
@@ -16,8 +18,16 @@ type printer struct {
 	// json asks for the structured form: JSON, or YAML with yaml.
 	json bool
 	yaml bool
-	// wide asks for the table's extra columns, where a command has them.
-	wide bool
+	// wide asks for the table's extra columns, where a command has them;
+	// names for the jobs' ids alone, one a line (-o name: for scripts).
+	wide, names bool
+}
+
+// namesOf writes the jobs' ids, one a line (-o name).
+func (p printer) namesOf(list []jobs.Job) {
+	for _, j := range list {
+		p.Line("%s", j.ID)
+	}
 }
 
 // JSON writes v as indented JSON, or as YAML with the same keys (the

@@ -66,6 +66,10 @@ func newSubmitCommand(a *app) *cobra.Command {
 			if p.json {
 				return p.JSON(map[string]string{"id": j.ID})
 			}
+			if p.names {
+				p.namesOf([]jobs.Job{j})
+				return nil
+			}
 			if err := p.Table("", []string{"ID", "STATE", "NAME"}, [][]string{{j.ID, string(j.State), j.Spec.Name}}); err != nil {
 				return err
 			}

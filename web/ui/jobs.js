@@ -421,8 +421,8 @@ function specOf() {
   const prio = $('s-priority').value.trim();
   if (prio !== '') spec.priority = Number(prio);
   const mem = $('s-memory').value.trim();
-  if (/^\d+$/.test(mem)) spec.memoryMiB = Number(mem);
-  else if (mem) spec.memory = mem;
+  // As the CLI: a size needs its unit (mmkd refuses "8", naming the field).
+  if (mem) spec.memory = mem;
   const env = {};
   for (const line of $('s-env').value.split('\n')) {
     if (!line.trim()) continue;
