@@ -124,6 +124,9 @@ func (n *Node) listJobs(f JobFilter) []jobs.Job {
 		if f.Name != "" && !strings.Contains(j.Spec.Name, f.Name) {
 			continue
 		}
+		if f.Owner != "" && !OwnedBy(*j, f.Owner) {
+			continue
+		}
 		out = append(out, n.withWait(*j))
 		if f.Limit > 0 && len(out) >= f.Limit {
 			break

@@ -313,6 +313,21 @@ func TestRestartOnReshare(t *testing.T) {
 	h.until(full.ID, "restarted at 50 %", func(j jobs.Job) bool {
 		return j.State == jobs.Running && j.Restarts == 1 && j.Placement != nil && j.Placement.MPSPercent == 50
 	})
+	// Its second start has written its line before the half job ends: a
+	// restart that came first would stop the shell before its echo (on a
+	// loaded machine the line comes a little after the job runs).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(strings.Fields(string(b))) >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted job wrote %q in 10 s", b)
+		}
+	}
 	// It ends: the full one gets the whole GPU again.
 	open(t, gate)
 	h.until(full.ID, "restarted at 100 %", func(j jobs.Job) bool {

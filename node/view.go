@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/kernelsched/server"
+	"strconv"
 )
 
 // PlanView is the node's current placement: every GPU, how it is cut,
@@ -126,6 +127,20 @@ type JobFilter struct {
 	// Before, if set, selects jobs created before the job of this id
 	// (ids sort by creation): the next page of a list.
 	Before string
+	// Owner, if set, selects the jobs of this user: a name or a uid
+	// (OwnedBy).
+	Owner string
+}
+
+// OwnedBy reports whether job j runs as user who: a user name, or a uid
+// in decimal. A job of no recorded owner runs as mmkd's user.
+func OwnedBy(j jobs.Job, who string) bool {
+	o := j.Owner
+	if o == nil {
+		self := jobs.Self()
+		o = &self
+	}
+	return who != "" && (o.Name == who || strconv.Itoa(o.UID) == who)
 }
 
 // MaxWaitingShown bounds PlanView.Waiting: a queue of tens of thousands

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mmkgpu/mmk/jobs"
@@ -50,13 +51,20 @@ func gib(mib int64) string {
 	return fmt.Sprintf("%.1f GiB", float64(mib)/1024)
 }
 
-// instanceName is an instance as a reason names it: "GPU 0 (3g.40gb)",
-// or "GPU 0 (whole GPU)" without MIG.
-func instanceName(gpu int, g gpuInfo, in partitioner.Instance) string {
-	if !g.mig {
-		return fmt.Sprintf("GPU %d (whole GPU)", gpu)
+// instanceName is an instance as a reason names it, by its name as
+// everywhere with its profile: "gpu0/gi2 (3g.40gb)", "gpu2 (whole GPU)"
+// (issue 53: "GPU 1 (3g.40gb)" was ambiguous on a GPU with two). An
+// instance of a layout the plan would make has no name yet: "a 3g.40gb
+// instance of gpu0's new layout".
+func instanceName(g gpuInfo, layout partitioner.Layout, i int, in partitioner.Instance) string {
+	gpu := "gpu" + strconv.Itoa(g.state.Index)
+	switch {
+	case !g.mig:
+		return gpu + " (whole GPU)"
+	case i < len(g.names) && layout.String() == g.layout.String():
+		return g.names[i] + " (" + in.Profile.Name + ")"
 	}
-	return fmt.Sprintf("GPU %d (%s)", gpu, in.Profile.Name)
+	return "a " + in.Profile.Name + " instance of " + gpu + "'s new layout"
 }
 
 // waitReason says what holds job j, which the plan left waiting: the
@@ -64,7 +72,7 @@ func instanceName(gpu int, g gpuInfo, in partitioner.Instance) string {
 // GPUs the request placed on, in the plan's order; names maps job ids to
 // names; managed says whether the loop may change MIG layouts. Pure: it
 // reads only its arguments.
-func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names map[string]string, managed bool) (class, reason string) {
+func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names map[string]string, managed, mps bool) (class, reason string) {
 	if j.Pin != nil {
 		return WaitOther, fmt.Sprintf("waits for room in the instance it was allocated (GPU position %d, instance %d)", j.Pin.GPU, j.Pin.Instance)
 	}
@@ -81,9 +89,10 @@ func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names
 		g := gpus[p]
 		idx := g.state.Index
 		for i, in := range gp.Layout.Instances {
+			name := instanceName(g, gp.Layout, i, in)
 			instances++
 			if in.Profile.MemoryMiB > largest {
-				largest, largestAt = in.Profile.MemoryMiB, instanceName(idx, g, in)
+				largest, largestAt = in.Profile.MemoryMiB, name
 			}
 			var used int64
 			pct, n := 0, 0
@@ -96,16 +105,16 @@ func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names
 			}
 			free := in.Profile.MemoryMiB - used
 			if free > bestFree {
-				bestFree, freeAt = free, instanceName(idx, g, in)
+				bestFree, freeAt = free, name
 			}
 			if free >= j.MemoryMiB && pct >= 100 {
-				full = append(full, fmt.Sprintf("%s gives %d %% to %d jobs", instanceName(idx, g, in), pct, n))
+				full = append(full, fmt.Sprintf("%s gives %d %% to %d jobs", name, pct, n))
 			}
 		}
 		if managed && gp.Layout.Model != nil {
 			m := gp.Layout.Model
 			if whole := m.Profiles[len(m.Profiles)-1]; whole.MemoryMiB > largest {
-				largest, largestAt = whole.MemoryMiB, fmt.Sprintf("GPU %d (%s, by a MIG change)", idx, whole.Name)
+				largest, largestAt = whole.MemoryMiB, fmt.Sprintf("gpu%d (%s, by a MIG change)", idx, whole.Name)
 			}
 		}
 	}
@@ -113,7 +122,7 @@ func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names
 		var why []string
 		for p := range plan.GPUs {
 			if p < len(gpus) && !avoided(p) {
-				why = append(why, fmt.Sprintf("GPU %d has no MIG instance and mig.manage is off", gpus[p].state.Index))
+				why = append(why, fmt.Sprintf("gpu%d has no MIG instance and mig.manage is off", gpus[p].state.Index))
 			}
 		}
 		if len(why) == 0 {
@@ -134,7 +143,7 @@ func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names
 				}
 				for _, pl := range gp.Jobs {
 					if pl.Job.Online {
-						return WaitMIG, fmt.Sprintf("MIG change deferred: online job %s on GPU %d; %s", nameOf(names, pl.Job.ID), gpus[p].state.Index, short)
+						return WaitMIG, fmt.Sprintf("MIG change deferred: online job %s on gpu%d; %s", nameOf(names, pl.Job.ID), gpus[p].state.Index, short)
 					}
 				}
 			}
@@ -142,6 +151,11 @@ func waitReason(j partitioner.Job, plan *partitioner.Plan, gpus []gpuInfo, names
 		return WaitMemory, short
 	}
 	if len(full) > 0 {
+		if !mps {
+			// The placement's shares all the same (MPS off: nothing
+			// enforces them, mps.enabled).
+			return WaitShare, "no share left (the placement's; MPS is off): " + strings.Join(full, "; ")
+		}
 		return WaitShare, "no MPS share left: " + strings.Join(full, "; ")
 	}
 	if j.MinSpeed > 0 {
@@ -177,7 +191,7 @@ func (n *Node) noteWaits(plan *partitioner.Plan, gpus []gpuInfo, managed bool, d
 	why := map[string]jobs.Wait{}
 	if plan != nil {
 		for _, w := range plan.Waiting {
-			c, r := waitReason(w, plan, gpus, names, managed)
+			c, r := waitReason(w, plan, gpus, names, managed, n.cfg.MPS != nil)
 			why[w.ID] = jobs.Wait{Class: c, Reason: r}
 		}
 	}

@@ -38,8 +38,9 @@ func TestWaitReasons(t *testing.T) {
 			reason   string
 			position int
 		}{
-			{jb, WaitMemory, "needs 60 GiB; the most free is 36.4 GiB on GPU 0 (whole GPU)", 1},
-			{jd, WaitShare, "no MPS share left: GPU 0 (whole GPU) gives 100 % to 2 jobs", 2},
+			{jb, WaitMemory, "needs 60 GiB; the most free is 36.4 GiB on gpu0 (whole GPU)", 1},
+			// No MPS on this node: no MPS words (issue 53).
+			{jd, WaitShare, "no share left (the placement's; MPS is off): gpu0 (whole GPU) gives 100 % to 2 jobs", 2},
 		}
 		for _, tt := range tests {
 			w := tt.j.Wait
@@ -60,7 +61,7 @@ func TestWaitReasons(t *testing.T) {
 		h := newHarness(t, []fakegpu.GPUSpec{{Model: "H100-80GB", MIG: true}}, false, curveEstimator{})
 		j := h.submit(sh("job", "exit 0", ""))
 		j = h.until(j.ID, "a wait reason", func(j jobs.Job) bool { return j.Wait != nil })
-		if w := j.Wait; w.Class != WaitNoInstance || !strings.Contains(w.Reason, "GPU 0 has no MIG instance and mig.manage is off") {
+		if w := j.Wait; w.Class != WaitNoInstance || !strings.Contains(w.Reason, "gpu0 has no MIG instance and mig.manage is off") {
 			t.Errorf("waits %+v", *w)
 		}
 	})

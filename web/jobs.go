@@ -123,12 +123,12 @@ func checkIdempotencyKey(key string) error {
 	return nil
 }
 
-// listJobs serves GET /jobs?state=a,b&type=online&name=sub&limit=N&before=ID:
+// listJobs serves GET /jobs?state=a,b&type=online&name=sub&owner=USER&limit=N&before=ID:
 // at most N jobs (DefaultListLimit without a limit), newest first, created
 // before job ID if given. A full page has a Link header to the next
 // (rel="next"), the same query before its last job.
 func (s *Server) listJobs(c *gin.Context) (any, error) {
-	q, err := query(c, "state", "type", "name", "limit", "before")
+	q, err := query(c, "state", "type", "name", "owner", "limit", "before")
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +151,10 @@ func (s *Server) listJobs(c *gin.Context) (any, error) {
 	f.Name = q.Get("name")
 	if len(f.Name) > jobs.MaxNameLen || !utf8.ValidString(f.Name) {
 		return nil, badRequest("name", "name must be UTF-8 text of at most %d bytes", jobs.MaxNameLen)
+	}
+	f.Owner = q.Get("owner")
+	if len(f.Owner) > 64 || !utf8.ValidString(f.Owner) {
+		return nil, badRequest("owner", "owner must be a user name or uid of at most 64 bytes")
 	}
 	limit, err := intParam(q, "limit", 1, MaxListLimit, DefaultListLimit)
 	if err != nil {

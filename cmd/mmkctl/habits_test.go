@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -225,5 +226,25 @@ func TestNameOutputAndCancelByName(t *testing.T) {
 	}
 	if _, err := mmkctl(t, "cancel", "--addr", addr, "--name", "bert", "--all"); err == nil {
 		t.Error("cancel --name --all taken")
+	}
+}
+
+// TestJobsByOwner (issue 53, item 9): mmkctl jobs --owner lists the jobs
+// of one user, by name or uid.
+func TestJobsByOwner(t *testing.T) {
+	n, addr := startMMKD(t, "")
+	now := time.Now()
+	for i, o := range []*jobs.Owner{{UID: 1000, GID: 1000, Name: "alice"}, {UID: 1001, GID: 1001, Name: "bob"}, {UID: 1000, GID: 1000, Name: "alice"}} {
+		n.Put(jobs.Job{ID: fmt.Sprintf("%016d", i+1), Spec: jobs.Spec{Command: []string{"x"}, Kind: jobs.Offline}, State: jobs.Pending, CreatedAt: now, UpdatedAt: now, Owner: o})
+	}
+	for _, tc := range []struct{ owner, want string }{
+		{"alice", "0000000000000003\n0000000000000001\n"},
+		{"1001", "0000000000000002\n"},
+		{"carol", ""},
+	} {
+		out, err := mmkctl(t, "jobs", "--addr", addr, "--owner", tc.owner, "-o", "name")
+		if err != nil || out != tc.want {
+			t.Errorf("--owner %s: %q %v, want %q", tc.owner, out, err, tc.want)
+		}
 	}
 }

@@ -17,9 +17,9 @@ import (
 
 // jobsFlags are the flags of `mmkctl jobs`.
 type jobsFlags struct {
-	state, kind, name string
-	limit             int
-	watch             watchFlags
+	state, kind, name, owner string
+	limit                    int
+	watch                    watchFlags
 }
 
 func newJobsCommand(a *app) *cobra.Command {
@@ -49,6 +49,7 @@ func newJobsCommand(a *app) *cobra.Command {
 				set("state", f.state)
 				set("type", f.kind)
 				set("name", f.name)
+				set("owner", f.owner)
 				list, err := c.listJobs(ctx, q, f.limit)
 				if err != nil {
 					return err
@@ -76,6 +77,7 @@ func newJobsCommand(a *app) *cobra.Command {
 	fl.StringVar(&f.state, "state", "", "only jobs in these states, comma-separated (pending, placed, running, restarting, succeeded, failed, cancelled)")
 	fl.StringVar(&f.kind, "type", "", "only online or offline jobs")
 	fl.StringVar(&f.name, "name", "", "only jobs whose name contains this")
+	fl.StringVar(&f.owner, "owner", "", "only the jobs of this user (a name or a uid)")
 	fl.IntVar(&f.limit, "limit", 0, "at most this many, the newest (0: all, read page by page)")
 	server = addServerFlags(cmd)
 	a.addOutputFlag(cmd)

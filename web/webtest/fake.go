@@ -142,7 +142,8 @@ func (f *FakeNode) Jobs(flt node.JobFilter) ([]jobs.Job, error) {
 		}
 		if len(flt.States) > 0 && !slices.Contains(flt.States, j.State) ||
 			flt.Kind != "" && j.Spec.Kind != flt.Kind ||
-			!strings.Contains(j.Spec.Name, flt.Name) {
+			!strings.Contains(j.Spec.Name, flt.Name) ||
+			flt.Owner != "" && !node.OwnedBy(*j, flt.Owner) {
 			continue
 		}
 		out = append(out, *j)
