@@ -396,6 +396,7 @@ func (n *Node) apply(ctx context.Context, g gpuInfo, target partitioner.GPUPlan,
 			postponed = true
 			continue
 		}
+		n.noteBelowNeed(id, p.Speed)
 		rec.Started = append(rec.Started, id)
 	}
 	if ch.MIG != nil || len(rec.Restarted) > 0 {

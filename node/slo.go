@@ -604,6 +604,33 @@ func (n *Node) sloMeasured() map[string]JobSLO {
 	return out
 }
 
+// noteBelowNeed says on an online job's events, once it starts, that it
+// was placed where its predicted speed is below what its target needs
+// (placement.slo_max_wait let it go where it fits, or no instance gives
+// more), with both numbers (issue 53: the reason was blank).
+func (n *Node) noteBelowNeed(id string, speed float64) {
+	j, ok := n.get(id)
+	if !ok || !j.Online() {
+		return
+	}
+	need, _ := n.sloNeed(&j, n.sloMeasured()[id])
+	if need <= 0 || speed >= need {
+		return
+	}
+	var def slo.Target
+	if n.cfg.SLO != nil {
+		def = n.cfg.SLO.Default
+	}
+	reason := fmt.Sprintf("placed below its target's need: a predicted speed of %.2f of its speed alone where its target %s needs %.2f", speed, j.Target(def), need)
+	if n.cfg.SLOMaxWait > 0 && n.cfg.Now().Sub(j.CreatedAt) >= n.cfg.SLOMaxWait {
+		reason += fmt.Sprintf(" (it waited placement.slo_max_wait, %v, for more)", n.cfg.SLOMaxWait)
+	}
+	n.cfg.Log.Info("placement: "+reason, "job", id)
+	if err := n.cfg.Store.Note(id, n.cfg.Now(), reason); err != nil {
+		n.cfg.Log.Warn("placement: note on job", "job", id, "err", err)
+	}
+}
+
 // sloNeed is an online job's need and load for Algorithm 1's SLO guard:
 // the least speed, relative to alone, that its target (or slo.default)
 // leaves it (slo.Target.Need; 0 without a target, or with an absolute

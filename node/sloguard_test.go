@@ -2,6 +2,7 @@ package node
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +153,23 @@ func TestSLOMaxWait(t *testing.T) {
 				j := h.state(tight.ID, jobs.Running)
 				if waited := j.StartedAt.Sub(j.CreatedAt); waited < tc.wait {
 					t.Errorf("placed after %v, want after its wait of %v", waited, tc.wait)
+				}
+				// Its events say it was placed below its need, in numbers
+				// (issue 53, item 7: the reason was blank).
+				var note string
+				for end := time.Now().Add(5 * time.Second); note == "" && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+					evs, err := h.n.Events(tight.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range evs {
+						if strings.HasPrefix(e.Reason, "placed below its target's need") {
+							note = e.Reason
+						}
+					}
+				}
+				if !strings.Contains(note, "a predicted speed of 0.70 of its speed alone where its target p99=1.25x needs 0.") || !strings.Contains(note, "placement.slo_max_wait") {
+					t.Errorf("the job's note: %q", note)
 				}
 				return
 			}
