@@ -168,7 +168,7 @@ func TestSLOMaxWait(t *testing.T) {
 						}
 					}
 				}
-				if !strings.Contains(note, "a predicted speed of 0.70 of its speed alone where its target p99=1.25x needs 0.") || !strings.Contains(note, "placement.slo_max_wait") {
+				if !strings.Contains(note, "a predicted speed of 0.70 of its speed alone where its target p99=1.25x needs 0.88") || !strings.Contains(note, "placement.slo_max_wait") {
 					t.Errorf("the job's note: %q", note)
 				}
 				return
