@@ -25,14 +25,7 @@ func TestSetsidChildDiesWithJob(t *testing.T) {
 	if e := wait(t, r, l.JobID); e.Code != 0 || e.Error != "" {
 		t.Fatalf("exit %+v", e)
 	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := readPID(t, pidFile)
 	// The kill happens before the exit record; allow the kernel a moment
 	// to tear the process down.
 	deadline := time.Now().Add(5 * time.Second)
@@ -79,14 +72,7 @@ func TestFreezeReachesSetsid(t *testing.T) {
 		"sleep 300")
 	start(t, r, l)
 	waitFile(t, pidFile)
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := readPID(t, pidFile)
 	counted := func() string {
 		b, _ := os.ReadFile(count)
 		return strings.TrimSpace(string(b))
@@ -111,4 +97,18 @@ func TestFreezeReachesSetsid(t *testing.T) {
 			t.Fatal("the child does not run after the thaw")
 		}
 	}
+}
+
+// readPID reads the process id a test's job wrote into path.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

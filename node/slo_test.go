@@ -29,6 +29,47 @@ func procState(t *testing.T, pid int) string {
 	return s[i+2 : i+3]
 }
 
+// sloNode is a node on one fake H200 whose kernel scheduler runs the
+// latency controller on a ladder of priority and suspend, under MPS with
+// priority shares (so that online and offline jobs run at once, as
+// mmkd's default places them); gpu is the fake GPU's timeline its jobs
+// share, replay the fake job, dir a directory for their traces.
+type sloNode struct {
+	h                *harness
+	dir, gpu, replay string
+}
+
+// newSLONode starts an sloNode; extra, if set, edits its SLO config.
+func newSLONode(t *testing.T, extra func(*SLOConfig)) sloNode {
+	t.Helper()
+	hook, cupti, replay := buildHookFakes(t)
+	dir := t.TempDir()
+	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
+	m := fakeMPS(t)
+	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
+		c.MPS, c.PriorityShares = m, true
+		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
+		if extra != nil {
+			extra(c.SLO)
+		}
+	})
+	return sloNode{h: h, dir: dir, gpu: filepath.Join(dir, "gpu"), replay: replay}
+}
+
+// write writes a trace for the fake job and returns its path.
+func (s sloNode) write(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(s.dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestSLOControllerOnTheNode: an online job with a target it cannot meet
 // beside an offline one on the same GPU (the fake GPU runs their kernels
 // one at a time, so the offline kernels slow the online requests). The
@@ -38,30 +79,10 @@ func procState(t *testing.T, pid int) string {
 // and the decisions; cancelling the suspended job resumes it first, so
 // that it ends.
 func TestSLOControllerOnTheNode(t *testing.T) {
-	hook, cupti, replay := buildHookFakes(t)
-	dir := t.TempDir()
-	gpu := filepath.Join(dir, "gpu") // the fake GPU's timeline, shared
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	svc := write("svc.txt", strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n")
-	train := write("train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
-	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
-	m := fakeMPS(t)
-	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
-		// Under MPS with priority shares both jobs run at once, as mmkd's
-		// default places them.
-		c.MPS, c.PriorityShares = m, true
-		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
-	})
+	sn := newSLONode(t, nil)
+	h, gpu, replay := sn.h, sn.gpu, sn.replay
+	svc := sn.write(t, "svc.txt", strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n")
+	train := sn.write(t, "train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
 	off := h.submit(jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, train, "0", "60"}})
 	off = h.state(off.ID, jobs.Running)
 	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=100us", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
@@ -163,24 +184,9 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 // job's requests beside it are not taken as measured alone. Before,
 // every request counted as alone while it ran.
 func TestUnhookedOfflineJob(t *testing.T) {
-	hook, cupti, replay := buildHookFakes(t)
-	dir := t.TempDir()
-	gpu := filepath.Join(dir, "gpu")
-	svc := filepath.Join(dir, "svc.txt")
-	if err := os.WriteFile(svc, []byte(strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
-	m := fakeMPS(t)
-	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
-		c.MPS, c.PriorityShares = m, true
-		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond},
-			UnrestrainableAfter: 100 * time.Millisecond}
-	})
+	sn := newSLONode(t, func(c *SLOConfig) { c.UnrestrainableAfter = 100 * time.Millisecond })
+	h, gpu, replay := sn.h, sn.gpu, sn.replay
+	svc := sn.write(t, "svc.txt", strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n")
 	off := h.submit(jobs.Spec{Name: "unhooked", Kind: jobs.Offline, Command: []string{"sleep", "60"}})
 	off = h.state(off.ID, jobs.Running)
 	on := h.submit(jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=2x", Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, svc, "0", "60"}})
@@ -210,28 +216,10 @@ func TestUnhookedOfflineJob(t *testing.T) {
 // it, and the trainer is never stopped. Before, the rung went from
 // priority to suspend in 4 s and stayed.
 func TestLiarNeverMovesTheRung(t *testing.T) {
-	hook, cupti, replay := buildHookFakes(t)
-	dir := t.TempDir()
-	gpu := filepath.Join(dir, "gpu")
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	lies := write("lies.txt", "sync 5000\n")
-	train := write("train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
-	ladder, err := slo.ParseLadder([]string{"priority", "suspend"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := &SchedConfig{Policy: "fifo", Hook: hook, Cupti: cupti, SocketDir: filepath.Join(dir, "run"), ProfileDir: filepath.Join(dir, "profiles")}
-	m := fakeMPS(t)
-	h := newHarnessWith(t, h200, false, curveEstimator{}, sc, func(c *Config) {
-		c.MPS, c.PriorityShares = m, true
-		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
-	})
+	sn := newSLONode(t, nil)
+	h, gpu, replay := sn.h, sn.gpu, sn.replay
+	lies := sn.write(t, "lies.txt", "sync 5000\n")
+	train := sn.write(t, "train.txt", "t 4 1 1 128 1 1 2000 0\nsync 0\n")
 	off := h.submit(jobs.Spec{Name: "train", Kind: jobs.Offline, Command: []string{"env", "MMK_FAKE_GPU=" + gpu, replay, train, "0", "60"}})
 	off = h.state(off.ID, jobs.Running)
 	liar := h.submit(jobs.Spec{Name: "liar", Kind: jobs.Online, SLO: "p99=1ms", Command: []string{"env", "MMK_FAKE_LIE=50000", replay, lies, "0", "60"}})
