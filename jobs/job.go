@@ -173,6 +173,10 @@ type Job struct {
 	// size. 0: none.
 	ShareCap   int    `json:"shareCap,omitempty"`
 	ShareCapAt string `json:"shareCapAt,omitempty"`
+	// SLOSeen counts an online job's requests and late ones as mmkd last
+	// saved them (every half minute and at its stop), so that its
+	// attainment since submission outlives a restart of mmkd.
+	SLOSeen *SLOSeen `json:"sloSeen,omitempty"`
 	// Owner is the user the job runs as: who submitted it (nil for a job
 	// of an mmk that did not record it: it runs as mmkd's user).
 	Owner *Owner `json:"owner,omitempty"`
@@ -184,6 +188,13 @@ type Job struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	FinishedAt     time.Time `json:"finishedAt,omitzero"`
+}
+
+// SLOSeen is an online job's requests and late ones, counted since its
+// submission.
+type SLOSeen struct {
+	Requests uint64 `json:"requests"`
+	Late     uint64 `json:"late"`
 }
 
 // Restraint is what a latency controller does to an offline job: State

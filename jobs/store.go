@@ -361,6 +361,35 @@ func (s *Store) Delete(id string) error {
 	return nil
 }
 
+// SetSLOSeen saves online jobs' request counts (Job.SLOSeen), in one
+// commit, without an event; a job the store no longer holds is skipped.
+func (s *Store) SetSLOSeen(seen map[string]SLOSeen) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		for id, c := range seen {
+			var j Job
+			if err := get(tx, id, &j); errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			c := c
+			j.SLOSeen = &c
+			if err := put(b, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("job store: request counts: %w", err)
+	}
+	return nil
+}
+
 // Events returns a job's transitions in order.
 func (s *Store) Events(id string) ([]Event, error) {
 	var out []Event

@@ -319,7 +319,7 @@ func New(cfg Config) (*Node, error) {
 		strain: strainState{since: map[string]time.Time{}, avoid: map[string]int{}, at: map[string]time.Time{}, moved: map[string]time.Time{},
 			masked: map[string]maskSpan{}, calm: map[string]time.Time{}, dearNoted: map[string]bool{}},
 		usage: map[string]*jobUsage{},
-		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}},
+		slo:   sloState{suspended: map[string]int{}, notes: map[string]int{}, last: map[string]JobSLO{}, base: map[string]jobs.SLOSeen{}},
 	}
 	for _, r := range cfg.Store.SetAside() {
 		cfg.Log.Error("job store: a record that cannot be read was set aside (kept in the store's set-aside bucket)", "bucket", r.Bucket, "key", r.Key, "reason", r.Reason)
@@ -351,6 +351,9 @@ func New(cfg Config) (*Node, error) {
 		n.jobs[j.ID] = &j
 		n.order = append(n.order, &j)
 		n.feed.Set(&j)
+		if j.SLOSeen != nil {
+			n.slo.base[j.ID] = *j.SLOSeen
+		}
 	}
 	gpus, err := n.readGPUs()
 	if err != nil {
@@ -376,6 +379,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if r := n.healthReader(); r != nil && n.cfg.UsageEvery > 0 {
 		sampling.Go(func() { n.poll(loopCtx, "GPU health: read the GPUs", func() error { return n.sampleHealth(r) }) })
+	}
+	if n.cfg.SLO != nil {
+		sampling.Go(func() { n.keepSLOSeen(loopCtx) })
 	}
 	n.recover(loopCtx)
 	n.serveAdopted(loopCtx)
@@ -403,6 +409,11 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			for _, stop := range n.watching {
 				stop()
+			}
+			if n.cfg.SLO != nil {
+				if err := n.saveSLOSeen(); err != nil {
+					n.cfg.Log.Warn("slo: save the jobs' request counts", "err", err)
+				}
 			}
 			return nil
 		case <-n.poke:

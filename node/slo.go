@@ -2,6 +2,7 @@ package node
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,41 @@ type sloState struct {
 	suspended map[string]int // job id -> process group stopped
 	notes     map[string]int
 	last      map[string]JobSLO
+	// base is each online job's counts as the store held them when this
+	// mmkd started (Job.SLOSeen): its scheduler counts from zero again.
+	base map[string]jobs.SLOSeen
+}
+
+// sloSeenEvery is how often the online jobs' request counts are saved
+// (Job.SLOSeen); a crash loses at most this much of them.
+const sloSeenEvery = 30 * time.Second
+
+// keepSLOSeen saves the online jobs' counts every sloSeenEvery until ctx
+// ends (Run saves them once more as it stops, before its schedulers).
+func (n *Node) keepSLOSeen(ctx context.Context) {
+	t := time.NewTicker(sloSeenEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := n.saveSLOSeen(); err != nil {
+				n.cfg.Log.Warn("slo: save the jobs' request counts", "err", err)
+			}
+		}
+	}
+}
+
+// saveSLOSeen saves every live online job's counts since submission.
+func (n *Node) saveSLOSeen() error {
+	seen := map[string]jobs.SLOSeen{}
+	for _, js := range n.SLO().Jobs {
+		if js.Live {
+			seen[js.ID] = jobs.SLOSeen{Requests: js.Requests, Late: js.Late}
+		}
+	}
+	return n.cfg.Store.SetSLOSeen(seen)
 }
 
 // JobSLO is an online job against its latency target, as its instance's
@@ -525,6 +561,16 @@ func (n *Node) JobSLO(id string) (JobSLOView, error) {
 // instance as the last reading of its use found it (node/usage.go).
 func (n *Node) placeSLO(js *JobSLO, j jobs.Job) {
 	js.Name, js.GPUInstance = j.Spec.Name, -1
+	// Counted since submission: what the store held at mmkd's start and
+	// what the scheduler counted since (issue 53: attainment restarted
+	// from zero with mmkd).
+	n.slo.mu.Lock()
+	b := n.slo.base[j.ID]
+	n.slo.mu.Unlock()
+	if b.Requests > 0 {
+		js.Requests, js.Late = js.Requests+b.Requests, js.Late+b.Late
+		js.Attainment = 1 - float64(js.Late)/float64(js.Requests)
+	}
 	if pl := j.Placement; pl != nil {
 		js.GPU, js.GPUUUID, js.Profile = pl.GPU, pl.GPUUUID, pl.Profile
 	}

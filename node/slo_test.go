@@ -39,8 +39,8 @@ type sloNode struct {
 	dir, gpu, replay string
 }
 
-// newSLONode starts an sloNode; extra, if set, edits its SLO config.
-func newSLONode(t *testing.T, extra func(*SLOConfig)) sloNode {
+// newSLONode starts an sloNode; extra, if set, edits its config.
+func newSLONode(t *testing.T, extra func(*Config)) sloNode {
 	t.Helper()
 	hook, cupti, replay := buildHookFakes(t)
 	dir := t.TempDir()
@@ -54,7 +54,7 @@ func newSLONode(t *testing.T, extra func(*SLOConfig)) sloNode {
 		c.MPS, c.PriorityShares = m, true
 		c.SLO = &SLOConfig{Controller: slo.Config{Ladder: ladder, Settle: 100 * time.Millisecond, Tick: 200 * time.Millisecond}}
 		if extra != nil {
-			extra(c.SLO)
+			extra(c)
 		}
 	})
 	return sloNode{h: h, dir: dir, gpu: filepath.Join(dir, "gpu"), replay: replay}
@@ -184,7 +184,7 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 // job's requests beside it are not taken as measured alone. Before,
 // every request counted as alone while it ran.
 func TestUnhookedOfflineJob(t *testing.T) {
-	sn := newSLONode(t, func(c *SLOConfig) { c.UnrestrainableAfter = 100 * time.Millisecond })
+	sn := newSLONode(t, func(c *Config) { c.SLO.UnrestrainableAfter = 100 * time.Millisecond })
 	h, gpu, replay := sn.h, sn.gpu, sn.replay
 	svc := sn.write(t, "svc.txt", strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n")
 	off := h.submit(jobs.Spec{Name: "unhooked", Kind: jobs.Offline, Command: []string{"sleep", "60"}})
@@ -246,6 +246,53 @@ func TestLiarNeverMovesTheRung(t *testing.T) {
 		if strings.Contains(e.Reason, "suspended") {
 			t.Errorf("the trainer: %s", e.Reason)
 		}
+	}
+}
+
+// TestSLOSeenAcrossRestarts (issue 53, item 6): an online job's counts
+// since submission outlive mmkd: a job whose record holds 1,000 requests
+// (100 late) from before a restart shows them added to what its
+// scheduler counts now, and the node saves the sum back to the store.
+// Before, attainment restarted from zero with mmkd.
+func TestSLOSeenAcrossRestarts(t *testing.T) {
+	_, _, replay := buildHookFakes(t)
+	dir := t.TempDir()
+	svc := filepath.Join(dir, "svc.txt")
+	if err := os.WriteFile(svc, []byte(strings.Repeat("s 4 1 1 128 1 1 200 20\n", 4)+"sync 2000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	j := jobs.Job{ID: jobs.NewID(now), Spec: jobs.Spec{Name: "svc", Kind: jobs.Online, SLO: "p99=100us",
+		Command: []string{"env", "MMK_FAKE_GPU=" + filepath.Join(dir, "gpu"), replay, svc, "0", "60"}},
+		Priority: 0, MemoryMiB: 1024, TaskKey: "svc", State: jobs.Pending, CreatedAt: now, UpdatedAt: now,
+		SLOSeen: &jobs.SLOSeen{Requests: 1000, Late: 100}}
+	sn := newSLONode(t, func(c *Config) {
+		if _, _, err := c.Store.Create(j); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h := sn.h
+	var js JobSLO
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if v := h.n.SLO(); len(v.Jobs) == 1 && v.Jobs[0].Requests > 1100 {
+			js = v.Jobs[0]
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no 100 requests measured in 30 s: %+v", h.n.SLO().Jobs)
+		}
+	}
+	// Every request now is late (a bound of 100 µs): the late ones grow
+	// as the requests do, from 100.
+	if js.Late < 100+(js.Requests-1000)/2 || js.Attainment != 1-float64(js.Late)/float64(js.Requests) || js.Attainment >= 0.9 {
+		t.Errorf("since submission: %d requests, %d late, attainment %.3f", js.Requests, js.Late, js.Attainment)
+	}
+	if err := h.n.saveSLOSeen(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.n.cfg.Store.Get(j.ID)
+	if err != nil || got.SLOSeen == nil || got.SLOSeen.Requests < js.Requests || got.SLOSeen.Late < js.Late {
+		t.Errorf("saved %+v (%v), want at least %d requests, %d late", got.SLOSeen, err, js.Requests, js.Late)
 	}
 }
 
