@@ -319,6 +319,50 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("submit with a target and a directory", func(t *testing.T) {
+		// Issue 53, item 8: the form takes a latency target and a working
+		// directory, checked by mmkd as the CLI's are: a bad target is
+		// refused naming its field, which the form marks.
+		work := t.TempDir()
+		page(t, b, "a bad target is refused, the field marked",
+			chromedp.Click(chromedp.CSS(`nav a[data-view="jobs"]`)),
+			chromedp.Click(chromedp.ID("new-job")),
+			chromedp.WaitVisible(chromedp.ID("s-command")),
+			chromedp.Evaluate[chromedp.Void](`(() => {
+				const set = (id, v) => { document.getElementById(id).value = v; };
+				set('s-command', '["sleep", "1"]'); set('s-name', 'e2e-online');
+				set('s-type', 'online'); set('s-slo', 'p99=25'); set('s-workdir', `+jsString(work)+`);
+			})()`),
+			chromedp.Click(chromedp.ID("s-go")),
+			waitFor(`document.querySelector('#s-result').className.includes('error')`),
+		)
+		if msg := eval[string](t, b, `document.querySelector('#s-result').textContent`); !strings.Contains(msg, `has no unit`) {
+			t.Errorf("the form says %q, want the target's error", msg)
+		}
+		if !eval[bool](t, b, `document.getElementById('s-slo').classList.contains('bad')`) {
+			t.Error("the target's field is not marked")
+		}
+		page(t, b, "a good target and directory are taken",
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('s-slo').value = 'p99=25ms'`),
+			chromedp.Click(chromedp.ID("s-go")),
+			waitFor(`document.querySelector('#s-result').textContent.includes('e2e-online')`),
+		)
+		id := eval[string](t, b, `document.querySelector('#s-result a').textContent.match(/\((\w+)\)/)[1]`)
+		// The form as the next subtests expect it: an offline job.
+		page(t, b, "the form back to an offline job",
+			chromedp.Evaluate[chromedp.Void](`for (const [id, v] of [['s-type', 'offline'], ['s-slo', ''], ['s-workdir', '']]) document.getElementById(id).value = v`),
+		)
+		if j := d.authJob(t, token, id); j.Spec.SLO != "p99=25ms" || j.Spec.WorkDir != work || j.Spec.Kind != jobs.Online {
+			t.Errorf("the daemon has %+v", j.Spec)
+		}
+		// It ends before the next subtests count the memory requested.
+		for end := time.Now().Add(20 * time.Second); !d.authJob(t, token, id).State.Terminal(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the online job is %s after 20 s", d.authJob(t, token, id).State)
+			}
+		}
+	})
+
 	t.Run("log", func(t *testing.T) {
 		page(t, b, "a finished job's page shows its log",
 			chromedp.Evaluate[chromedp.Void](`location.hash = '#/jobs/`+shortID+`'`),

@@ -388,6 +388,7 @@ function tick() {
 const FIELDS = {
   name: 's-name', command: 's-command', type: 's-type', priority: 's-priority', memory: 's-memory',
   memoryMiB: 's-memory', env: 's-env', 'workload.model': 's-model', 'workload.batch': 's-batch', 'workload.mode': 's-mode',
+  slo: 's-slo', workdir: 's-workdir',
 };
 
 class FormError extends Error {
@@ -423,6 +424,12 @@ function specOf() {
   const mem = $('s-memory').value.trim();
   // As the CLI: a size needs its unit (mmkd refuses "8", naming the field).
   if (mem) spec.memory = mem;
+  // mmkd checks the target and the directory as it does the CLI's, and
+  // names the field at fault.
+  const target = $('s-slo').value.trim();
+  if (target) spec.slo = target;
+  const workdir = $('s-workdir').value.trim();
+  if (workdir) spec.workdir = workdir;
   const env = {};
   for (const line of $('s-env').value.split('\n')) {
     if (!line.trim()) continue;
