@@ -138,8 +138,8 @@ func (b *syncBuf) String() string {
 	return b.b.String()
 }
 
-// TestWatch: `jobs --watch` and `job ID --watch` print again when what
-// they show changes, until stopped (issue 37, item 6).
+// TestWatch: `jobs --watch` and `job ID --watch` print what changed
+// when it changes, until stopped (issue 37, item 6; issue 53, item 9).
 func TestWatch(t *testing.T) {
 	for _, what := range []string{"jobs", "job"} {
 		t.Run(what, func(t *testing.T) {
@@ -180,6 +180,12 @@ func TestWatch(t *testing.T) {
 			}
 			if c := strings.Count(out.String(), "pending"); what == "jobs" && c != 1 {
 				t.Errorf("an unchanged list was printed again (%d times):\n%s", c, out.String())
+			}
+			// Only what changed comes again: the job's row, not the
+			// header (issue 53: the table came whole every 2 s, its ages
+			// having moved).
+			if c := strings.Count(out.String(), "PLACEMENT"); what == "jobs" && c != 1 {
+				t.Errorf("the header came %d times:\n%s", c, out.String())
 			}
 		})
 	}

@@ -125,7 +125,11 @@ func printJobs(p printer, list []jobs.Job, w *wideInfo, now time.Time) error {
 		head = append(head, usageHeader...)
 		head = append(head, sloHeader...)
 	}
-	head = append(head, "PLACEMENT", "AGE")
+	ageHead := "AGE"
+	if p.watching {
+		ageHead = "CREATED"
+	}
+	head = append(head, "PLACEMENT", ageHead)
 	if wide {
 		head = append(head, "REASON")
 	}
@@ -140,7 +144,11 @@ func printJobs(p printer, list []jobs.Job, w *wideInfo, now time.Time) error {
 			row = append(row, usageCells(j, w.usage)...)
 			row = append(row, sloCells(j, w.slo)...)
 		}
-		row = append(row, placement(j.Placement), age(now, j.CreatedAt))
+		when := age(now, j.CreatedAt)
+		if p.watching {
+			when = j.CreatedAt.Local().Format("15:04:05")
+		}
+		row = append(row, placement(j.Placement), when)
 		if wide {
 			row = append(row, stateReason(j))
 		}

@@ -19,8 +19,10 @@ type printer struct {
 	json bool
 	yaml bool
 	// wide asks for the table's extra columns, where a command has them;
-	// names for the jobs' ids alone, one a line (-o name: for scripts).
-	wide, names bool
+	// names for the jobs' ids alone, one a line (-o name: for scripts);
+	// watching says --watch prints it (times, not ages: a row changes
+	// when the job does).
+	wide, names, watching bool
 }
 
 // namesOf writes the jobs' ids, one a line (-o name).

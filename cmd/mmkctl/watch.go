@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,8 +24,11 @@ func (f *watchFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.interval, "interval", 2*time.Second, "with --watch, how often to ask mmkd")
 }
 
-// run shows once, or with --watch every interval, printing the output
-// again only when it changed, until ctx ends (an interrupt: no error).
+// run shows once, or with --watch every interval until ctx ends (an
+// interrupt: no error): JSON and YAML again whole when they changed, a
+// table or text block only its lines that changed (a job's row whose
+// state moved), as kubectl get --watch does (issue 53: the whole table
+// came again every 2 s, its AGE column having moved).
 func (f *watchFlags) run(ctx context.Context, p printer, show func(context.Context, printer) error) error {
 	if !f.on {
 		return show(ctx, p)
@@ -36,25 +40,34 @@ func (f *watchFlags) run(ctx context.Context, p printer, show func(context.Conte
 		ctx = context.Background()
 	}
 	var last []byte
+	var seen map[string]bool // a table's lines, spacing aside
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
 	for first := true; ; first = false {
 		var buf bytes.Buffer
 		q := p
-		q.w = &buf
+		q.w, q.watching = &buf, true
 		if err := show(ctx, q); err != nil {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return nil
 			}
 			return err
 		}
-		if !bytes.Equal(buf.Bytes(), last) {
-			switch {
-			case first || (p.json && !p.yaml): // JSON: a stream of documents
-			case p.yaml:
-				fmt.Fprintln(p.w, "---")
-			default:
-				fmt.Fprintln(p.w)
+		switch {
+		case !p.json:
+			lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+			now := make(map[string]bool, len(lines))
+			for i, l := range lines {
+				key := strings.Join(strings.Fields(l), " ")
+				now[key] = true
+				if first || (i > 0 && !seen[key]) {
+					fmt.Fprintln(p.w, l)
+				}
+			}
+			seen = now
+		case !bytes.Equal(buf.Bytes(), last):
+			if !first && p.yaml {
+				fmt.Fprintln(p.w, "---") // JSON: a stream of documents
 			}
 			if _, err := p.w.Write(buf.Bytes()); err != nil {
 				return fmt.Errorf("write: %w", err)
