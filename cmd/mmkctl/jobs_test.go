@@ -186,11 +186,15 @@ func TestNodePlanCommand(t *testing.T) {
 		Waiting: []string{"0000000000000003"}, Total: 0.63, Decisions: 4,
 	})
 	n.AddReconfig(jobs.Reconfig{Time: time.Now(), GPU: 0, From: "7g.80gb@0", To: "3g.40gb@0+3g.40gb@4", Gain: 0.2, Cause: "arrival of job 0000000000000002", Duration: 1500 * time.Millisecond})
+	// The offline job is masked for the online one (issue 53, item 3).
+	now := time.Now()
+	n.Put(jobs.Job{ID: "0000000000000002", Spec: jobs.Spec{Name: "resnet", Kind: jobs.Offline, Command: []string{"x"}}, State: jobs.Running, CreatedAt: now, UpdatedAt: now,
+		Restraint: &jobs.Restraint{State: "masked", How: "masked to 33 TPCs", Rung: "tpcs=0.25", For: []string{"0000000000000001"}}})
 	out, err := mmkctl(t, "plan", "--addr", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"3g.40gb@0+3g.40gb@4", "GPU 0 instances:", "bert", "60%", "resnet", "40%", "Waiting (1):", "1  0000000000000003",
+	for _, w := range []string{"3g.40gb@0+3g.40gb@4", "GPU 0 instances:", "bert", "60%", "resnet", "40%", "running (masked)", "Waiting (1):", "1  0000000000000003",
 		"Predicted throughput 0.63, 4 placement decisions", "Last reconfigurations:", "7g.80gb@0", "+0.20", "arrival of job 0000000000000002"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("plan lacks %q:\n%s", w, out)

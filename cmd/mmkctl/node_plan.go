@@ -17,6 +17,9 @@ import (
 type nodePlan struct {
 	Plan      node.PlanView   `json:"plan"`
 	Reconfigs []jobs.Reconfig `json:"reconfigs"`
+	// restraints are the running offline jobs' restraint states, by id
+	// (jobs.Restraint.State), for the table.
+	restraints map[string]string
 }
 
 func newNodePlanCommand(a *app) *cobra.Command {
@@ -47,6 +50,17 @@ func newNodePlanCommand(a *app) *cobra.Command {
 			p := a.printer(cmd)
 			if p.json {
 				return p.JSON(out)
+			}
+			// What restrains each running offline job, in its state.
+			running, err := c.listJobs(cmd.Context(), url.Values{"state": {"running"}, "type": {"offline"}}, 0)
+			if err != nil {
+				return err
+			}
+			out.restraints = map[string]string{}
+			for _, j := range running {
+				if j.Restraint != nil {
+					out.restraints[j.ID] = j.Restraint.State
+				}
 			}
 			return printNodePlan(p, out)
 		},
@@ -94,7 +108,11 @@ func printNodePlan(p printer, np nodePlan) error {
 				if i > 0 {
 					head = []string{"", "", "", "", "", ""}
 				}
-				rows = append(rows, append(head, j.ID, j.Name, string(j.Kind), string(j.State), share(j.Percent), fmt.Sprintf("%.2f", j.Speed)))
+				state := string(j.State)
+				if r := np.restraints[j.ID]; r != "" {
+					state += " (" + r + ")"
+				}
+				rows = append(rows, append(head, j.ID, j.Name, string(j.Kind), state, share(j.Percent), fmt.Sprintf("%.2f", j.Speed)))
 			}
 		}
 		if err := p.Table("  ", []string{"INSTANCE", "PROFILE", "SLICES", "SMS", "MEMORY", "MPS", "JOB", "NAME", "TYPE", "STATE", "MPS %", "SPEED"}, rows); err != nil {
