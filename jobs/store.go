@@ -376,7 +376,6 @@ func (s *Store) SetSLOSeen(seen map[string]SLOSeen) error {
 			} else if err != nil {
 				return err
 			}
-			c := c
 			j.SLOSeen = &c
 			if err := put(b, j); err != nil {
 				return err

@@ -242,9 +242,6 @@ func (l *logFile) tailOfLines(old *os.File, n int64) (int64, error) {
 				}
 				tail++
 			}
-			if k < int64(len(buf)) {
-				break
-			}
 		}
 	}
 	return tail, nil

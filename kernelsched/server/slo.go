@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,16 +228,17 @@ type leftTask struct {
 // service's target may restrain other users' (TaskRef.Others). The
 // caller holds mu.
 func (st *sloState) shieldedLocked() []int {
+	// The present services' reach: every user's, or their own users'.
+	all, users := false, map[int]bool{}
+	for _, id := range st.ctrl.Services() {
+		if sv, ok := st.services[id]; ok {
+			all = all || sv.Others
+			users[sv.User] = true
+		}
+	}
 	var out []int
 	for _, off := range st.offline {
-		reach := false
-		for _, id := range st.ctrl.Services() {
-			if sv, ok := st.services[id]; ok && (sv.Others || (sv.User == off.User && off.User >= 0)) {
-				reach = true
-				break
-			}
-		}
-		if !reach {
+		if !all && !(off.User >= 0 && users[off.User]) {
 			out = append(out, off.PID)
 		}
 	}
@@ -252,9 +252,13 @@ func (st *sloState) unseenLocked() []string {
 	st.placedMu.Lock()
 	placed := st.placed
 	st.placedMu.Unlock()
+	connected := map[string]bool{}
+	for _, r := range st.offline {
+		connected[r.Job] = true
+	}
 	var out []string
 	for _, job := range placed {
-		if !slices.ContainsFunc(slices.Collect(maps.Values(st.offline)), func(r TaskRef) bool { return r.Job == job }) {
+		if !connected[job] {
 			out = append(out, job)
 		}
 	}
