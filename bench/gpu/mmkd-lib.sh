@@ -1,5 +1,6 @@
-# mmkd-lib.sh: shell functions of the GPU scripts that start mmkd
-# (mmkd-e2e.sh, memlimit-e2e.sh), which source it.
+# mmkd-lib.sh: shell functions of the GPU scripts (mmkd-e2e.sh,
+# memlimit-e2e.sh, devices-check.sh, slo.sh, calibrate.sh), which source
+# it.
 #
 # mmkd_ready DATA ADDR: wait up to 30 s for the mmkd with data directory
 # DATA listening on ADDR to write its token and answer /readyz with it
@@ -26,4 +27,22 @@ quit_mps() {
 	local p=$1 ctl=${2:-nvidia-cuda-mps-control}
 	[ -n "$p" ] && [ -d "$p" ] || return 0
 	echo quit | CUDA_MPS_PIPE_DIRECTORY="$p" "$ctl" >/dev/null 2>&1 || true
+}
+
+# fake_or_machine OUT: with DRY=1 (the protocol with sleeping workers and
+# no GPU) sets fake=(--fake) for the python driver; else fake=() and
+# appends the time, the GPU as nvidia-smi reads it and the CPU count to
+# OUT/machine.txt.
+fake=()
+fake_or_machine() {
+	fake=()
+	if [ "${DRY:-0}" = 1 ]; then
+		fake=(--fake)
+		return 0
+	fi
+	{
+		date -u +%FT%TZ
+		nvidia-smi --query-gpu=name,uuid,driver_version,mig.mode.current,compute_mode,clocks.max.sm,power.limit --format=csv
+		echo "cpus $(nproc)"
+	} | tee -a "$1/machine.txt"
 }

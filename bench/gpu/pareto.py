@@ -364,24 +364,12 @@ class Segment:
             p.send("pause")
 
     def finish(self):
-        records = {}
-        for n, p in self.procs.items():
-            p.stop()
-            try:
-                m = p.expect("records", 120)
-                records[n] = m
-                if m.get("hook"):
-                    print("  %s hook: %s" % (n, {k: v for k, v in m["hook"].items() if k in ("launches", "held", "fail_open", "syncs", "went")}), flush=True)
-            except (TimeoutError, RuntimeError) as e:
-                print("  %s: %s" % (n, e), flush=True)
-            try:
-                p.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.p.kill()
+        records = collect(self.procs, list(self.procs))
+        for n, m in records.items():
+            if m.get("hook"):
+                print("  %s hook: %s" % (n, {k: v for k, v in m["hook"].items() if k in ("launches", "held", "fail_open", "syncs", "went")}), flush=True)
         if self.server:
-            self.server.p.stdin.close()
-            self.server.p.send_signal(2)
-            self.server.p.wait(timeout=30)
+            stop_server(self.server)
         return records
 
 

@@ -22,16 +22,8 @@ export MMK_BIN=${MMK_BIN:-$(cd "$here/../.." && pwd)/bin}
 export MMK_CUPTI_PATH=${MMK_CUPTI_PATH:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13}
 export PYTHONUNBUFFERED=1
 mkdir -p "$out"
-fake=()
-if [ "${DRY:-0}" = 1 ]; then
-	fake=(--fake)
-else
-	{
-		date -u +%FT%TZ
-		nvidia-smi --query-gpu=name,driver_version,mig.mode.current,compute_mode,clocks.max.sm,power.limit --format=csv
-		echo "cpus $(nproc)"
-	} | tee -a "$out/machine.txt"
-fi
+. "$here/mmkd-lib.sh"
+fake_or_machine "$out"
 for ((r = round0; r < round0 + rounds; r++)); do
 	echo "slo.sh: round $r"
 	# shellcheck disable=SC2086 # SLO_ARGS: flags, split
