@@ -63,16 +63,26 @@ func WritePlot(w io.Writer, title string, sums []Summary) error {
 // some static setting held that it held (x) against its median speed
 // against the best all-segment static setting (y): the controllers (sums)
 // filled, the static settings (statics) hollow, one colour per split,
-// and the acceptance's corner (97 %, 1.15x) marked.
+// the clairvoyant ceiling of each split (Outcome.Ceiling, at 100 %) a
+// diamond, and the acceptance's corner (97 %, 1.15x) marked.
 func WriteFrontier(w io.Writer, title string, sums, statics []Summary) error {
 	const width, height, left, right, top, bottom = 760.0, 480.0, 60.0, 140.0, 30.0, 45.0
 	all := append(slices.Clone(sums), statics...)
 	xlo, ylo, yhi := 1.0, 0.5, 1.5
+	ceilings := map[Split]float64{}
+	for _, s := range sums {
+		if _, ok := ceilings[s.Split]; !ok && !math.IsNaN(s.MedianCeiling()) {
+			ceilings[s.Split] = s.MedianCeiling()
+		}
+	}
 	for _, s := range all {
 		xlo = min(xlo, s.HeldShare())
 		if m := s.MedianRatio(); !math.IsNaN(m) {
 			ylo, yhi = min(ylo, m), max(yhi, m)
 		}
+	}
+	for _, c := range ceilings {
+		yhi = max(yhi, c)
 	}
 	xlo = math.Floor(xlo*20) / 20
 	ylo, yhi = math.Floor(ylo*10)/10, math.Ceil(yhi*10)/10
@@ -105,6 +115,15 @@ func WriteFrontier(w io.Writer, title string, sums, statics []Summary) error {
 		}
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="1.5"/><text x="%.1f" y="%.1f">%s</text>`+"\n",
 			x(s.HeldShare()), y(m), fill, c, x(s.HeldShare())+6, y(m)-4, html.EscapeString(s.Controller))
+	}
+	for _, split := range []Split{Tune, HeldOut} {
+		c, ok := ceilings[split]
+		if !ok {
+			continue
+		}
+		cx, cy := x(1), y(c)
+		fmt.Fprintf(&b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="%s"/><text x="%.1f" y="%.1f" text-anchor="end">clairvoyant %.2fx</text>`+"\n",
+			cx, cy-6, cx+6, cy, cx, cy+6, cx-6, cy, colors[split], cx-8, cy-6, c)
 	}
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" fill="%s">tune</text><text x="%.0f" y="%.0f" fill="%s">held-out</text><text x="%.0f" y="%.0f">filled: controllers; hollow: static settings</text>`+"\n",
 		left+10, y(ylo)-10, colors[Tune], left+50, y(ylo)-10, colors[HeldOut], left+110, y(ylo)-10)

@@ -143,7 +143,7 @@ func (s *Suite) runOne(sc *Scenario, cands []Candidate, out [][]*Outcome, k int)
 		if err != nil {
 			return err
 		}
-		out[i][k] = &Outcome{Scenario: sc, Controller: r, Statics: statics}
+		out[i][k] = &Outcome{Scenario: sc, Controller: r, Statics: statics, Rungs: s.Ladder.Strings()}
 	}
 	return nil
 }

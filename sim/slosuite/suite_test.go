@@ -157,8 +157,8 @@ func TestSummarize(t *testing.T) {
 		return r
 	}
 	outs := []*Outcome{
-		{Scenario: sc, Controller: res("mmk", 0.9, 0), Statics: []*Result{res("a", 0.6), res("b", 0.8, 1)}},
-		{Scenario: sc, Controller: res("mmk", 0.7, 2), Statics: []*Result{res("a", 0.6, 2, 3), res("b", 0.8, 3)}},
+		{Scenario: sc, Controller: res("mmk", 0.9, 0), Statics: []*Result{res("a", 0.6), res("b", 0.8, 1)}, Rungs: []string{"a", "b"}},
+		{Scenario: sc, Controller: res("mmk", 0.7, 2), Statics: []*Result{res("a", 0.6, 2, 3), res("b", 0.8, 3)}, Rungs: []string{"a", "b"}},
 	}
 	s := Summarize(Tune, "mmk", outs)
 	if s.StaticHeld != 2*segs-1 || s.Held != 2*segs-3 || s.HeldAny != 2*segs-2 {
@@ -169,6 +169,11 @@ func TestSummarize(t *testing.T) {
 	}
 	if len(s.Ratios) != 1 || s.Ratios[0] != 1.5 || s.AgainstBest["a"] != 1 {
 		t.Errorf("ratios %v against %v", s.Ratios, s.AgainstBest)
+	}
+	// The clairvoyant controller: b (0.8) in every segment but segment 1,
+	// a (0.6) there, over a's 0.6.
+	if want := (0.8*float64(segs-1) + 0.6) / float64(segs) / 0.6; len(s.Ceilings) != 1 || math.Abs(s.Ceilings[0]-want) > 1e-12 {
+		t.Errorf("ceilings %v, want [%v]", s.Ceilings, want)
 	}
 	if s.None != 1 || s.NoneAttained != 1 || s.NoneMet != 0 {
 		t.Errorf("none %d attained %d met %d", s.None, s.NoneAttained, s.NoneMet)
@@ -186,12 +191,19 @@ func TestSummarize(t *testing.T) {
 	if err := WritePlot(&plot, "t", []Summary{s}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| tune | mmk | 2 |", "1.50x", "| tune | 14 (1) | 14 (0) |"} {
+	for _, want := range []string{"| tune | mmk | 2 |", "1.50x", "| 1.29x |", "| tune | 14 (1) | 14 (0) |"} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}
 	}
 	if !strings.Contains(plot.String(), "<polyline") {
 		t.Error("plot has no line")
+	}
+	var frontier bytes.Buffer
+	if err := WriteFrontier(&frontier, "t", []Summary{s}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(frontier.String(), "clairvoyant 1.29x") {
+		t.Errorf("frontier lacks the ceiling:\n%s", frontier.String())
 	}
 }
