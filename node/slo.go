@@ -199,6 +199,10 @@ type InstanceSLO struct {
 	// LastDecision is its last change of rung, with the reason in
 	// numbers (nil: none yet).
 	LastDecision *SLODecision `json:"lastDecision,omitempty"`
+	// Restrained is what it does now to each running offline job there
+	// that it reaches, by job id (jobs.Restraint, as Job and Jobs say it):
+	// one request gives the dashboard every job's restraint.
+	Restrained map[string]*jobs.Restraint `json:"restrained,omitempty"`
 }
 
 // JobSLOView is one job's standing and history (GET /api/v1/jobs/ID/slo).
@@ -483,6 +487,17 @@ func (n *Node) SLO() SLOView {
 			}
 		}
 		slices.Sort(is.Unrestrainable)
+		for _, ref := range sv.Offline {
+			if _, done := is.Restrained[ref.Job]; done || ref.Job == "" {
+				continue
+			}
+			if r := restraintOf(ref.Job, in); r != nil {
+				if is.Restrained == nil {
+					is.Restrained = map[string]*jobs.Restraint{}
+				}
+				is.Restrained[ref.Job] = r
+			}
+		}
 		v.Instances = append(v.Instances, is)
 		for _, s := range sv.Services {
 			if s.Job == "" {

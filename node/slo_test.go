@@ -106,6 +106,16 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 	if got := view.Instances[0].Suspended; len(got) != 1 || got[0] != off.ID {
 		t.Errorf("suspended %v, want the offline job", got)
 	}
+	// The instance's view says what it does to each offline job, as the
+	// job's own view does (the dashboard reads every restraint at once).
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if r := h.n.SLO().Instances[0].Restrained[off.ID]; r != nil && r.State == "suspended" && slices.Contains(r.For, on.ID) {
+			break
+		}
+	}
+	if r := h.n.SLO().Instances[0].Restrained[off.ID]; r == nil || r.State != "suspended" || !slices.Contains(r.For, on.ID) {
+		t.Errorf("the instance's restraint of the offline job: %+v", r)
+	}
 	off, _ = h.n.Job(off.ID)
 	// Stopped: its cgroup frozen (a frozen task reads as sleeping), or,
 	// without one, its process group stopped.

@@ -1025,6 +1025,7 @@ func TestDashboardNumbersHaveUnitsAndTooltips(t *testing.T) {
 		{"#/jobs/" + done.ID, `document.querySelector('#job-details').textContent.includes('succeeded')`},
 		{"#/sched", `document.querySelectorAll('article.sched').length === 1 && document.querySelectorAll('table.tasks tbody tr').length === 2`},
 		{"#/plan", `document.querySelectorAll('#plan-body tr').length === 3 && document.querySelectorAll('#reconfigs-body tr').length === 1`},
+		{"#/slo", `document.querySelectorAll('#slo-jobs-body tr').length === 1`},
 	}
 	page(t, b, "load", chromedp.Navigate(srv.URL+"/"), waitFor(`document.querySelector('#conn').dataset.state === 'live'`))
 	for _, p := range pages {

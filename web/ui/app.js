@@ -1,15 +1,17 @@
 // The dashboard's entry: the client-side router (#/, #/jobs, #/jobs/ID,
-// #/sched, #/plan), the header, and the live stream.
+// #/sched, #/plan, #/slo), the header, the live stream and the latency
+// view's reads.
 
 import {$, setText} from './dom.js';
-import {state, on, connect} from './store.js';
+import {state, on, connect, followSLOView} from './store.js';
 import {overview} from './overview.js';
 import {jobsView, initJobs} from './jobs.js';
 import {jobPage, initJobPage} from './jobpage.js';
 import {schedView, initSched} from './sched.js';
 import {planView} from './plan.js';
+import {sloView} from './slo.js';
 
-const views = {overview, jobs: jobsView, job: jobPage, sched: schedView, plan: planView};
+const views = {overview, jobs: jobsView, job: jobPage, sched: schedView, plan: planView, slo: sloView};
 let active = null;
 
 // route shows the view the location's hash names: "#/jobs?state=running"
@@ -27,6 +29,7 @@ function route() {
   } else if (path === '/jobs') name = 'jobs';
   else if (path === '/sched') name = 'sched';
   else if (path === '/plan') name = 'plan';
+  else if (path === '/slo') name = 'slo';
   if (active && active !== name) views[active].hide();
   for (const [k] of Object.entries(views)) $('view-' + k).hidden = k !== name;
   for (const a of document.querySelectorAll('nav a')) {
@@ -62,3 +65,4 @@ initSched();
 window.addEventListener('hashchange', route);
 route();
 connect();
+followSLOView();

@@ -4,7 +4,7 @@
 
 import {h, $, setText, fmtMiB, fmtTime, fmtDuration, parseTime, stateClass, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, readText} from './api.js';
-import {state, on, putJobs} from './store.js';
+import {state, on, putJobs, restraintOf, restraintText} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
 import {followUsage} from './jobusage.js';
 import {followSLO} from './jobslo.js';
@@ -63,6 +63,10 @@ on('jobs', (changed) => {
     loadEvents(current);
   }
 });
+on('slo', () => {
+  const j = current && state.jobs.get(current.id);
+  if (j) draw(j);
+});
 on('snapshot', () => {
   if (!current) return;
   const j = state.jobs.get(current.id);
@@ -88,15 +92,24 @@ function showError(msg) {
   setText(el, msg);
 }
 
+// restraint is what its latency controller does to running job j now:
+// the latency view's (read every few seconds), else the job's own.
+function restraint(j) {
+  if (j.state !== 'running') return null;
+  return state.slo ? restraintOf(j.id) : j.restraint || null;
+}
+
 function draw(j) {
   if (!current || j.id !== current.id) return;
-  if (current.drawn === j.updatedAt) return;
-  current.drawn = j.updatedAt;
+  const rs = restraint(j);
+  const key = j.updatedAt + (rs ? '|' + rs.state + '|' + rs.reason : '');
+  if (current.drawn === key) return;
+  current.drawn = key;
   setText($('job-title'), j.spec.name + ' ');
   $('job-title').append(h('small', {class: 'id', text: j.id}));
   const st = $('job-state');
   st.className = stateClass(j.state);
-  setText(st, j.state);
+  setText(st, rs ? j.state + ' (' + rs.state + ')' : j.state);
   $('job-cancel-box').hidden = terminal(j.state);
   if (terminal(j.state)) confirmBox(false);
 
@@ -131,6 +144,10 @@ function draw(j) {
     ['Finished', fmtTime(j.finishedAt) || '—', timeTitle(j.finishedAt, 'finished')],
     ['Runtime', h('span', {id: 'job-runtime', text: runtime(j) || '—'}), 'how long it ran' + (terminal(j.state) ? '' : ' so far')],
   ];
+  if (rs) {
+    rows.splice(1, 0, ['Restrained', [h('span', {id: 'job-restraint', text: rs.state}), ' — ', ...linkJobs(restraintText(rs, true))],
+      'what its instance’s latency controller does to it now, for which online jobs’ targets, and the numbers of its last decision']);
+  }
   if (j.wait && j.state === 'pending') {
     // What holds the job, as the placement loop's last decision found.
     const since = parseTime(j.wait.since);

@@ -8,7 +8,7 @@
 
 import {h, $, setText, fmtMiB, fmtDuration, fmtTime, parseTime, stateClass, jobLink, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, APIError, idempotencyKey} from './api.js';
-import {state, on, now, putJobs} from './store.js';
+import {state, on, now, putJobs, restraintOf, restraintText} from './store.js';
 
 const CAP_STEP = 100;
 const ACTIVE = ['pending', 'placed', 'running', 'restarting'];
@@ -177,6 +177,14 @@ on('jobs', (changed) => {
   if (visible && !dirty) update(changed);
   else dirty = true;
 });
+// The restraints changed (or not): the rows shown say them.
+on('slo', () => {
+  if (!visible || dirty) return;
+  for (const id of shown) {
+    const j = state.jobs.get(id);
+    if (j && rows.has(id)) fill(rows.get(id), j);
+  }
+});
 
 function matches(j) {
   if (filter.state === 'active') {
@@ -322,10 +330,14 @@ function row(j) {
   return r;
 }
 
-// fill writes a job into its row's cells.
+// fill writes a job into its row's cells; a running job its latency
+// controller restrains says so in its state ("running (suspended)") and
+// why in its title.
 function fill(r, j) {
-  if (r.updatedAt === j.updatedAt) return;
-  r.updatedAt = j.updatedAt;
+  const rs = j.state === 'running' ? restraintOf(j.id) : null;
+  const key = j.updatedAt + (rs ? '|' + rs.state + '|' + rs.reason : '');
+  if (r.updatedAt === key) return;
+  r.updatedAt = key;
   const c = r.cells;
   setText(c.name, j.spec.name);
   const o = j.owner;
@@ -336,10 +348,12 @@ function fill(r, j) {
   if (c.sel.disabled) selected.delete(j.id);
   c.sel.checked = selected.has(j.id);
   c.name.title = j.spec.claim ? 'Kubernetes claim ' + j.spec.claim.namespace + '/' + j.spec.claim.name : j.spec.command.join(' ');
-  setText(c.state, j.state);
+  setText(c.state, rs ? j.state + ' (' + rs.state + ')' : j.state);
   c.state.className = stateClass(j.state);
-  c.state.title = j.reason || '';
+  c.state.title = rs ? restraintText(rs) : j.reason || '';
   r.tr.dataset.state = j.state;
+  if (rs) r.tr.dataset.restraint = rs.state;
+  else delete r.tr.dataset.restraint;
   setText(c.type, j.spec.type);
   setText(c.prio, j.priority);
   c.prio.title = 'priority ' + j.priority + ' (0 highest, 9 lowest)';

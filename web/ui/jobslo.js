@@ -68,16 +68,22 @@ function draw(v, j) {
   $('job-slo-chart').replaceChildren(...(hist.length ? chart(hist) : []));
 }
 
-// chart is the SVG's children.
+// chart is the SVG's children. Its latency axis is logarithmic, from a
+// little below the least latency (or bound) drawn to a little above the
+// most: a spike of 20 times the bound leaves the bound and the median
+// readable (on a linear axis a 162 ms spike put a 7.8 ms bound on the
+// floor, issue 53).
 function chart(hist) {
   const t0 = Date.parse(hist[0].time);
   const t1 = Math.max(Date.parse(hist[hist.length - 1].time), t0 + 1);
-  const top = Math.max(...hist.map((p) => Math.max(p.pctMs, p.boundMs)), 0.001) * 1.15;
+  const vals = hist.flatMap((p) => [p.p50Ms, p.pctMs, p.boundMs]).filter((v) => v > 0);
+  const lo = Math.max(Math.min(...vals, 1e9) / 1.3, 0.001);
+  const top = Math.max(Math.max(...vals, 0) * 1.3, lo * 2);
   const x = (t) => PAD + ((Date.parse(t) - t0) / (t1 - t0)) * (W - 2 * PAD);
-  const y = (m) => H - PAD - (m / top) * (H - 2 * PAD);
+  const y = (m) => H - PAD - (Math.log(Math.max(m, lo) / lo) / Math.log(top / lo)) * (H - 2 * PAD);
   const line = (cls, key, title) =>
     s('polyline', {class: cls, points: hist.map((p) => x(p.time).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' ')}, s('title', {text: title}));
-  const out = [s('title', {text: 'its request latency, a second at a time, in ms (the scale\u2019s top written at the left): at the target\u2019s percentile, the median, the bound; red dots: seconds with late requests'}),
+  const out = [s('title', {text: 'its request latency, a second at a time, in ms on a logarithmic scale (its top and bottom written at the left): at the target\u2019s percentile, the median, the bound; red dots: seconds with late requests'}),
     line('p50', 'p50Ms', 'median latency (ms)'), line('pct', 'pctMs', "latency at the target's percentile (ms)")];
   const bound = hist.filter((p) => p.boundMs > 0);
   if (bound.length) {
@@ -88,6 +94,7 @@ function chart(hist) {
     out.push(s('circle', {class: 'late', cx: x(p.time).toFixed(1), cy: y(p.pctMs).toFixed(1), r: 2.5},
       s('title', {text: p.late + ' of ' + p.requests + ' requests late at ' + new Date(p.time).toLocaleTimeString()})));
   }
-  out.push(s('text', {class: 'axis', x: PAD + 2, y: PAD + 10, text: ms(top)}));
+  out.push(s('text', {class: 'axis', x: PAD + 2, y: PAD + 10, text: ms(top)}),
+    s('text', {class: 'axis', x: PAD + 2, y: H - PAD - 2, text: ms(lo) + ' (log scale)'}));
   return out;
 }

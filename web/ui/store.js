@@ -20,12 +20,18 @@ export const state = {
   // skew is the daemon's clock minus the browser's, in ms.
   skew: 0,
   schedTime: 0, // the daemon's time of the schedulers, ms since the epoch
+  // slo is GET api/v1/slo's answer (every online job's standing, each
+  // instance's rung and what it does to each offline job), read every
+  // few seconds; null before the first, or where mmkd measures no
+  // latency.
+  slo: null,
 };
 
 const listeners = new Map();
 
 // on subscribes fn to kind: snapshot, plan, jobs (fn(changedJobs)),
-// reconfigs (fn(newOnes)), kernelsched, conn (fn(status, detail)).
+// reconfigs (fn(newOnes)), kernelsched, slo, conn (fn(status,
+// detail)).
 export function on(kind, fn) {
   if (!listeners.has(kind)) listeners.set(kind, []);
   listeners.get(kind).push(fn);
@@ -138,4 +144,50 @@ export async function connect() {
     await new Promise((r) => setTimeout(r, backoff));
     backoff = Math.min(backoff * 2, 15000);
   }
+}
+
+// SLO_POLL_MS is how often the latency view is read while the page is
+// shown: restraints are the controllers' state now, not job changes the
+// stream carries.
+const SLO_POLL_MS = 3000;
+
+// followSLOView reads GET api/v1/slo every SLO_POLL_MS for as long as the
+// page lives (not while it is hidden), and stops where mmkd measures no
+// latency (503).
+export async function followSLOView() {
+  for (;;) {
+    if (!document.hidden) {
+      try {
+        state.slo = await request('api/v1/slo');
+        emit('slo');
+      } catch (e) {
+        if (e.status === 503) {
+          state.slo = null;
+          emit('slo');
+          return;
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, SLO_POLL_MS));
+  }
+}
+
+// restraintOf is what its instance's latency controller does to job id
+// now (jobs.Restraint: state, how, rung, for, reason), or null.
+export function restraintOf(id) {
+  for (const i of (state.slo && state.slo.instances) || []) {
+    if (i.restrained && i.restrained[id]) return i.restrained[id];
+  }
+  return null;
+}
+
+// restraintText says a restraint in a sentence: how, for which jobs
+// (by name where held, unless ids: the ids alone, for linkJobs to make
+// links of), and the decision's numbers.
+export function restraintText(r, ids = false) {
+  const names = (r.for || []).map((id) => {
+    const j = !ids && state.jobs.get(id);
+    return j ? j.spec.name + ' (' + id + ')' : id;
+  });
+  return r.how + (names.length ? ' for the target of ' + names.join(', ') : '') + ' (rung ' + r.rung + ')' + (r.reason ? ': ' + r.reason : '');
 }
