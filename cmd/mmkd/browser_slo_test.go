@@ -50,8 +50,8 @@ func TestDashboardLatencyView(t *testing.T) {
 				P50Ms: 3, PctMs: pct, Rate: 40, State: "met", Detail: "p99 6ms within 7.8ms over 400 requests, 0 late", Rung: "suspend", Live: true,
 				At: now.Add(time.Duration(i) * time.Second)}},
 			Instances: []node.InstanceSLO{{Instance: "gpu0", Active: true, Ladder: []string{"priority", "tpcs=0.5", "suspend"}, Level: 2, Rung: "suspend",
-				Suspended: []string{trainer.ID},
-				Restrained: map[string]*jobs.Restraint{trainer.ID: {State: "suspended", How: "suspended", Rung: "suspend", For: []string{svc.ID}, Reason: reason}},
+				Suspended:    []string{trainer.ID},
+				Restrained:   map[string]*jobs.Restraint{trainer.ID: {State: "suspended", How: "suspended", Rung: "suspend", For: []string{svc.ID}, Reason: reason}},
 				LastDecision: &node.SLODecision{Time: now, From: 0, To: 2, Rung: "suspend", Reason: reason}}},
 		})
 	}
