@@ -68,7 +68,7 @@ Without --calibration it uses the calibration built into mmkctl
 	fl.StringVar(&f.out, "out", "", "write suite.md, suite.svg, frontier.svg and scenarios.jsonl to this folder")
 	fl.StringVar(&f.heldOutMix, "held-out-mix", "", "the calibrated mix only the held-out split draws from (default the last calibrated)")
 	fl.StringVar(&f.ladder, "ladder", strings.Join(slosuite.DefaultLadder().Strings(), ","), "the controller's rungs, cheapest first, comma-separated: each a calibrated setting")
-	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, tolerance, aim, prior-penalty (numbers), calm, replay, judge, short (durations) (repeatable)")
+	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, tolerance, aim, prior-penalty, alpha (numbers), calm, replay, judge, short (durations) (repeatable)")
 	fl.StringArrayVar(&f.also, "also", nil, "another controller to score beside it, its settings KEY=VALUE[,KEY=VALUE] as --set takes them (repeatable): a sweep in one run, on the same requests")
 	fl.BoolVar(&f.seeded, "seeded", false, "give the controller every rung's service times from the start (the calibration's): what learning the plant costs it")
 	fl.BoolVar(&f.summary, "summary", false, "print the calibration (per mix and setting: the trainers' speed, each service's service times) and stop")
@@ -286,7 +286,7 @@ func setControllerKey(c *slo.Config, kv string) error {
 		return fmt.Errorf("%q: want KEY=VALUE, such as risk=0.1", kv)
 	}
 	durations := map[string]*time.Duration{"calm": &c.Calm, "judge": &c.Judge, "short": &c.Short, "replay": &c.Replay}
-	numbers := map[string]*float64{"risk": &c.Risk, "tolerance": &c.Tolerance, "aim": &c.Aim, "prior-penalty": &c.PriorPenalty}
+	numbers := map[string]*float64{"risk": &c.Risk, "tolerance": &c.Tolerance, "aim": &c.Aim, "prior-penalty": &c.PriorPenalty, "alpha": &c.Alpha}
 	if p, ok := durations[k]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -300,7 +300,7 @@ func setControllerKey(c *slo.Config, kv string) error {
 		}
 		*p = x
 	} else {
-		return fmt.Errorf("%q: unknown setting; want risk, tolerance, aim, prior-penalty, calm, replay, judge or short", k)
+		return fmt.Errorf("%q: unknown setting; want risk, tolerance, aim, prior-penalty, alpha, calm, replay, judge or short", k)
 	}
 	if _, err := slo.New(*c); err != nil {
 		return fmt.Errorf("%s: %w", kv, err)

@@ -69,7 +69,7 @@ func TestSetControllerKey(t *testing.T) {
 	for _, tc := range []struct {
 		kv, want string
 	}{
-		{"risk=0.1", ""}, {"tolerance=3", ""}, {"aim=0.5", ""}, {"prior-penalty=1", ""},
+		{"risk=0.1", ""}, {"tolerance=3", ""}, {"aim=0.5", ""}, {"prior-penalty=1", ""}, {"alpha=1e-12", ""},
 		{"calm=5s", ""}, {"replay=-1s", ""}, {"judge=30s", ""}, {"short=1s", ""},
 		{"risk", `"risk": want KEY=VALUE`}, {"risk=x", "risk=x: not a number"}, {"calm=5", "calm=5: want a duration"},
 		{"speed=2", `"speed": unknown setting`}, {"risk=2", "risk=2: slo controller: "},

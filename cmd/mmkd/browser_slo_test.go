@@ -19,7 +19,8 @@ import (
 // a restrained trainer says so in the jobs table and on its page, with
 // the service it is restrained for; and the latency chart's axis is
 // logarithmic, so that a spike of 20 times the bound leaves the bound
-// readable (issue 53, items 3 and 4).
+// readable (issue 53, items 3 and 4); the job's page says what its
+// latency alone was measured at (item 2).
 func TestDashboardLatencyView(t *testing.T) {
 	b := startBrowser(t)
 	n := webtest.NewFakeNode(t.TempDir())
@@ -47,7 +48,7 @@ func TestDashboardLatencyView(t *testing.T) {
 		n.SetSLO(node.SLOView{
 			Jobs: []node.JobSLO{{ID: svc.ID, Name: "svc", Instance: "gpu0", GPUInstance: -1, Target: "p99=7.8ms", BoundMs: 7.8, Source: "hook",
 				Requests: uint64(400 * (i + 1)), Late: 9, Attainment: 1 - 9/float64(400*(i+1)), RecentN: 400, RecentLate: late,
-				P50Ms: 3, PctMs: pct, Rate: 40, State: "met", Detail: "p99 6ms within 7.8ms over 400 requests, 0 late", Rung: "suspend", Live: true,
+				P50Ms: 3, PctMs: pct, Rate: 40, AloneMs: 2.6, AloneN: 64, State: "met", Detail: "p99 6ms within 7.8ms over 400 requests, 0 late", Rung: "suspend", Live: true,
 				At: now.Add(time.Duration(i) * time.Second)}},
 			Instances: []node.InstanceSLO{{Instance: "gpu0", Active: true, Ladder: []string{"priority", "tpcs=0.5", "suspend"}, Level: 2, Rung: "suspend",
 				Suspended:    []string{trainer.ID},
@@ -96,6 +97,8 @@ func TestDashboardLatencyView(t *testing.T) {
 	page(t, b, "the service's latency chart",
 		chromedp.Navigate(srv.URL+"/#/jobs/"+svc.ID),
 		waitFor(`document.querySelector('#job-slo-chart polyline.bound') !== null`),
+		// What the alone probe measured (issue 53, item 2).
+		waitFor(`document.querySelector('#job-slo-now').textContent.includes('alone 2.60 ms at its percentile over 64 requests')`),
 	)
 	share := eval[float64](t, b, `(() => {
 		const y = document.querySelector('#job-slo-chart polyline.bound').points.getItem(0).y;

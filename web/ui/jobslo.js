@@ -54,13 +54,14 @@ function draw(v, j) {
     setText($('job-slo-now'), (target ? 'target ' + target + ' · ' : '') + 'no request measured yet');
   } else {
     let text = (o.target ? o.target + (o.boundMs ? ' (' + ms(o.boundMs) + ')' : ' (bound not known yet)') : 'no target') + ' · ';
+    if (o.aloneRequests) text += 'alone ' + ms(o.aloneMs) + ' at its percentile over ' + o.aloneRequests + ' requests · ';
     text += o.requests ? (100 * o.attainment).toFixed(2) + ' % of ' + o.requests + ' requests within' : 'no request yet';
     if (o.recentRequests) text += ' · now ' + ms(o.pctMs) + ' at its percentile, p50 ' + ms(o.p50Ms);
     text += ' · ' + o.state + ' · measured by the ' + o.source + ' · offline jobs' + (o.instance ? ' of ' + o.instance : '') + ': ' + o.rung;
     if (o.tpcsKept) text += ' (a mask keeping ' + o.tpcsKept + ' TPCs)';
     if (!o.live) text += ' · (last seen)';
     setText($('job-slo-now'), text);
-    $('job-slo-now').title = 'its latency target and bound; the share of its requests within the bound since it connected, of how many; its latency now at the target\u2019s percentile and its median; ' +
+    $('job-slo-now').title = 'its latency target and bound; its latency alone (measured with no offline job running, after its warm-up), where measured; the share of its requests within the bound since it connected, of how many; its latency now at the target\u2019s percentile and its median; ' +
       'whether the target holds; who measured (the hook or the service); what the controller does to the offline jobs beside it, in its instance';
     $('job-slo-now').dataset.state = o.state;
   }
