@@ -128,14 +128,32 @@ func reencode(data []byte, dst any) ([]byte, error) {
 
 // missingFields names the first field of t (a struct, nested in a
 // struct field at path) that encoding/json always writes (its tag has
-// neither omitempty nor omitzero) and body lacks.
+// neither omitempty nor omitzero) and body lacks. body has been decoded
+// strictly already (decodeRecord): its members are found by a scan of
+// its text (members), not decoded again; an object the scan does not
+// take (a key with an escape) is decoded.
 func missingFields(body []byte, t reflect.Type, path string) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
+	keys, vals, ok := members(body)
+	if !ok {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return fmt.Errorf("%s: %w", strings.TrimSuffix(path, "."), err)
+		}
+		keys, vals = keys[:0], vals[:0]
+		for k, v := range obj {
+			keys, vals = append(keys, []byte(k)), append(vals, v)
+		}
+	}
+	get := func(name string) ([]byte, bool) {
+		for i, k := range keys {
+			if string(k) == name {
+				return vals[i], true
+			}
+		}
+		return nil, false
 	}
 	for _, f := range required(t) {
-		raw, ok := obj[f.name]
+		raw, ok := get(f.name)
 		if !ok {
 			return fmt.Errorf("field %q is missing", path+f.name)
 		}
@@ -147,7 +165,7 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 	}
 	// Optional fields holding a struct are checked inside as well.
 	for _, f := range optional(t) {
-		if raw, ok := obj[f.name]; ok && string(raw) != "null" {
+		if raw, ok := get(f.name); ok && string(raw) != "null" {
 			if err := missingFields(raw, f.nested, path+f.name+"."); err != nil {
 				return err
 			}
@@ -155,6 +173,109 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 	}
 	return nil
 }
+
+// members splits the text of a JSON object into its members' keys (the
+// bytes between the quotes) and values (their text), without copying.
+// ok is false where the text is not an object, or a key holds an escape
+// (its bytes are not its name).
+func members(body []byte) (keys, vals [][]byte, ok bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, nil, false
+	}
+	if i = skipSpace(body, i+1); i < len(body) && body[i] == '}' {
+		return nil, nil, true
+	}
+	// A job's record has some 30 members: one allocation each.
+	keys, vals = make([][]byte, 0, 32), make([][]byte, 0, 32)
+	for i < len(body) && body[i] == '"' {
+		j := i + 1
+		for j < len(body) && body[j] != '"' && body[j] != '\\' {
+			j++
+		}
+		if j >= len(body) || body[j] != '"' {
+			return nil, nil, false
+		}
+		key := body[i+1 : j]
+		if i = skipSpace(body, j+1); i >= len(body) || body[i] != ':' {
+			return nil, nil, false
+		}
+		i = skipSpace(body, i+1)
+		end, ok := skipValue(body, i)
+		if !ok {
+			return nil, nil, false
+		}
+		keys, vals = append(keys, key), append(vals, body[i:end])
+		switch i = skipSpace(body, end); {
+		case i < len(body) && body[i] == '}':
+			return keys, vals, true
+		case i < len(body) && body[i] == ',':
+			i = skipSpace(body, i+1)
+		default:
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
+}
+
+// skipValue is the end of the JSON value that starts at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	}
+	j := i // a number, true, false or null
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && !isSpace(b[j]) {
+		j++
+	}
+	return j, j > i
+}
+
+// skipString is the end of the JSON string that starts at b[i].
+func skipString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // field is a JSON field of a struct: its name, and the struct type it
 // holds where it holds one (directly or through a pointer) that is read

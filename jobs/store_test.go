@@ -244,3 +244,39 @@ func TestIdempotencyConflict(t *testing.T) {
 		t.Errorf("the same spec again: %s %v %v; want %s, not created", same.ID, created, err, first.ID)
 	}
 }
+
+// BenchmarkOpenStore: opening a store of 2,000 finished jobs (each with
+// an idempotency key and four events), as mmkd does at every start: the
+// strict read of every record (setAsideBad), the keys mended (mendKeys).
+// Restart to ready follows it (bench/killsweep, bench/restart).
+func BenchmarkOpenStore(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "mmk.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := range uint64(2000) {
+		id := encodeID(n+1, 0)
+		if _, _, err := s.Create(newJob(id, "key-"+id)); err != nil {
+			b.Fatal(err)
+		}
+		for _, to := range []State{Placed, Running, Succeeded} {
+			if _, err := s.Transition(id, to, t0, "", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		s, err := OpenStore(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package jobs
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestMembers: the scan that finds a record's members (missingFields,
+// keyFields.load) splits objects as encoding/json reads them, and
+// refuses what it cannot take.
+func TestMembers(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		keys []string
+		vals []string
+		ok   bool
+	}{
+		{`{}`, nil, nil, true},
+		{` { "a" : 1 , "b":"x" } `, []string{"a", "b"}, []string{"1", `"x"`}, true},
+		{`{"s":"a \"}\" {[","n":{"x":[1,{"y":"]"}]},"t":true,"z":null}`, []string{"s", "n", "t", "z"},
+			[]string{`"a \"}\" {["`, `{"x":[1,{"y":"]"}]}`, "true", "null"}, true},
+		{`{"a":-1.5e3,"b":[]}`, []string{"a", "b"}, []string{"-1.5e3", "[]"}, true},
+		{`{"a\u0062":1}`, nil, nil, false}, // a key with an escape
+		{`[1]`, nil, nil, false},
+		{`{"a":1`, nil, nil, false},
+		{`{"a" 1}`, nil, nil, false},
+		{`{"a":"x}`, nil, nil, false},
+		{`{"a":}`, nil, nil, false},
+	} {
+		keys, vals, ok := members([]byte(tc.text))
+		var ks, vs []string
+		for i := range keys {
+			ks, vs = append(ks, string(keys[i])), append(vs, string(vals[i]))
+		}
+		if ok != tc.ok || !slices.Equal(ks, tc.keys) || !slices.Equal(vs, tc.vals) {
+			t.Errorf("members(%s) = %q %q %v, want %q %q %v", tc.text, ks, vs, ok, tc.keys, tc.vals, tc.ok)
+		}
+	}
+}
+
+// FuzzMembers: wherever the scan takes an object that encoding/json
+// reads, it finds the same members with the same values.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":{"c":[1,"]"]}}`, `{"s":"x\"y","t":null}`, `{"a":1,"a":2}`, "{\"\xff\":null}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		keys, vals, ok := members([]byte(text))
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(text), &obj) != nil || obj == nil {
+			return // not an object encoding/json reads: the scan may say anything but must not panic
+		}
+		if !ok || !utf8.ValidString(text) {
+			// A key with an escape is decoded instead; encoding/json
+			// reads bytes that are not UTF-8 as U+FFFD, which no field's
+			// name holds.
+			return
+		}
+		seen := map[string]string{}
+		for i := range keys {
+			seen[string(keys[i])] = string(vals[i]) // the last of a duplicate, as encoding/json keeps
+		}
+		if len(seen) != len(obj) {
+			t.Fatalf("%s: members %q, encoding/json %d", text, seen, len(obj))
+		}
+		for k, v := range obj {
+			if strings.TrimSpace(seen[k]) != strings.TrimSpace(string(v)) {
+				t.Fatalf("%s: member %q is %q, encoding/json %q", text, k, seen[k], v)
+			}
+		}
+	})
+}
+
+// TestKeyFieldsLoad: what mendKeys reads of a job's record is what the
+// whole record says.
+func TestKeyFieldsLoad(t *testing.T) {
+	o := Owner{UID: 1000, GID: 1000, Name: "ann"}
+	for _, j := range []Job{
+		{ID: "06h2d698667tt4b0", State: Pending, IdempotencyKey: `k "1"`, Owner: &o},
+		{ID: "06h2d698667tt4b1", State: Running},
+	} {
+		rec, err := EncodeRecord(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k keyFields
+		if err := k.load(rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := k.job(); idemKey(got) != idemKey(j) || got.ID != j.ID {
+			t.Errorf("%s: key %q, want %q", j.ID, idemKey(got), idemKey(j))
+		}
+	}
+}
