@@ -13,11 +13,13 @@
 // time between half and one and a half of it) mmkd is killed with
 // SIGKILL and started again at once; the time from its start to /readyz
 // answering 200 is its restart to ready. After -kills kills the load
-// stops, mmkd starts a last time and the jobs run until every one has
-// ended, or none has for -settle. Then every job is listed: lost is a
-// job a client was answered for that mmkd does not hold; duplicated, two
-// jobs of one key; stuck, a job not ended when none ended for -settle
-// (each only runs `true`).
+// stops and mmkd starts a last time; every job under way then must end
+// and the queue move (50 more jobs end). Then every job is listed: lost
+// is a job a client was answered for that mmkd does not hold;
+// duplicated, two jobs of one key; stuck, a job under way that never
+// ended, or any job left when none ended for -settle (each only runs
+// `true`). Jobs still queued are counted, not waited for: they start one
+// after another.
 package main
 
 import (

@@ -34,6 +34,11 @@ type result struct {
 	elapsed                   time.Duration
 	states                    map[jobs.State]int
 	firstReady, settledWithin time.Duration
+	// drained counts the jobs that ended after the last start; queued,
+	// those queued then that have not ended yet; stalled says none ended
+	// for -settle.
+	drained, queued int
+	stalled         bool
 }
 
 func (r *result) ok() bool { return len(r.lost)+len(r.duplicated)+len(r.stuck) == 0 }
@@ -79,35 +84,63 @@ func sweep(cfg config, progress io.Writer) (*result, error) {
 	if _, err := d.start(); err != nil {
 		return nil, err
 	}
-	// They are given until none is left, or until none has ended for
-	// -settle: the rest are stuck.
-	var all []jobs.Job
-	settleFrom, lastEnd, ended := time.Now(), time.Now(), -1
+	// Every job that was under way at the last start (placed, running,
+	// restarting, cancelled while running) must end, and the queue must
+	// move (queuedMoves more jobs end); the jobs still queued then are
+	// counted, not waited for (they start one after another). A job not
+	// ended when none has for -settle is stuck.
+	all, err := list(d)
+	if err != nil {
+		return nil, err
+	}
+	underway := map[string]bool{}
+	first := 0
+	for _, j := range all {
+		switch {
+		case j.State.Terminal():
+			first++
+		case j.State != jobs.Pending:
+			underway[j.ID] = true
+		}
+	}
+	settleFrom, lastEnd, ended := time.Now(), time.Now(), first
 	for {
 		if all, err = list(d); err != nil {
 			return nil, err
 		}
-		n := 0
+		n, left := 0, 0
 		for _, j := range all {
 			if j.State.Terminal() {
 				n++
+			} else if underway[j.ID] {
+				left++
 			}
 		}
 		if n != ended {
 			ended, lastEnd = n, time.Now()
 		}
-		if n == len(all) || time.Since(lastEnd) > cfg.settle {
+		moved := n-first >= queuedMoves || n == len(all)
+		if left == 0 && moved {
+			break
+		}
+		if time.Since(lastEnd) > cfg.settle {
+			r.stalled = true
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	r.settledWithin = time.Since(settleFrom)
-	r.check(l.accepted, all)
+	r.drained = ended - first
+	r.check(l.accepted, all, underway)
 	return r, nil
 }
 
+// queuedMoves is how many jobs must end after the last start for the
+// queue to count as moving.
+const queuedMoves = 50
+
 // check compares the jobs mmkd holds with what its clients were told.
-func (r *result) check(accepted map[string]string, all []jobs.Job) {
+func (r *result) check(accepted map[string]string, all []jobs.Job, underway map[string]bool) {
 	byID := map[string]jobs.Job{}
 	byKey := map[string][]string{}
 	r.states = map[jobs.State]int{}
@@ -117,8 +150,12 @@ func (r *result) check(accepted map[string]string, all []jobs.Job) {
 			byKey[j.IdempotencyKey] = append(byKey[j.IdempotencyKey], j.ID)
 		}
 		r.states[j.State]++
-		if !j.State.Terminal() {
+		switch {
+		case j.State.Terminal():
+		case r.stalled || underway[j.ID]:
 			r.stuck = append(r.stuck, j.ID+" ("+string(j.State)+")")
+		default:
+			r.queued++ // queued at the last start, and under way or queued now
 		}
 	}
 	r.held = len(all)
@@ -184,7 +221,8 @@ func (r *result) markdown(cfg config) string {
 	fmt.Fprintf(&b, "| kills | submissions answered | jobs held | lost | duplicated | stuck | restart to ready: median (max) | requests sent again | refused answers |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %v (%v) | %d | %s |\n\n", r.kills, r.accepted, r.held, len(r.lost), len(r.duplicated), len(r.stuck),
 		med.Round(time.Millisecond), hi.Round(time.Millisecond), r.retries, refusedText(r.refused))
-	fmt.Fprintf(&b, "Load ran %v; the jobs' states after the last start, once every job had ended or none had for %v (after %v): %s.\n", r.elapsed.Round(time.Second), cfg.settle, r.settledWithin.Round(100*time.Millisecond), statesText(r.states))
+	fmt.Fprintf(&b, "Load ran %v. After the last start every job under way then had ended and %d more had, within %v; the jobs' states then: %s (%d queued at the last start not ended yet: they start one after another; stuck: a job under way that never ended, or any left when none had ended for %v).\n",
+		r.elapsed.Round(time.Second), r.drained, r.settledWithin.Round(100*time.Millisecond), statesText(r.states), r.queued, cfg.settle)
 	for _, s := range []struct {
 		what string
 		list []string
