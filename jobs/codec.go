@@ -133,7 +133,10 @@ func reencode(data []byte, dst any) ([]byte, error) {
 // its text (members), not decoded again; an object the scan does not
 // take (a key with an escape) is decoded.
 func missingFields(body []byte, t reflect.Type, path string) error {
-	keys, vals, ok := members(body)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
+	sc.keys, sc.vals = keys, vals
 	if !ok {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(body, &obj); err != nil {
@@ -174,36 +177,40 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 	return nil
 }
 
+// scratch holds a missingFields call's members (scratchPool: a store's
+// open reads some hundred thousand records).
+type scratch struct{ keys, vals [][]byte }
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{make([][]byte, 0, 32), make([][]byte, 0, 32)} }}
+
 // members splits the text of a JSON object into its members' keys (the
-// bytes between the quotes) and values (their text), without copying.
-// ok is false where the text is not an object, or a key holds an escape
-// (its bytes are not its name).
-func members(body []byte) (keys, vals [][]byte, ok bool) {
+// bytes between the quotes) and values (their text), appended to keys
+// and vals, without copying. ok is false where the text is not an
+// object, or a key holds an escape (its bytes are not its name).
+func members(body []byte, keys, vals [][]byte) (_, _ [][]byte, ok bool) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return nil, nil, false
+		return keys, vals, false
 	}
 	if i = skipSpace(body, i+1); i < len(body) && body[i] == '}' {
-		return nil, nil, true
+		return keys, vals, true
 	}
-	// A job's record has some 30 members: one allocation each.
-	keys, vals = make([][]byte, 0, 32), make([][]byte, 0, 32)
 	for i < len(body) && body[i] == '"' {
 		j := i + 1
 		for j < len(body) && body[j] != '"' && body[j] != '\\' {
 			j++
 		}
 		if j >= len(body) || body[j] != '"' {
-			return nil, nil, false
+			return keys, vals, false
 		}
 		key := body[i+1 : j]
 		if i = skipSpace(body, j+1); i >= len(body) || body[i] != ':' {
-			return nil, nil, false
+			return keys, vals, false
 		}
 		i = skipSpace(body, i+1)
 		end, ok := skipValue(body, i)
 		if !ok {
-			return nil, nil, false
+			return keys, vals, false
 		}
 		keys, vals = append(keys, key), append(vals, body[i:end])
 		switch i = skipSpace(body, end); {
@@ -212,10 +219,10 @@ func members(body []byte) (keys, vals [][]byte, ok bool) {
 		case i < len(body) && body[i] == ',':
 			i = skipSpace(body, i+1)
 		default:
-			return nil, nil, false
+			return keys, vals, false
 		}
 	}
-	return nil, nil, false
+	return keys, vals, false
 }
 
 // skipValue is the end of the JSON value that starts at b[i].

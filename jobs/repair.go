@@ -42,7 +42,7 @@ var checked = []struct {
 	name []byte
 	bad  func(k, v []byte, legacy bool) string
 }{
-	{bucketJobs, badRecord},
+	{bucketJobs, nil}, // badJob, keeping the jobs read (Store.opened)
 	{bucketEvents, badEvent},
 	{bucketReconfig, badReconfig},
 }
@@ -56,9 +56,21 @@ var checked = []struct {
 func (s *Store) setAsideBad(legacy bool) error {
 	var bad []SetAsideRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
+		// The jobs read are kept for the first All (Store.opened): sized
+		// once, as a start may read tens of thousands.
+		s.opened = make([]Job, 0, tx.Bucket(bucketJobs).Stats().KeyN)
 		for _, c := range checked {
 			err := tx.Bucket(c.name).ForEach(func(k, v []byte) error {
-				if reason := c.bad(k, v, legacy); reason != "" {
+				reason := ""
+				if c.bad != nil {
+					reason = c.bad(k, v, legacy)
+				} else {
+					var j Job
+					if reason = badJob(k, v, legacy, &j); reason == "" {
+						s.opened = append(s.opened, j)
+					}
+				}
+				if reason != "" {
 					bad = append(bad, SetAsideRecord{Bucket: string(c.name), Key: printKey(c.name, k), Reason: reason, raw: bytes.Clone(k)})
 				}
 				return nil
@@ -111,7 +123,12 @@ func printKey(bucket, k []byte) string {
 // badRecord says why a job record cannot be served ("" if it can).
 func badRecord(k, v []byte, legacy bool) string {
 	var j Job
-	if err := decodeRecord(v, &j, legacy); err != nil {
+	return badJob(k, v, legacy, &j)
+}
+
+// badJob is badRecord, the job read into j.
+func badJob(k, v []byte, legacy bool, j *Job) string {
+	if err := decodeRecord(v, j, legacy); err != nil {
 		return "not a job record: " + err.Error()
 	}
 	switch {
@@ -272,7 +289,10 @@ func (k *keyFields) load(data []byte) error {
 	if !summed {
 		return ErrNoChecksum
 	}
-	keys, vals, ok := members(body)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
+	sc.keys, sc.vals = keys, vals
 	if !ok {
 		return json.Unmarshal(body, k)
 	}

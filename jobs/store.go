@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -88,6 +89,13 @@ type Store struct {
 	putBack    []string
 	putBackErr error
 	keysMended []string
+	// opened are the jobs the strict read at open decoded, in id order,
+	// as of the store's transaction openedTx: the first All of a store
+	// nothing wrote to since takes them instead of reading every record
+	// again (mmkd's start reads its whole history once).
+	openedMu sync.Mutex
+	opened   []Job
+	openedTx int
 }
 
 // OpenStore opens (creating it if needed) the store at path. A store of
@@ -167,6 +175,14 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err := s.mendKeys(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: idempotency keys: %w", path, err)
+	}
+	if len(s.setAside) > 0 || schema < 2 {
+		// Records were put back or rewritten after the strict read.
+		s.opened = nil
+	}
+	if err := db.View(func(tx *bolt.Tx) error { s.openedTx = tx.ID(); return nil }); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -250,6 +266,14 @@ func (s *Store) Get(id string) (Job, error) {
 func (s *Store) All() ([]Job, error) {
 	var out []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
+		s.openedMu.Lock()
+		opened, same := s.opened, s.opened != nil && tx.ID() == s.openedTx
+		s.opened = nil
+		s.openedMu.Unlock()
+		if same {
+			out = opened
+			return nil
+		}
 		return tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
 			if err := loadRecord(v, &j); err != nil {

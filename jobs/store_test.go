@@ -280,3 +280,49 @@ func BenchmarkOpenStore(b *testing.B) {
 		}
 	}
 }
+
+// TestAllAfterOpen: the first All of a store opened takes the jobs its
+// strict read decoded, unless anything was written since: then it reads
+// them again (a job moved between the open and All is seen moved).
+func TestAllAfterOpen(t *testing.T) {
+	s, path := openTemp(t)
+	for n := range uint64(3) {
+		if _, _, err := s.Create(newJob(encodeID(n+1, 0), "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, write := range []bool{false, true} {
+		s, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.opened) != 3 {
+			t.Fatalf("the open read %d jobs, want 3", len(s.opened))
+		}
+		want := Pending
+		if write {
+			if _, err := s.Transition(encodeID(2, 0), Cancelled, t0, "test", nil); err != nil {
+				t.Fatal(err)
+			}
+			want = Cancelled
+		}
+		for pass := range 2 { // the second All reads the records
+			all, err := s.All()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 3 || all[1].ID != encodeID(2, 0) || all[1].State != want {
+				t.Errorf("write %v, pass %d: %d jobs, the second %s %s, want %s", write, pass, len(all), all[1].ID, all[1].State, want)
+			}
+		}
+		if s.opened != nil {
+			t.Error("the jobs read at open are kept after All")
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
