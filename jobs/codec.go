@@ -131,12 +131,14 @@ func reencode(data []byte, dst any) ([]byte, error) {
 // neither omitempty nor omitzero) and body lacks. body has been decoded
 // strictly already (decodeRecord): its members are found by a scan of
 // its text (members), not decoded again; an object the scan does not
-// take (a key with an escape) is decoded.
+// take (a key with an escape) is decoded. Of a key given twice the last
+// counts, as encoding/json reads it.
 func missingFields(body []byte, t reflect.Type, path string) error {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
 	sc.keys, sc.vals = keys, vals
+	defer sc.clear()
 	if !ok {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(body, &obj); err != nil {
@@ -148,8 +150,8 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 		}
 	}
 	get := func(name string) ([]byte, bool) {
-		for i, k := range keys {
-			if string(k) == name {
+		for i := len(keys) - 1; i >= 0; i-- {
+			if string(keys[i]) == name {
 				return vals[i], true
 			}
 		}
@@ -180,6 +182,13 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 // scratch holds a missingFields call's members (scratchPool: a store's
 // open reads some hundred thousand records).
 type scratch struct{ keys, vals [][]byte }
+
+// clear drops what the slices point at (records of a transaction since
+// closed) before the scratch goes back to the pool.
+func (s *scratch) clear() {
+	clear(s.keys)
+	clear(s.vals)
+}
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{make([][]byte, 0, 32), make([][]byte, 0, 32)} }}
 

@@ -2,6 +2,9 @@ package jobs
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -95,6 +98,99 @@ func TestKeyFieldsLoad(t *testing.T) {
 		}
 		if got := k.job(); idemKey(got) != idemKey(j) || got.ID != j.ID {
 			t.Errorf("%s: key %q, want %q", j.ID, idemKey(got), idemKey(j))
+		}
+	}
+}
+
+// missingFieldsBefore is missingFields as it was before the scan (a
+// decode into a map): the reference FuzzMissingFieldsAsBefore holds the
+// scan to.
+func missingFieldsBefore(body []byte, t reflect.Type, path string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return err
+	}
+	for _, f := range required(t) {
+		raw, ok := obj[f.name]
+		if !ok {
+			return fmt.Errorf("field %q is missing", path+f.name)
+		}
+		if f.nested != nil && string(raw) != "null" {
+			if err := missingFieldsBefore(raw, f.nested, path+f.name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range optional(t) {
+		if raw, ok := obj[f.name]; ok && string(raw) != "null" {
+			if err := missingFieldsBefore(raw, f.nested, path+f.name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jobText is a job record's JSON as mmk writes it.
+func jobText(t testing.TB) string {
+	o := Owner{UID: 1000, GID: 1000, Name: "ann"}
+	b, err := json.Marshal(Job{ID: "06h2d698667tt4b0", State: Pending, Owner: &o, IdempotencyKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// FuzzMissingFieldsAsBefore: on valid JSON (what the strict decode
+// hands it) the scan refuses and accepts exactly what the decode into a
+// map did, a key given twice included (the last
+// counts: "owner":null,"owner":{"gid":1000} is a job whose owner lacks
+// its uid, refused).
+func FuzzMissingFieldsAsBefore(f *testing.F) {
+	body := jobText(f)
+	for _, s := range []string{body,
+		strings.Replace(body, `"owner":{`, `"owner":null,"owner":{`, 1),
+		strings.Replace(body, `"owner":{"uid":1000,`, `"owner":null,"owner":{`, 1),
+		strings.Replace(body, `"owner":{"uid":1000,`, `"owner":{"uid":1000,"gid":1},"owner":{`, 1),
+		strings.Replace(body, `"restarts":0,`, ``, 1),
+		strings.Replace(body, `"id":`, `"\u0069d":`, 1),
+	} {
+		f.Add(s)
+	}
+	typ := reflect.TypeFor[Job]()
+	f.Fuzz(func(t *testing.T, text string) {
+		if !json.Valid([]byte(text)) {
+			return // missingFields reads only what the strict decode took
+		}
+		before := missingFieldsBefore([]byte(text), typ, "")
+		now := missingFields([]byte(text), typ, "")
+		if (before == nil) != (now == nil) {
+			t.Fatalf("%s: before %v, now %v", text, before, now)
+		}
+	})
+}
+
+// TestKeyFieldsAsDecoded: what mendKeys reads of a record is what
+// encoding/json makes of it whole, whatever the spelling of its keys.
+func TestKeyFieldsAsDecoded(t *testing.T) {
+	body := jobText(t)
+	for _, text := range []string{body,
+		strings.Replace(body, `"idempotencyKey":"k"`, `"idempotencyKey":"k","IDEMPOTENCYKEY":"k2"`, 1),
+		strings.Replace(body, `"idempotencyKey":"k"`, `"idempotencyKey":"k","idempotencyKey":"k2"`, 1),
+		strings.Replace(body, `"idempotencyKey":"k"`, "\"idempotency\u212aey\":\"k3\"", 1), // the Kelvin sign folds to k
+		strings.Replace(body, `"owner":{"uid":1000`, `"OWNER":{"uid":7`, 1),
+	} {
+		rec := fmt.Appendf([]byte(text), "%s%08x", sumPrefix, crc32.Checksum([]byte(text), castagnoli))
+		var want Job
+		if err := json.Unmarshal([]byte(text), &want); err != nil {
+			t.Fatal(err)
+		}
+		var k keyFields
+		if err := k.load(rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := k.job(); idemKey(got) != idemKey(want) || got.ID != want.ID {
+			t.Errorf("%s: key %q, encoding/json %q", text, idemKey(got), idemKey(want))
 		}
 	}
 }

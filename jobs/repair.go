@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -279,8 +280,10 @@ func (k keyFields) job() Job { return Job{ID: k.ID, IdempotencyKey: k.Idempotenc
 
 // load reads k from a job's record: its checksum checked, the three
 // members found by a scan of its text and only they decoded (the record
-// was read whole and strictly when the store opened); a record the scan
-// does not take is decoded whole.
+// was read whole and strictly when the store opened). A record the scan
+// does not take, or whose keys encoding/json would match otherwise than
+// by their exact names (a key given twice, in other case, or with bytes
+// past ASCII, which it folds too), is decoded whole.
 func (k *keyFields) load(data []byte) error {
 	body, summed, err := splitSum(data)
 	if err != nil {
@@ -293,7 +296,8 @@ func (k *keyFields) load(data []byte) error {
 	defer scratchPool.Put(sc)
 	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
 	sc.keys, sc.vals = keys, vals
-	if !ok {
+	defer sc.clear()
+	if !ok || !plainKeys(keys, "id", "idempotencyKey", "owner") {
 		return json.Unmarshal(body, k)
 	}
 	for i, name := range keys {
@@ -426,4 +430,29 @@ func (s *Store) addChecksums() error {
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
 	})
+}
+
+// plainKeys reports whether each of names is matched by at most one of
+// keys, and only by its exact spelling, and every key is ASCII: where it
+// is, an exact match of a key finds what encoding/json would fill from
+// it (it matches names without regard to case, folds a few letters past
+// ASCII, and keeps the last of a key given twice).
+func plainKeys(keys [][]byte, names ...string) bool {
+	seen := 0
+	for _, k := range keys {
+		for _, c := range k {
+			if c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		for i, name := range names {
+			if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
+				if string(k) != name || seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+			}
+		}
+	}
+	return true
 }
