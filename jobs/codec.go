@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // A record of the store (a job, an event, a reconfiguration) and a job's
@@ -128,11 +129,14 @@ func reencode(data []byte, dst any) ([]byte, error) {
 
 // missingFields names the first field of t (a struct, nested in a
 // struct field at path) that encoding/json always writes (its tag has
-// neither omitempty nor omitzero) and body lacks. body has been decoded
-// strictly already (decodeRecord): its members are found by a scan of
-// its text (members), not decoded again; an object the scan does not
-// take (a key with an escape) is decoded. Of a key given twice the last
-// counts, as encoding/json reads it.
+// neither omitempty nor omitzero) and body lacks, or a field body gives
+// twice. body has been decoded strictly already (decodeRecord): its
+// members are found by a scan of its text (members), not decoded again;
+// an object the scan does not take (a key with an escape) is decoded. A
+// key names a field as encoding/json reads it: without regard to case
+// (bytes.EqualFold). Before, keys were matched by their exact spelling:
+// a record whose owner was keyed "OWNER" filled the job's owner without
+// its owner's check.
 func missingFields(body []byte, t reflect.Type, path string) error {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
@@ -148,30 +152,25 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 		for k, v := range obj {
 			keys, vals = append(keys, []byte(k)), append(vals, v)
 		}
+		sc.keys, sc.vals = keys, vals
 	}
-	get := func(name string) ([]byte, bool) {
-		for i := len(keys) - 1; i >= 0; i-- {
-			if string(keys[i]) == name {
-				return vals[i], true
-			}
+	fs := fields(t)
+	count := make([]int, len(fs.all))
+	val := make([][]byte, len(fs.all))
+	for i, k := range keys {
+		if f := fs.find(k); f >= 0 {
+			count[f]++
+			val[f] = vals[i]
 		}
-		return nil, false
 	}
-	for _, f := range required(t) {
-		raw, ok := get(f.name)
-		if !ok {
+	for i, f := range fs.all {
+		switch {
+		case count[i] > 1:
+			return fmt.Errorf("field %q is given %d times", path+f.name, count[i])
+		case count[i] == 0 && f.required:
 			return fmt.Errorf("field %q is missing", path+f.name)
-		}
-		if f.nested != nil && string(raw) != "null" {
-			if err := missingFields(raw, f.nested, path+f.name+"."); err != nil {
-				return err
-			}
-		}
-	}
-	// Optional fields holding a struct are checked inside as well.
-	for _, f := range optional(t) {
-		if raw, ok := get(f.name); ok && string(raw) != "null" {
-			if err := missingFields(raw, f.nested, path+f.name+"."); err != nil {
+		case count[i] == 1 && f.nested != nil && string(val[i]) != "null":
+			if err := missingFields(val[i], f.nested, path+f.name+"."); err != nil {
 				return err
 			}
 		}
@@ -297,11 +296,47 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // holds where it holds one (directly or through a pointer) that is read
 // field by field (not by its own UnmarshalJSON, as time.Time is).
 type field struct {
-	name   string
-	nested reflect.Type
+	name     string
+	nested   reflect.Type
+	required bool
 }
 
-type fieldSets struct{ required, optional []field }
+// fieldSets are a struct's JSON fields: all of them, and their indices
+// by their names in lower case (index); required and the optional ones
+// holding a struct (optional) apart.
+type fieldSets struct {
+	all, required, optional []field
+	index                   map[string]int
+}
+
+// find is the index in all of the field key names as encoding/json
+// matches keys to fields (bytes.EqualFold), -1 for none.
+func (fs fieldSets) find(key []byte) int {
+	var low [64]byte
+	if len(key) > len(low) {
+		return -1 // longer than any field's name
+	}
+	for i, c := range key {
+		switch {
+		case c >= utf8.RuneSelf:
+			// Past ASCII encoding/json folds a few letters too (the
+			// Kelvin sign to k): compared one by one.
+			for j, f := range fs.all {
+				if bytes.EqualFold(key, []byte(f.name)) {
+					return j
+				}
+			}
+			return -1
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	if i, ok := fs.index[string(low[:len(key)])]; ok {
+		return i
+	}
+	return -1
+}
 
 var fieldCache sync.Map // reflect.Type -> fieldSets
 
@@ -323,7 +358,7 @@ func fields(t reflect.Type) fieldSets {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		f := field{name: name}
+		f := field{name: name, required: !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,")}
 		ft := sf.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
@@ -331,12 +366,17 @@ func fields(t reflect.Type) fieldSets {
 		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(unmarshaler) {
 			f.nested = ft
 		}
+		fs.all = append(fs.all, f)
 		switch {
-		case !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,"):
+		case f.required:
 			fs.required = append(fs.required, f)
 		case f.nested != nil:
 			fs.optional = append(fs.optional, f)
 		}
+	}
+	fs.index = make(map[string]int, len(fs.all))
+	for i, f := range fs.all {
+		fs.index[strings.ToLower(f.name)] = i
 	}
 	fieldCache.Store(t, fs)
 	return fs

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -102,35 +103,6 @@ func TestKeyFieldsLoad(t *testing.T) {
 	}
 }
 
-// missingFieldsBefore is missingFields as it was before the scan (a
-// decode into a map): the reference FuzzMissingFieldsAsBefore holds the
-// scan to.
-func missingFieldsBefore(body []byte, t reflect.Type, path string) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return err
-	}
-	for _, f := range required(t) {
-		raw, ok := obj[f.name]
-		if !ok {
-			return fmt.Errorf("field %q is missing", path+f.name)
-		}
-		if f.nested != nil && string(raw) != "null" {
-			if err := missingFieldsBefore(raw, f.nested, path+f.name+"."); err != nil {
-				return err
-			}
-		}
-	}
-	for _, f := range optional(t) {
-		if raw, ok := obj[f.name]; ok && string(raw) != "null" {
-			if err := missingFieldsBefore(raw, f.nested, path+f.name+"."); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // jobText is a job record's JSON as mmk writes it.
 func jobText(t testing.TB) string {
 	o := Owner{UID: 1000, GID: 1000, Name: "ann"}
@@ -141,12 +113,15 @@ func jobText(t testing.TB) string {
 	return string(b)
 }
 
-// FuzzMissingFieldsAsBefore: on valid JSON (what the strict decode
-// hands it) the scan refuses and accepts exactly what the decode into a
-// map did, a key given twice included (the last
-// counts: "owner":null,"owner":{"gid":1000} is a job whose owner lacks
-// its uid, refused).
-func FuzzMissingFieldsAsBefore(f *testing.F) {
+// FuzzMissingFields: on valid JSON (what the strict decode hands it) the
+// check agrees with missingFieldsFolded (every member listed by
+// encoding/json's tokens, matched to fields as it matches them: a job
+// whose owner lacks its uid is refused however its keys are spelled or
+// repeated, "owner":null,"owner":{"gid":1000} included), and accepts
+// what mmk writes (the first seed). Before the scan the check decoded
+// into a map and matched keys by exact spelling: a field given twice
+// counted by its last value, and "OWNER" went unchecked.
+func FuzzMissingFields(f *testing.F) {
 	body := jobText(f)
 	for _, s := range []string{body,
 		strings.Replace(body, `"owner":{`, `"owner":null,"owner":{`, 1),
@@ -162,10 +137,10 @@ func FuzzMissingFieldsAsBefore(f *testing.F) {
 		if !json.Valid([]byte(text)) {
 			return // missingFields reads only what the strict decode took
 		}
-		before := missingFieldsBefore([]byte(text), typ, "")
 		now := missingFields([]byte(text), typ, "")
-		if (before == nil) != (now == nil) {
-			t.Fatalf("%s: before %v, now %v", text, before, now)
+		folded := missingFieldsFolded([]byte(text), typ, "")
+		if (folded == nil) != (now == nil) || text == body && now != nil {
+			t.Fatalf("%s: the check %v, the reference %v", text, now, folded)
 		}
 	})
 }
@@ -193,4 +168,72 @@ func TestKeyFieldsAsDecoded(t *testing.T) {
 			t.Errorf("%s: key %q, encoding/json %q", text, idemKey(got), idemKey(want))
 		}
 	}
+}
+
+// TestFieldsAsDecoded: a key names a field as encoding/json reads it,
+// without regard to case, and a field given twice is refused: the
+// owner's check is not skipped by a key spelled "OWNER" (before, it
+// was: the job's owner read uid 0).
+func TestFieldsAsDecoded(t *testing.T) {
+	body := jobText(t)
+	typ := reflect.TypeFor[Job]()
+	for _, tc := range []struct {
+		text, want string
+	}{
+		{body, ""},
+		{strings.Replace(body, `"owner":{"uid":1000,`, `"OWNER":{`, 1), `field "owner.uid" is missing`},
+		{strings.Replace(body, `"owner":{"uid":1000,`, `"Owner":{"UID":1000,`, 1), ""},
+		{strings.Replace(body, `"owner":{`, `"owner":null,"owner":{`, 1), `field "owner" is given 2 times`},
+		{strings.Replace(body, `"restarts":0`, `"restarts":0,"RESTARTS":1`, 1), `field "restarts" is given 2 times`},
+		{strings.Replace(body, `"taskKey":""`, "\"tas\u212aKey\":\"\"", 1), ""}, // the Kelvin sign is k
+		{strings.Replace(body, `"taskKey":""`, `"task_key":""`, 1), `field "taskKey" is missing`},
+	} {
+		err := missingFields([]byte(tc.text), typ, "")
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+// missingFieldsFolded is the reference of the check as it is now: the
+// members as encoding/json's tokens list them (a key given twice
+// twice), each matched to a field as encoding/json matches keys
+// (strings.EqualFold).
+func missingFieldsFolded(body []byte, t reflect.Type, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("%s: not an object", path)
+	}
+	var keys []string
+	var vals []json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		keys, vals = append(keys, tok.(string)), append(vals, raw)
+	}
+	for _, f := range fields(t).all {
+		var found []json.RawMessage
+		for i, k := range keys {
+			if strings.EqualFold(k, f.name) {
+				found = append(found, vals[i])
+			}
+		}
+		switch {
+		case len(found) > 1:
+			return fmt.Errorf("field %q given twice", path+f.name)
+		case len(found) == 0 && f.required:
+			return fmt.Errorf("field %q is missing", path+f.name)
+		case len(found) == 1 && f.nested != nil && string(found[0]) != "null":
+			if err := missingFieldsFolded(found[0], f.nested, path+f.name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
