@@ -301,12 +301,11 @@ type field struct {
 	required bool
 }
 
-// fieldSets are a struct's JSON fields: all of them, and their indices
-// by their names in lower case (index); required and the optional ones
-// holding a struct (optional) apart.
+// fieldSets are a struct's JSON fields (all) and their indices by their
+// names in lower case (index).
 type fieldSets struct {
-	all, required, optional []field
-	index                   map[string]int
+	all   []field
+	index map[string]int
 }
 
 // find is the index in all of the field key names as encoding/json
@@ -340,11 +339,6 @@ func (fs fieldSets) find(key []byte) int {
 
 var fieldCache sync.Map // reflect.Type -> fieldSets
 
-func required(t reflect.Type) []field { return fields(t).required }
-
-// optional lists only the optional fields that hold a struct.
-func optional(t reflect.Type) []field { return fields(t).optional }
-
 func fields(t reflect.Type) fieldSets {
 	if v, ok := fieldCache.Load(t); ok {
 		return v.(fieldSets)
@@ -367,12 +361,6 @@ func fields(t reflect.Type) fieldSets {
 			f.nested = ft
 		}
 		fs.all = append(fs.all, f)
-		switch {
-		case f.required:
-			fs.required = append(fs.required, f)
-		case f.nested != nil:
-			fs.optional = append(fs.optional, f)
-		}
 	}
 	fs.index = make(map[string]int, len(fs.all))
 	for i, f := range fs.all {
