@@ -105,14 +105,21 @@ func splitSum(data []byte) (body []byte, summed bool, err error) {
 // the checksum is checked and the JSON read plainly, at a third of the
 // cost.
 func loadRecord(data []byte, dst any) error {
-	body, summed, err := splitSum(data)
+	body, err := summedBody(data)
 	if err != nil {
 		return err
 	}
-	if !summed {
-		return ErrNoChecksum
-	}
 	return json.Unmarshal(body, dst)
+}
+
+// summedBody is a record's JSON, its checksum line checked; a record
+// without one is ErrNoChecksum.
+func summedBody(data []byte) ([]byte, error) {
+	body, summed, err := splitSum(data)
+	if err == nil && !summed {
+		err = ErrNoChecksum
+	}
+	return body, err
 }
 
 // reencode is a record as this mmk writes it: a legacy record gets its
@@ -138,11 +145,8 @@ func reencode(data []byte, dst any) ([]byte, error) {
 // a record whose owner was keyed "OWNER" filled the job's owner without
 // its owner's check.
 func missingFields(body []byte, t reflect.Type, path string) error {
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
-	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
-	sc.keys, sc.vals = keys, vals
-	defer sc.clear()
+	sc, keys, vals, ok := scan(body)
+	defer sc.release()
 	if !ok {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(body, &obj); err != nil {
@@ -182,14 +186,24 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 // open reads some hundred thousand records).
 type scratch struct{ keys, vals [][]byte }
 
-// clear drops what the slices point at (records of a transaction since
-// closed) before the scratch goes back to the pool.
-func (s *scratch) clear() {
-	clear(s.keys)
-	clear(s.vals)
+var scratchPool = sync.Pool{New: func() any { return &scratch{make([][]byte, 0, 32), make([][]byte, 0, 32)} }}
+
+// scan is members of body into a scratch from the pool; release it once
+// keys and vals are no longer read (a caller that appends to them sets
+// the scratch's slices to what it appended).
+func scan(body []byte) (sc *scratch, keys, vals [][]byte, ok bool) {
+	sc = scratchPool.Get().(*scratch)
+	sc.keys, sc.vals, ok = members(body, sc.keys[:0], sc.vals[:0])
+	return sc, sc.keys, sc.vals, ok
 }
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{make([][]byte, 0, 32), make([][]byte, 0, 32)} }}
+// release drops what the slices point at (records of a transaction
+// since closed) and gives the scratch back to the pool.
+func (s *scratch) release() {
+	clear(s.keys)
+	clear(s.vals)
+	scratchPool.Put(s)
+}
 
 // members splits the text of a JSON object into its members' keys (the
 // bytes between the quotes) and values (their text), appended to keys

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -43,7 +43,7 @@ var checked = []struct {
 	name []byte
 	bad  func(k, v []byte, legacy bool) string
 }{
-	{bucketJobs, nil}, // badJob, keeping the jobs read (Store.opened)
+	{bucketJobs, badRecord},
 	{bucketEvents, badEvent},
 	{bucketReconfig, badReconfig},
 }
@@ -61,17 +61,12 @@ func (s *Store) setAsideBad(legacy bool) error {
 		// once, as a start may read tens of thousands.
 		s.opened = make([]Job, 0, tx.Bucket(bucketJobs).Stats().KeyN)
 		for _, c := range checked {
+			check := c.bad
+			if bytes.Equal(c.name, bucketJobs) {
+				check = s.keepJob // badRecord, keeping the jobs read
+			}
 			err := tx.Bucket(c.name).ForEach(func(k, v []byte) error {
-				reason := ""
-				if c.bad != nil {
-					reason = c.bad(k, v, legacy)
-				} else {
-					var j Job
-					if reason = badJob(k, v, legacy, &j); reason == "" {
-						s.opened = append(s.opened, j)
-					}
-				}
-				if reason != "" {
+				if reason := check(k, v, legacy); reason != "" {
 					bad = append(bad, SetAsideRecord{Bucket: string(c.name), Key: printKey(c.name, k), Reason: reason, raw: bytes.Clone(k)})
 				}
 				return nil
@@ -125,6 +120,17 @@ func printKey(bucket, k []byte) string {
 func badRecord(k, v []byte, legacy bool) string {
 	var j Job
 	return badJob(k, v, legacy, &j)
+}
+
+// keepJob is badRecord, a job it can serve kept for the first All
+// (Store.opened).
+func (s *Store) keepJob(k, v []byte, legacy bool) string {
+	var j Job
+	reason := badJob(k, v, legacy, &j)
+	if reason == "" {
+		s.opened = append(s.opened, j)
+	}
+	return reason
 }
 
 // badJob is badRecord, the job read into j.
@@ -280,39 +286,34 @@ func (k keyFields) job() Job { return Job{ID: k.ID, IdempotencyKey: k.Idempotenc
 
 // load reads k from a job's record: its checksum checked, the three
 // members found by a scan of its text and only they decoded (the record
-// was read whole and strictly when the store opened). A record the scan
-// does not take, or whose keys encoding/json would match otherwise than
-// by their exact names (a key given twice, in other case, or with bytes
-// past ASCII, which it folds too), is decoded whole.
+// was read whole and strictly when the store opened), each key matched
+// to its field as encoding/json matches them (fieldSets.find: without
+// regard to case; of a field given twice the last counts). A record the
+// scan does not take is decoded whole.
 func (k *keyFields) load(data []byte) error {
-	body, summed, err := splitSum(data)
+	body, err := summedBody(data)
 	if err != nil {
 		return err
 	}
-	if !summed {
-		return ErrNoChecksum
-	}
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
-	keys, vals, ok := members(body, sc.keys[:0], sc.vals[:0])
-	sc.keys, sc.vals = keys, vals
-	defer sc.clear()
-	if !ok || !plainKeys(keys, "id", "idempotencyKey", "owner") {
+	sc, keys, vals, ok := scan(body)
+	defer sc.release()
+	if !ok {
 		return json.Unmarshal(body, k)
 	}
-	for i, name := range keys {
-		var dst any
-		switch string(name) {
-		case "id":
-			dst = &k.ID
-		case "idempotencyKey":
-			dst = &k.IdempotencyKey
-		case "owner":
-			dst = &k.Owner
-		default:
+	// In the struct's order, as fields lists them.
+	dst := [...]any{&k.ID, &k.IdempotencyKey, &k.Owner}
+	var val [len(dst)][]byte
+	fs := fields(reflect.TypeFor[keyFields]())
+	for i, key := range keys {
+		if f := fs.find(key); f >= 0 {
+			val[f] = vals[i]
+		}
+	}
+	for f, v := range val {
+		if v == nil {
 			continue
 		}
-		if err := json.Unmarshal(vals[i], dst); err != nil {
+		if err := json.Unmarshal(v, dst[f]); err != nil {
 			return err
 		}
 	}
@@ -430,29 +431,4 @@ func (s *Store) addChecksums() error {
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
 	})
-}
-
-// plainKeys reports whether each of names is matched by at most one of
-// keys, and only by its exact spelling, and every key is ASCII: where it
-// is, an exact match of a key finds what encoding/json would fill from
-// it (it matches names without regard to case, folds a few letters past
-// ASCII, and keeps the last of a key given twice).
-func plainKeys(keys [][]byte, names ...string) bool {
-	seen := 0
-	for _, k := range keys {
-		for _, c := range k {
-			if c >= utf8.RuneSelf {
-				return false
-			}
-		}
-		for i, name := range names {
-			if len(k) == len(name) && bytes.EqualFold(k, []byte(name)) {
-				if string(k) != name || seen&(1<<i) != 0 {
-					return false
-				}
-				seen |= 1 << i
-			}
-		}
-	}
-	return true
 }
