@@ -4,7 +4,7 @@
 
 import {h, $, setText, fmtMiB, fmtTime, fmtDuration, parseTime, stateClass, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, readText} from './api.js';
-import {state, on, putJobs, restraintOf, restraintText} from './store.js';
+import {state, on, putJobs, restraintOf, restraintText, stateWords, drawnKey} from './store.js';
 import {runtime, linkJobs} from './jobs.js';
 import {followUsage} from './jobusage.js';
 import {followSLO} from './jobslo.js';
@@ -92,24 +92,17 @@ function showError(msg) {
   setText(el, msg);
 }
 
-// restraint is what its latency controller does to running job j now:
-// the latency view's (read every few seconds), else the job's own.
-function restraint(j) {
-  if (j.state !== 'running') return null;
-  return state.slo ? restraintOf(j.id) : j.restraint || null;
-}
-
 function draw(j) {
   if (!current || j.id !== current.id) return;
-  const rs = restraint(j);
-  const key = j.updatedAt + (rs ? '|' + rs.state + '|' + rs.reason : '');
+  const rs = restraintOf(j);
+  const key = drawnKey(j, rs);
   if (current.drawn === key) return;
   current.drawn = key;
   setText($('job-title'), j.spec.name + ' ');
   $('job-title').append(h('small', {class: 'id', text: j.id}));
   const st = $('job-state');
   st.className = stateClass(j.state);
-  setText(st, rs ? j.state + ' (' + rs.state + ')' : j.state);
+  setText(st, stateWords(j, rs));
   $('job-cancel-box').hidden = terminal(j.state);
   if (terminal(j.state)) confirmBox(false);
 

@@ -8,7 +8,7 @@
 
 import {h, $, setText, fmtMiB, fmtDuration, fmtTime, parseTime, stateClass, jobLink, terminal, instanceLabel, timeTitle} from './dom.js';
 import {request, APIError, idempotencyKey} from './api.js';
-import {state, on, now, putJobs, restraintOf, restraintText} from './store.js';
+import {state, on, now, putJobs, restraintOf, restraintText, stateWords, drawnKey} from './store.js';
 
 const CAP_STEP = 100;
 const ACTIVE = ['pending', 'placed', 'running', 'restarting'];
@@ -334,8 +334,8 @@ function row(j) {
 // controller restrains says so in its state ("running (suspended)") and
 // why in its title.
 function fill(r, j) {
-  const rs = j.state === 'running' ? restraintOf(j.id) : null;
-  const key = j.updatedAt + (rs ? '|' + rs.state + '|' + rs.reason : '');
+  const rs = restraintOf(j);
+  const key = drawnKey(j, rs);
   if (r.updatedAt === key) return;
   r.updatedAt = key;
   const c = r.cells;
@@ -348,7 +348,7 @@ function fill(r, j) {
   if (c.sel.disabled) selected.delete(j.id);
   c.sel.checked = selected.has(j.id);
   c.name.title = j.spec.claim ? 'Kubernetes claim ' + j.spec.claim.namespace + '/' + j.spec.claim.name : j.spec.command.join(' ');
-  setText(c.state, rs ? j.state + ' (' + rs.state + ')' : j.state);
+  setText(c.state, stateWords(j, rs));
   c.state.className = stateClass(j.state);
   c.state.title = rs ? restraintText(rs) : j.reason || '';
   r.tr.dataset.state = j.state;

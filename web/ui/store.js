@@ -172,14 +172,26 @@ export async function followSLOView() {
   }
 }
 
-// restraintOf is what its instance's latency controller does to job id
-// now (jobs.Restraint: state, how, rung, for, reason), or null.
-export function restraintOf(id) {
-  for (const i of (state.slo && state.slo.instances) || []) {
-    if (i.restrained && i.restrained[id]) return i.restrained[id];
+// restraintOf is what its instance's latency controller does to job j
+// now (jobs.Restraint: state, how, rung, for, reason), or null: for a
+// running job, the latency view's (read every few seconds), else, before
+// the first, the job's own as mmkd last answered it.
+export function restraintOf(j) {
+  if (j.state !== 'running') return null;
+  if (!state.slo) return j.restraint || null;
+  for (const i of state.slo.instances || []) {
+    if (i.restrained && i.restrained[j.id]) return i.restrained[j.id];
   }
   return null;
 }
+
+// stateWords is a job's state as shown: "running (suspended)" where
+// restraint rs holds it.
+export const stateWords = (j, rs) => (rs ? j.state + ' (' + rs.state + ')' : j.state);
+
+// drawnKey is what a job's drawing depends on: its version and its
+// restraint rs.
+export const drawnKey = (j, rs) => j.updatedAt + (rs ? '|' + rs.state + '|' + rs.reason : '');
 
 // restraintText says a restraint in a sentence: how, for which jobs
 // (by name where held, unless ids: the ids alone, for linkJobs to make
