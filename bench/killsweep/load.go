@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mmkgpu/mmk/bench/internal/fakemmkd"
 	"github.com/mmkgpu/mmk/jobs"
 )
 
@@ -16,7 +17,7 @@ import (
 // every submission with a key of its own, sent again (same key) until
 // mmkd answers it.
 type load struct {
-	d    *daemon
+	d    *fakemmkd.Daemon
 	stop chan struct{}
 	wg   sync.WaitGroup
 
@@ -26,7 +27,7 @@ type load struct {
 	refused  map[int]int       // answers other than 2xx, by status
 }
 
-func newLoad(d *daemon) *load {
+func newLoad(d *fakemmkd.Daemon) *load {
 	return &load{d: d, stop: make(chan struct{}), accepted: map[string]string{}, refused: map[int]int{}}
 }
 
@@ -71,11 +72,11 @@ func (l *load) submit(c *http.Client, key string) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		tok, err := l.d.token()
+		tok, err := l.d.Token()
 		if err != nil {
 			continue
 		}
-		req, _ := http.NewRequest(http.MethodPost, "http://"+l.d.addr+"/api/v1/jobs", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, "http://"+l.d.Addr+"/api/v1/jobs", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)

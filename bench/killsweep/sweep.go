@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mmkgpu/mmk/bench/internal/fakemmkd"
 	"github.com/mmkgpu/mmk/jobs"
 )
 
@@ -45,13 +47,14 @@ func (r *result) ok() bool { return len(r.lost)+len(r.duplicated)+len(r.stuck) =
 
 // sweep runs the kills under load, then checks every job.
 func sweep(cfg config, progress io.Writer) (*result, error) {
-	d, err := newDaemon(cfg.bin, cfg.data)
+	d, err := fakemmkd.New(cfg.bin, cfg.data)
 	if err != nil {
 		return nil, err
 	}
-	defer d.stop()
+	d.LogDir = filepath.Dir(cfg.data) // one log a start, beside the data
+	defer d.Stop()
 	r := &result{}
-	if r.firstReady, err = d.start(); err != nil {
+	if r.firstReady, err = d.Start(); err != nil {
 		return nil, err
 	}
 	l := newLoad(d)
@@ -60,11 +63,11 @@ func sweep(cfg config, progress io.Writer) (*result, error) {
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x6b11))
 	for k := range cfg.kills {
 		time.Sleep(cfg.every/2 + time.Duration(rng.Int64N(int64(cfg.every))))
-		if err := d.kill(); err != nil {
+		if err := d.Kill(); err != nil {
 			l.halt()
 			return nil, err
 		}
-		ready, err := d.start()
+		ready, err := d.Start()
 		if err != nil {
 			l.halt()
 			return nil, err
@@ -80,8 +83,8 @@ func sweep(cfg config, progress io.Writer) (*result, error) {
 	r.elapsed = time.Since(t0)
 	r.accepted, r.retries, r.refused = len(l.accepted), l.retries, l.refused
 	// The jobs' last start: each only runs `true`, so each ends soon.
-	d.stop()
-	if _, err := d.start(); err != nil {
+	d.Stop()
+	if _, err := d.Start(); err != nil {
 		return nil, err
 	}
 	// Every job that was under way at the last start (placed, running,
@@ -175,8 +178,8 @@ func (r *result) check(accepted map[string]string, all []jobs.Job, underway map[
 }
 
 // list reads every job mmkd holds, page by page.
-func list(d *daemon) ([]jobs.Job, error) {
-	tok, err := d.token()
+func list(d *fakemmkd.Daemon) ([]jobs.Job, error) {
+	tok, err := d.Token()
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +191,7 @@ func list(d *daemon) ([]jobs.Job, error) {
 		if before != "" {
 			q.Set("before", before)
 		}
-		req, _ := http.NewRequest(http.MethodGet, "http://"+d.addr+"/api/v1/jobs?"+q.Encode(), nil)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+d.Addr+"/api/v1/jobs?"+q.Encode(), nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		resp, err := c.Do(req)
 		if err != nil {

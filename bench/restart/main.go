@@ -12,16 +12,13 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/mmkgpu/mmk/bench/internal/fakemmkd"
 	"github.com/mmkgpu/mmk/predictor"
 )
 
@@ -82,38 +79,12 @@ func measure(n int, bin string) error {
 // start runs mmkd on data until /readyz answers 200, stops it, and
 // returns how long it took to be ready.
 func start(bin, data string) (time.Duration, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	d, err := fakemmkd.New(bin, data)
 	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+		return 0, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--backend", "fake", "--data-dir", data, "--listen", addr, "--log-level", "error")
-	cmd.Env = append(os.Environ(), "MMK_KERNELSCHED_ENABLED=false")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start mmkd: %w", err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	c := &http.Client{Timeout: time.Second}
-	for time.Since(t0) < 60*time.Second {
-		tok, err := os.ReadFile(filepath.Join(data, "token"))
-		if err == nil {
-			req, _ := http.NewRequest("GET", "http://"+addr+"/readyz", nil)
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-			if resp, err := c.Do(req); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return time.Since(t0), nil
-				}
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return 0, fmt.Errorf("mmkd not ready within 60 s:\n%s", stderr.String())
+	d.LogLevel = "error"
+	ready, err := d.Start()
+	d.Stop()
+	return ready, err
 }
