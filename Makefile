@@ -44,14 +44,17 @@ image:
 	$(GO) run ./packaging/oci --name $(IMAGE_REPO)/mmkd --tag $(IMAGE_TAG) --version "$(VERSION)" --file bin/static/mmkd:/usr/bin/mmkd --entrypoint /usr/bin/mmkd --out bin/mmkd-image.tar
 	MMK_IMAGE_DIR=$(abspath bin) MMK_IMAGE_VERSION="$(VERSION)" $(GO) test -count=1 -run TestBuiltImages -v ./packaging/oci
 
-## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH)
+## hook: bin/libmmkhook.so, the C library injected into jobs (CUDA_INJECTION64_PATH), and bin/mmk-tpcprobe, the probe mmkd maps a GPU's TPC mask slots with
 CC ?= cc
 HOOK_CFLAGS ?= -O2 -g -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror
 HOOK_SRCS = $(filter-out hook/lib/layout_check.c,$(wildcard hook/lib/*.c))
-hook: bin/libmmkhook.so
+hook: bin/libmmkhook.so bin/mmk-tpcprobe
 bin/libmmkhook.so: $(wildcard hook/lib/*.c hook/lib/*.h)
 	@mkdir -p bin
 	$(CC) $(HOOK_CFLAGS) -shared -o $@ $(HOOK_SRCS) -ldl -lpthread
+bin/mmk-tpcprobe: hook/tpcprobe/tpcprobe.c
+	@mkdir -p bin
+	$(CC) $(filter-out -fPIC -fvisibility=hidden,$(HOOK_CFLAGS)) -o $@ $< -ldl
 
 ## hook-fakes: the hook, the fake CUPTI/GPU, the replay job and the fake CUPTI's stress test for CI, in FAKE_DIR (kernelsched/server's tests call it)
 FAKE_DIR ?= bin/fake

@@ -55,6 +55,15 @@ type SLOConfig struct {
 	Default string `mapstructure:"default"`
 	// Ladder are the restraints the controller climbs, cheapest first.
 	Ladder []string `mapstructure:"ladder"`
+	// Masks lets mmkd map each GPU's TPC mask slots at start (once per
+	// GPU and driver, kept in the data directory), check that a mask
+	// takes the SMs the map says, and then climb MaskLadder there instead
+	// of Ladder (where Ladder names no mask rung itself). Off, or where
+	// the map or the check fails, a GPU's controllers climb Ladder.
+	Masks bool `mapstructure:"masks"`
+	// MaskLadder is the ladder of a GPU whose masks are on: it masks
+	// TPCs and holds no launch (a masked job's launches are not seen).
+	MaskLadder []string `mapstructure:"mask_ladder"`
 	// Window is how far back a service's requests are shown and its
 	// load is taken; Calm how long a cheaper rung must be forecast to
 	// hold every target before a step down (slo.Config.Calm).
@@ -98,6 +107,12 @@ func (c SLOConfig) Target() slo.Target {
 	return t
 }
 
+// MaskRungs is slo.mask_ladder, parsed (Validate checks it).
+func (c SLOConfig) MaskRungs() slo.Ladder {
+	l, _ := slo.ParseLadder(c.MaskLadder)
+	return l
+}
+
 // ControllerConfig is the controller's configuration (Validate checks
 // the ladder).
 func (c SLOConfig) ControllerConfig() slo.Config {
@@ -123,6 +138,19 @@ func (c SLOConfig) validate() error {
 		// A job whose TPCs mmk masks holds the driver's callbacks: its
 		// hook sees none of its launches (docs/slo.md).
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","),
+			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
+	}
+	ml, err := slo.ParseLadder(c.MaskLadder)
+	if err == nil && len(c.MaskLadder) > 0 {
+		err = ml.Check()
+	}
+	switch {
+	case err != nil:
+		return &FieldError{Key: "slo.mask_ladder", Value: strings.Join(c.MaskLadder, ","), Reason: err.Error()}
+	case c.Masks && !ml.UsesTPCs():
+		return &FieldError{Key: "slo.mask_ladder", Value: strings.Join(c.MaskLadder, ","), Reason: "names no mask rung (tpcs=F), with slo.masks on"}
+	case slices.ContainsFunc(ml, slo.Rung.Holds):
+		return &FieldError{Key: "slo.mask_ladder", Value: strings.Join(c.MaskLadder, ","),
 			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
 	}
 	if err := slo.CheckAim(c.Aim); err != nil {

@@ -46,6 +46,14 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		retry = retryAfter
 	}
 	req, placedOn := n.request(gpus)
+	if why := n.mapping(); why != "" && len(req.Pending) > 0 {
+		// A job started now would get the ladder of a GPU without masks
+		// (its environment says whether its hook masks): the jobs wait
+		// for the map, which wakes the loop when it is taken.
+		n.noteMapping(why)
+		n.publishView(gpus)
+		return retry
+	}
 	if len(req.Pending) == 0 && !n.anyRunning() {
 		n.noteWaits(nil, nil, false, nil)
 		n.publishView(gpus)

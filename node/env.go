@@ -74,12 +74,12 @@ func (n *Node) jobEnv(ctx context.Context, j *jobs.Job, g gpuInfo) ([]string, er
 		if s.Cupti != "" {
 			env = append(env, "MMK_CUPTI_PATH="+s.Cupti)
 		}
-		if !j.Online() && n.ladderMasks() {
+		if !j.Online() && n.ladderMasks(g) {
 			// The latency controller may mask the job's TPCs (protocol
 			// step 11): its hook installs the driver callback.
 			env = append(env, "MMK_TPC_MASK=1")
 		}
-		penv, err := n.profilePhase(j)
+		penv, err := n.profilePhase(j, g)
 		if err != nil {
 			return nil, err
 		}

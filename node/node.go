@@ -181,6 +181,8 @@ type Node struct {
 
 	// slo is what the latency controllers did to jobs (slo.go).
 	slo sloState
+	// masks are the GPUs' TPC masks (masks.go).
+	masks masks
 }
 
 // pruneEvery is how often finished jobs past their retention are removed.
@@ -382,6 +384,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if n.cfg.SLO != nil {
 		sampling.Go(func() { n.keepSLOSeen(loopCtx) })
+	}
+	if gpus, err := n.readGPUs(); err == nil {
+		n.startMasks(loopCtx, &sampling, gpus)
+	} else {
+		n.cfg.Log.Error("slo: TPC masks: read GPUs", "err", err)
 	}
 	n.recover(loopCtx)
 	n.serveAdopted(loopCtx)

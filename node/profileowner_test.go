@@ -49,7 +49,7 @@ func TestProfileOfAnotherUsersJob(t *testing.T) {
 		Log: slog.New(slog.DiscardHandler)}, phases: map[string]*trace.ProfilePhase{}}
 	nobody := &jobs.Owner{UID: 65534, GID: 65534}
 	first := jobs.Job{ID: "j1", TaskKey: "train", Owner: nobody}
-	env, err := n.profilePhase(&first)
+	env, err := n.profilePhase(&first, gpuInfo{})
 	if err != nil || env == nil {
 		t.Fatalf("the first job of task key train is not profiled: %v %v", env, err)
 	}
@@ -69,7 +69,7 @@ func TestProfileOfAnotherUsersJob(t *testing.T) {
 		t.Errorf("the job's trace directory is left after its profile was stored: %v", err)
 	}
 	second := jobs.Job{ID: "j2", TaskKey: "train", Owner: nobody}
-	if env, err := n.profilePhase(&second); err != nil || env != nil {
+	if env, err := n.profilePhase(&second, gpuInfo{}); err != nil || env != nil {
 		t.Errorf("the next job of task key train is profiled again (%v, %v): the first's profile was not stored", env, err)
 	}
 }

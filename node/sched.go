@@ -38,7 +38,7 @@ type SchedConfig struct {
 // unless the latency controller may hold launches (an offline job is then
 // profiled): the job then runs unprofiled, and a profile taken earlier
 // stays in ProfileDir for a policy that needs it.
-func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
+func (n *Node) profilePhase(j *jobs.Job, g gpuInfo) ([]string, error) {
 	c := n.cfg.Sched
 	if c.ProfileDir == "" {
 		return nil, nil
@@ -49,7 +49,7 @@ func (n *Node) profilePhase(j *jobs.Job) ([]string, error) {
 	}
 	// The latency controller may switch to guard, which holds by the
 	// offline jobs' predicted block times.
-	if !need && !(n.ladderHolds() && !j.Online()) {
+	if !need && !(n.ladderHolds(g) && !j.Online()) {
 		return nil, nil
 	}
 	for _, p := range n.phases {
@@ -141,7 +141,7 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
 		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
-		SLO: n.sloServerConfig(key), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: tpcMap,
+		SLO: n.sloServerConfig(key, g), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: tpcMap,
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)

@@ -34,6 +34,14 @@ type SLOConfig struct {
 	// TPCMaps are GPUs' TPC slot maps by UUID (slo.tpc_maps): the kernel
 	// scheduler of a GPU without MIG that has one masks by it.
 	TPCMaps map[string]*slo.TPCMap
+	// MaskLadder is the ladder of a GPU whose TPC masks are on (its map
+	// taken and a mask checked, masks.go) where Controller.Ladder masks
+	// nothing itself (slo.mask_ladder; empty: none).
+	MaskLadder slo.Ladder
+	// Mapper maps GPUs' TPC slots (slo.masks; nil: none is mapped, and
+	// NoMasks says why).
+	Mapper  TPCMapper
+	NoMasks string
 	// StopBound is a suspension's progress floor (slo.max_stop and the
 	// others; zero: slo.DefaultStopBound).
 	StopBound slo.StopBound
@@ -171,6 +179,9 @@ type SLOView struct {
 	Jobs []JobSLO `json:"jobs"`
 	// Instances are the controllers' rungs, by instance name.
 	Instances []InstanceSLO `json:"instances"`
+	// Masks are the GPUs' TPC masks: mapping, on or off and why, and the
+	// ladder each GPU's controllers climb.
+	Masks []MaskView `json:"masks"`
 }
 
 // InstanceSLO is one instance's latency controller; Instance is the
@@ -237,23 +248,30 @@ type SLODecision struct {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
-// sloServerConfig is an instance's kernel scheduler's latency controller.
-func (n *Node) sloServerConfig(key string) *server.SLOConfig {
+// sloServerConfig is the latency controller of an instance of GPU g
+// (its ladder: ladderOf).
+func (n *Node) sloServerConfig(key string, g gpuInfo) *server.SLOConfig {
 	c := n.cfg.SLO
 	if c == nil {
 		return nil
 	}
-	return &server.SLOConfig{Controller: c.Controller, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key), StopBound: c.StopBound,
+	ctl := c.Controller
+	ctl.Ladder = n.ladderOf(g)
+	return &server.SLOConfig{Controller: ctl, Default: c.Default, Off: c.Off, Suspend: n.suspendTasks(key), StopBound: c.StopBound,
 		OnDecision: func(d server.SLODecision) { n.sloDecided(key, d) }}
 }
 
 // tpcMap is the TPC slot map of a GPU's kernel scheduler where the
 // controller masks and MIG is off (a MIG instance numbers its own slots,
-// unmeasured): its own (slo.tpc_maps), else the one measured on others
-// of its product (slo.KnownTPCMap), else none.
+// unmeasured): its own (slo.tpc_maps), else the one mmkd took of it
+// (masks.go), else the one measured on others of its product
+// (slo.KnownTPCMap), else none.
 func (n *Node) tpcMap(g gpuInfo) *slo.TPCMap {
-	if !n.ladderMasks() || g.mig {
+	if !n.ladderMasks(g) || g.mig {
 		return nil
+	}
+	if m := n.takenMap(g.state.UUID); m != nil && m.SMs == g.state.SMs {
+		return m
 	}
 	if m := n.cfg.SLO.TPCMaps[g.state.UUID]; m != nil {
 		if m.SMs == g.state.SMs {
@@ -264,23 +282,19 @@ func (n *Node) tpcMap(g gpuInfo) *slo.TPCMap {
 	return slo.KnownTPCMap(g.state.Name, g.state.SMs)
 }
 
-// ladderHolds reports whether the controller may hold launches (a rung
-// with guard): the offline jobs then need kernel profiles.
-func (n *Node) ladderHolds() bool {
+// ladderHolds reports whether GPU g's controllers may hold launches (a
+// rung with guard): the offline jobs then need kernel profiles.
+func (n *Node) ladderHolds(g gpuInfo) bool {
 	if n.cfg.SLO == nil || n.cfg.SLO.Off {
 		return false
 	}
-	l := n.cfg.SLO.Controller.Ladder
-	if len(l) == 0 {
-		l = slo.DefaultLadder()
-	}
-	return slices.ContainsFunc(l, slo.Rung.Holds)
+	return slices.ContainsFunc(n.ladderOf(g), slo.Rung.Holds)
 }
 
-// ladderMasks reports whether some rung masks TPCs: offline jobs then get
-// MMK_TPC_MASK=1.
-func (n *Node) ladderMasks() bool {
-	return n.cfg.SLO != nil && !n.cfg.SLO.Off && slo.Ladder(n.cfg.SLO.Controller.Ladder).UsesTPCs()
+// ladderMasks reports whether some rung of GPU g's ladder masks TPCs:
+// offline jobs there then get MMK_TPC_MASK=1.
+func (n *Node) ladderMasks(g gpuInfo) bool {
+	return n.cfg.SLO != nil && !n.cfg.SLO.Off && n.ladderOf(g).UsesTPCs()
 }
 
 // suspendTasks is an instance's Suspend: it stops (SIGSTOP) or continues
@@ -452,7 +466,7 @@ func (n *Node) note(id, reason string) {
 // SLO is every online job's standing against its target: the live ones
 // from their instances' kernel schedulers, the others as last seen.
 func (n *Node) SLO() SLOView {
-	v := SLOView{Jobs: []JobSLO{}, Instances: []InstanceSLO{}}
+	v := SLOView{Jobs: []JobSLO{}, Instances: []InstanceSLO{}, Masks: n.maskViews()}
 	live := map[string]bool{}
 	for key, in := range n.sloInstances(false) {
 		sv := in.SLOView

@@ -28,12 +28,14 @@ const (
 	WaitNoInstance = "no-instance"
 	// WaitStart: it was placed but its start was postponed.
 	WaitStart = "start"
+	// WaitMasks: mmkd is mapping a GPU's TPC mask slots (masks.go).
+	WaitMasks = "tpc-map"
 	// WaitOther: Algorithm 1 found no place for another reason.
 	WaitOther = "other"
 )
 
 // WaitClasses are the classes, in the order /metrics lists them.
-var WaitClasses = []string{WaitMemory, WaitMemoryLimit, WaitShare, WaitMIG, WaitSLO, WaitNoInstance, WaitStart, WaitOther}
+var WaitClasses = []string{WaitMemory, WaitMemoryLimit, WaitShare, WaitMIG, WaitSLO, WaitNoInstance, WaitStart, WaitMasks, WaitOther}
 
 // WaitingView is a waiting job in the plan: its id, name and what holds
 // it.
@@ -214,6 +216,22 @@ func (n *Node) noteWaits(plan *partitioner.Plan, gpus []gpuInfo, managed bool, d
 		pos++
 		w.Since, w.Position = j.UpdatedAt, pos
 		waits[j.ID] = w
+	}
+	n.waits = waits
+}
+
+// noteMapping says why every pending job waits while a GPU's TPC slots
+// are mapped.
+func (n *Node) noteMapping(why string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	waits := map[string]jobs.Wait{}
+	pos := 0
+	for _, j := range n.order {
+		if j.State == jobs.Pending {
+			pos++
+			waits[j.ID] = jobs.Wait{Class: WaitMasks, Reason: why, Since: j.UpdatedAt, Position: pos}
+		}
 	}
 	n.waits = waits
 }

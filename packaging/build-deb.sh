@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # build-deb.sh VERSION BINDIR: the mmk .deb from the binaries make build
-# put in BINDIR (mmkd, mmkctl, mmk-dra, libmmkhook.so), with dpkg-deb (no
+# put in BINDIR (mmkd, mmkctl, mmk-dra, libmmkhook.so, mmk-tpcprobe), with dpkg-deb (no
 # other tool): BINDIR/mmk_VERSION_ARCH.deb. It holds
 #   /usr/bin/mmkd, /usr/bin/mmkctl, /usr/bin/mmk-dra (the Kubernetes DRA
-#   driver, docs/kubernetes.md), /usr/lib/mmk/libmmkhook.so,
+#   driver, docs/kubernetes.md), /usr/lib/mmk/libmmkhook.so and
+#   /usr/lib/mmk/mmk-tpcprobe (mmkd maps TPC masks with it, next to the hook),
 #   /lib/systemd/system/mmkd.service, /etc/mmk/mmk.yaml (a conffile),
 #   mmkctl's completion for bash, zsh and fish,
 #   /usr/share/doc/mmk (README.md, mmk.yaml.default: every key).
@@ -22,6 +23,7 @@ installs() {
 /usr/bin/mmkctl 0755 @BIN@/mmkctl
 /usr/bin/mmk-dra 0755 @BIN@/mmk-dra
 /usr/lib/mmk/libmmkhook.so 0644 @BIN@/libmmkhook.so
+/usr/lib/mmk/mmk-tpcprobe 0755 @BIN@/mmk-tpcprobe
 /lib/systemd/system/mmkd.service 0644 @ROOT@/packaging/mmkd.service
 /etc/mmk/mmk.yaml 0644 @ROOT@/packaging/mmk.yaml
 /usr/share/doc/mmk/README.md 0644 @ROOT@/README.md
@@ -43,7 +45,7 @@ fi
 version=${1:?usage: build-deb.sh VERSION BINDIR, or build-deb.sh --list}
 bindir=${2:?usage: build-deb.sh VERSION BINDIR, or build-deb.sh --list}
 arch=$(dpkg --print-architecture)
-for f in mmkd mmkctl mmk-dra libmmkhook.so; do
+for f in mmkd mmkctl mmk-dra libmmkhook.so mmk-tpcprobe; do
 	[ -f "$bindir/$f" ] || { echo "build-deb.sh: $bindir/$f is missing (make build)" >&2; exit 1; }
 done
 for b in mmkd mmk-dra; do

@@ -11,7 +11,7 @@ import (
 )
 
 // debFiles are the files every mmk package must hold.
-var debFiles = []string{"/usr/bin/mmkd", "/usr/bin/mmkctl", "/usr/bin/mmk-dra", "/usr/lib/mmk/libmmkhook.so",
+var debFiles = []string{"/usr/bin/mmkd", "/usr/bin/mmkctl", "/usr/bin/mmk-dra", "/usr/lib/mmk/libmmkhook.so", "/usr/lib/mmk/mmk-tpcprobe",
 	"/lib/systemd/system/mmkd.service", "/etc/mmk/mmk.yaml"}
 
 // TestDebFiles: the .deb ships mmk-dra beside mmkd and mmkctl (issue 37,

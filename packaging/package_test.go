@@ -52,6 +52,7 @@ func standIns(t *testing.T, version string) string {
 		"mmk-dra":       "#!/bin/sh\necho 'mmk-dra version " + version + "'\n",
 		"mmkctl":        "#!/bin/sh\n[ \"$1\" = completion ] && echo \"# $2 completion of mmkctl\"\n",
 		"libmmkhook.so": "",
+		"mmk-tpcprobe":  "",
 	} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(text), 0o755); err != nil {
 			t.Fatal(err)

@@ -49,6 +49,11 @@
 # phase and job (the job's own report; under mmk its job record too);
 # per round mmkd's log, plan, reconfigurations and kernel scheduler
 # counters; report.md and timeline-*.svg from bench/gpu/e2e_report.py.
+# Under mmk the phase starts once mmkd has mapped each GPU's TPC slots
+# (slo.masks, the first start on a GPU and driver; later phases of the
+# call start their mmkd with the maps kept): per round its masks as the
+# latency view says them (r*-mmk-masks.json, and a line in the output)
+# and the maps (r*-mmk-tpcmaps/).
 # MPS daemons are quit before the script ends. DRY=1 runs the jobs
 # without a GPU (e2e_job.py --dry, no MPS daemon), with the fake backend,
 # to test the orchestration.
@@ -263,9 +268,24 @@ with_mmk() {
 		} >"$data.yaml"
 		conf=(--config "$data.yaml")
 	fi
+	# The GPUs' TPC maps mmkd took in an earlier phase of this call (kept
+	# in its data directory once per GPU and driver, as across restarts of
+	# one mmkd).
+	if [ -d "$tmp/tpcmaps" ]; then
+		mkdir -p "$data"
+		cp -r "$tmp/tpcmaps" "$data/"
+	fi
 	MMK_GPU_DEVICES=$managed MMK_KERNELSCHED_ENABLED=$ks MMK_JOBS_ALLOW_ROOT=true "$bin/mmkd" "${conf[@]}" --backend "$backend" --data-dir "$data" --listen "$addr" 2>"$out/r$r-$phase-mmkd.log" &
 	mmkd_pid=$!
 	mmkd_ready "$data" "$addr" || echo "mmkd not ready after 30 s; see $out/r$r-$phase-mmkd.log" >&2
+	# Jobs wait while mmkd maps a GPU's TPC slots (the first start on a
+	# GPU and driver, slo.masks): the phase starts after it, so that its
+	# makespan is the jobs'.
+	masks_ready "$addr" "$out/r$r-$phase-masks.json" || true
+	if [ -d "$data/tpcmaps" ]; then
+		cp -r "$data/tpcmaps" "$tmp/"
+		cp -r "$data/tpcmaps" "$out/r$r-$phase-tpcmaps"
+	fi
 	local auth=("${mmkd_auth[@]}")
 	local mk=(env MMK_DATA_DIR="$data" "$bin/mmkctl" --addr "$addr")
 	declare -A ids

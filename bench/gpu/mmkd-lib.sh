@@ -20,6 +20,32 @@ mmkd_ready() {
 	return 1
 }
 
+# masks_ready ADDR OUT: wait (at most 180 s) until mmkd maps no GPU's TPC
+# mask slots any more (GET /api/v1/slo's masks; slo.masks), write its
+# view to OUT and print each GPU's masks in a line; after mmkd_ready. An
+# mmkd that serves no latency view (503) has none to wait for.
+masks_ready() {
+	local addr=$1 outf=$2 code
+	for _ in $(seq 1800); do
+		code=$(curl -s -o "$outf" -w '%{http_code}' "${mmkd_auth[@]}" "http://$addr/api/v1/slo" || true)
+		[ "$code" = 200 ] || return 0
+		if python3 - "$outf" <<'PY'
+import json, sys
+masks = json.load(open(sys.argv[1])).get("masks") or []
+if any(m["state"] == "mapping" for m in masks):
+    sys.exit(1)
+for m in masks:
+    print("  %s: TPC masks %s (%s; %.1f s); ladder %s" % (m["gpu"], m["state"], m["why"], m.get("tookS", 0), ",".join(m["ladder"])))
+PY
+		then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "mmkd still maps a GPU's TPC slots after 180 s" >&2
+	return 1
+}
+
 # quit_mps PIPE [CONTROL]: quit the MPS control daemon whose pipe
 # directory is PIPE, if there is one, with CONTROL (default
 # nvidia-cuda-mps-control); a daemon already gone is no error.

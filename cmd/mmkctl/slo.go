@@ -43,9 +43,10 @@ func newSLOCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// printSLO prints the SLO view as two tables and the restraint of each
-// instance in words.
+// printSLO prints the SLO view as two tables, the restraint of each
+// instance in words, and each GPU's TPC masks.
 func printSLO(p printer, v node.SLOView) error {
+	defer printMasks(p, v.Masks)
 	if len(v.Jobs) == 0 {
 		p.Line("No online job has been measured.")
 	} else {
@@ -91,6 +92,22 @@ func printSLO(p printer, v node.SLOView) error {
 		}
 	}
 	return nil
+}
+
+// printMasks says each GPU's TPC masks and the ladder its controllers
+// climb: "gpu0: TPC masks on (mapped: 62 TPCs of 72 slots ...); ladder
+// priority, tpcs=0.75, ...".
+func printMasks(p printer, masks []node.MaskView) {
+	if len(masks) > 0 {
+		p.Line("")
+	}
+	for _, m := range masks {
+		state := m.State
+		if m.State == node.MasksMapping && m.Probes > 0 {
+			state += fmt.Sprintf(", %d of %d probes", m.ProbesDone, m.Probes)
+		}
+		p.Line("%s: TPC masks %s (%s); ladder %s", m.GPU, state, m.Why, strings.Join(m.Ladder, ", "))
+	}
 }
 
 // restraintWords says which offline jobs of an instance are restrained

@@ -26,6 +26,8 @@ func TestSLOCommand(t *testing.T) {
 			Suspended: []string{"0000000000000002"}, Unstopped: []string{"0000000000000003"}, Shielded: []string{"0000000000000004"},
 			Unrestrainable: []string{"0000000000000005"},
 			LastDecision:   &node.SLODecision{Time: at, From: 0, To: 2, Rung: "suspend", Reason: "priority -> suspend: tighten: svc#1 p99 31.4ms > 25ms"}}},
+		Masks: []node.MaskView{{GPU: "gpu0", State: node.MasksOn, Why: "mapped: 62 TPCs of 72 slots (10 holes)", Ladder: []string{"priority", "tpcs=0.5", "suspend"}},
+			{GPU: "gpu1", State: node.MasksMapping, Why: "taking the GPU's map", Probes: 74, ProbesDone: 9, Ladder: []string{"priority", "hold", "suspend"}}},
 	}
 	n.SetSLO(v)
 	out, err := mmkctl(t, "slo", "--addr", addr)
@@ -39,6 +41,8 @@ func TestSLOCommand(t *testing.T) {
 		"gpu0: running for its progress floor (slo.max_stop): 0000000000000003",
 		"gpu0: other users', reached by priority and guard only (slo.restrain_others): 0000000000000004",
 		"gpu0: not restrainable, its hook never connected: 0000000000000005",
+		"gpu0: TPC masks on (mapped: 62 TPCs of 72 slots (10 holes)); ladder priority, tpcs=0.5, suspend",
+		"gpu1: TPC masks mapping, 9 of 74 probes (taking the GPU's map); ladder priority, hold, suspend",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("mmkctl slo lacks %q:\n%s", want, out)

@@ -202,7 +202,8 @@ func openNode(cfg *configs.Config, backend partitioner.Backend, log *slog.Logger
 			return nil, nil, err
 		}
 		sloCfg = &node.SLOConfig{Off: !cfg.SLO.Controller, Default: cfg.SLO.Target(), Controller: cfg.SLO.ControllerConfig(), NoHookMarks: !cfg.SLO.HookMarks, TPCMaps: maps,
-			StopBound: cfg.SLO.StopBound(), RestrainOthers: cfg.SLO.RestrainOthers}
+			StopBound: cfg.SLO.StopBound(), RestrainOthers: cfg.SLO.RestrainOthers, MaskLadder: cfg.SLO.MaskRungs()}
+		sloCfg.Mapper, sloCfg.NoMasks = tpcMapper(cfg, backend, sc, dir)
 	}
 	n, err := node.New(node.Config{
 		Backend: backend, Store: store, Runner: runner, Estimator: node.NewEstimator(pred), MPS: mpsm, SLO: sloCfg,

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mmkgpu/mmk/configs"
+	"github.com/mmkgpu/mmk/internal/tpcprobe"
+	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/slo"
 )
 
@@ -48,4 +52,25 @@ func loadTPCMaps(dir string) (map[string]*slo.TPCMap, error) {
 		maps[m.UUID], from[m.UUID] = m, f
 	}
 	return maps, nil
+}
+
+// driverVersionFile is where the NVIDIA kernel module says its version.
+const driverVersionFile = "/proc/driver/nvidia/version"
+
+// tpcMapper is the mapper of the GPUs' TPC slots (slo.masks), or nil
+// and why none: masks off, the fake backend (no TPC to mask), or no
+// probe next to the hook. Maps are kept in the data directory per GPU
+// and driver.
+func tpcMapper(cfg *configs.Config, backend partitioner.Backend, sc *node.SchedConfig, dir string) (node.TPCMapper, string) {
+	switch {
+	case !cfg.SLO.Masks:
+		return nil, "slo.masks is off"
+	case backend.Name() != "nvml":
+		return nil, "the " + backend.Name() + " GPU backend has no TPCs to mask"
+	}
+	probe := filepath.Join(filepath.Dir(sc.Hook), "mmk-tpcprobe")
+	if _, err := os.Stat(probe); err != nil {
+		return nil, fmt.Sprintf("no mmk-tpcprobe next to the hook (%v)", err)
+	}
+	return &tpcprobe.Mapper{Probe: probe, Hook: sc.Hook, CacheDir: filepath.Join(dir, "tpcmaps"), Driver: tpcprobe.DriverVersion(driverVersionFile)}, ""
 }
