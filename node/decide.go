@@ -30,6 +30,7 @@ func (n *Node) decide(ctx context.Context) time.Duration {
 		n.cfg.Log.Error("placement: read GPUs", "err", err)
 		return retryAfter
 	}
+	n.maskNew(gpus)
 	// Jobs whose stop request could not be sent, and cancels whose stop
 	// failed, are asked again, every retryAfter until they are done.
 	for id := range n.stopRetry {

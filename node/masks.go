@@ -54,11 +54,14 @@ type MaskView struct {
 	At time.Time `json:"at"`
 }
 
-// masks is every GPU's MaskView, by UUID, and the maps taken.
+// masks is every GPU's MaskView, by UUID, and the maps taken; ctx and
+// wg are Run's, for GPUs that appear later (maskNew).
 type masks struct {
 	mu    sync.Mutex
 	views map[string]*MaskView
 	maps  map[string]*slo.TPCMap
+	ctx   context.Context
+	wg    *sync.WaitGroup
 }
 
 // maskView is a copy of the GPU's view (ok false: none, as where the
@@ -134,10 +137,22 @@ func (n *Node) ladderOf(g gpuInfo) slo.Ladder {
 	return base
 }
 
-// startMasks decides each GPU's masks at start: off where the
-// controller, the GPU or the configuration rules them out, on from a map
-// kept or given (slo.tpc_maps), else mapping, each GPU in its own
-// goroutine until ctx ends; the loop decides again once each ends.
+// maskNew decides the masks of GPUs that appeared since the start
+// (startMasks), from the loop.
+func (n *Node) maskNew(gpus []gpuInfo) {
+	n.masks.mu.Lock()
+	ctx, wg := n.masks.ctx, n.masks.wg
+	n.masks.mu.Unlock()
+	if ctx != nil {
+		n.startMasks(ctx, wg, gpus)
+	}
+}
+
+// startMasks decides the masks of each GPU it has no view of yet: off
+// where the controller, the GPU or the configuration rules them out, on
+// from a map kept or given (slo.tpc_maps), else mapping, each GPU in its
+// own goroutine (of wg) until ctx ends; the loop decides again once each
+// ends.
 func (n *Node) startMasks(ctx context.Context, wg *sync.WaitGroup, gpus []gpuInfo) {
 	c := n.cfg.SLO
 	if c == nil || c.Off {
@@ -147,9 +162,14 @@ func (n *Node) startMasks(ctx context.Context, wg *sync.WaitGroup, gpus []gpuInf
 	if n.masks.views == nil {
 		n.masks.views, n.masks.maps = map[string]*MaskView{}, map[string]*slo.TPCMap{}
 	}
+	n.masks.ctx, n.masks.wg = ctx, wg
+	known := make(map[string]bool, len(n.masks.views))
+	for uuid := range n.masks.views {
+		known[uuid] = true
+	}
 	n.masks.mu.Unlock()
 	for _, g := range gpus {
-		if g.skip != "" {
+		if g.skip != "" || known[g.state.UUID] {
 			continue
 		}
 		v := &MaskView{GPU: "gpu" + strconv.Itoa(g.state.Index), UUID: g.state.UUID, State: MasksOff, At: n.cfg.Now()}

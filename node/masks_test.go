@@ -3,15 +3,18 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mmkgpu/mmk/internal/tpcprobe"
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/slo"
 )
@@ -124,5 +127,33 @@ func TestMasksByDefault(t *testing.T) {
 			open(t, gate)
 			h.state(j.ID, jobs.Succeeded)
 		})
+	}
+}
+
+// TestMasksOfAGPUThatAppears (issue 53, item 1: "when a GPU appears"): a
+// GPU the loop reads after the start gets its masks decided then; a GPU
+// already decided is not mapped again.
+func TestMasksOfAGPUThatAppears(t *testing.T) {
+	ladder, err := slo.ParseLadder([]string{"priority", "tpcs=0.5", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeMapper{cached: true}
+	n := &Node{cfg: Config{Log: slog.New(slog.DiscardHandler), Now: time.Now, SLO: &SLOConfig{MaskLadder: ladder, Mapper: f}}}
+	g := func(i int, uuid string) gpuInfo {
+		return gpuInfo{state: partitioner.GPUState{GPU: partitioner.GPU{Index: i, UUID: uuid, SMs: 132}}}
+	}
+	n.maskNew([]gpuInfo{g(0, "GPU-a")}) // before the start: nothing
+	if v := n.maskViews(); len(v) != 0 {
+		t.Fatalf("masks before the start: %+v", v)
+	}
+	var wg sync.WaitGroup
+	n.startMasks(context.Background(), &wg, []gpuInfo{g(0, "GPU-a")})
+	n.setMap("GPU-a", nil) // were GPU-a decided again, its map would be back
+	n.maskNew([]gpuInfo{g(0, "GPU-a"), g(1, "GPU-b")})
+	wg.Wait()
+	v := n.maskViews()
+	if len(v) != 2 || v[0].GPU != "gpu0" || v[1].GPU != "gpu1" || v[1].State != MasksOn || n.takenMap("GPU-a") != nil || n.takenMap("GPU-b") == nil {
+		t.Fatalf("masks %+v; want gpu0 as it was and gpu1 decided on appearing", v)
 	}
 }
