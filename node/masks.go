@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/tpcprobe"
+	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/slo"
 )
 
-// TPCMapper maps a GPU's TPC mask slots (internal/tpcprobe.Mapper):
+// TPCMapper maps a GPU's TPC mask slots (node/tpcprobe.Mapper):
 // Cached is a map kept from an earlier start on this GPU and driver, Map
 // takes one by probing the GPU, telling progress as it goes.
 type TPCMapper interface {

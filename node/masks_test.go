@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/internal/tpcprobe"
+	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"

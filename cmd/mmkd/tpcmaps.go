@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/internal/tpcprobe"
+	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/node"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/slo"

@@ -1,4 +1,5 @@
-// Package tpcprobe maps a GPU's TPC mask slots on the machine itself, so
+// Package tpcprobe (a unit of node's floor: it runs processes and writes
+// files, over slo's pure map) maps a GPU's TPC mask slots on the machine itself, so
 // that mmkd can mask offline jobs to a known share of a GPU without a map
 // taken by hand (issue 53): it runs mmk-tpcprobe (hook/tpcprobe), a
 // kernel that records the SMs it ran on, once unmasked and once with
