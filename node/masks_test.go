@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/jobs"
+	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/partitioner/fakegpu"
 	"github.com/mmkgpu/mmk/slo"

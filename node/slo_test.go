@@ -91,7 +91,9 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 	var view SLOView
 	for {
 		view = h.n.SLO()
-		if len(view.Instances) == 1 && view.Instances[0].Rung == "suspend" && len(view.Jobs) == 1 && view.Jobs[0].Requests > 20 {
+		// The job is stopped after the rung is in force (the controller's
+		// Suspend): the view lists it once it is.
+		if len(view.Instances) == 1 && view.Instances[0].Rung == "suspend" && len(view.Instances[0].Suspended) > 0 && len(view.Jobs) == 1 && view.Jobs[0].Requests > 20 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -48,7 +48,12 @@ func TestWaitReasons(t *testing.T) {
 				t.Errorf("job %s waits %+v, want class %s, reason %q, position %d", tt.j.Spec.Name, *w, tt.class, tt.reason, tt.position)
 			}
 		}
+		// The plan is published after the decision that noted the waits
+		// the jobs show: under load a read between them sees the one before.
 		v := h.n.Plan()
+		for deadline := time.Now().Add(10 * time.Second); len(v.WaitingJobs) != 2 && time.Now().Before(deadline); v = h.n.Plan() {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if len(v.WaitingJobs) != 2 || v.WaitingJobs[0].Name != "wide" || v.WaitingJobs[0].Wait.Class != WaitMemory ||
 			v.WaitingByClass[WaitMemory] != 1 || v.WaitingByClass[WaitShare] != 1 {
 			t.Errorf("plan waiting %+v by class %v", v.WaitingJobs, v.WaitingByClass)

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/mmkgpu/mmk/configs"
-	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/node"
+	"github.com/mmkgpu/mmk/node/tpcprobe"
 	"github.com/mmkgpu/mmk/partitioner"
 	"github.com/mmkgpu/mmk/slo"
 )
