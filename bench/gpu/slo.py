@@ -35,6 +35,9 @@ come. Under one MPS daemon, in a rotated order per round:
   mask=F      (only when named in --settings) mmk's masked trainers held
               to a share F of the TPCs, the controller off: a static mask,
               the rung tpcs=F measured for the controller's replay
+  reqmask=F   (only when named in --settings) as mask=F, but only while
+              a service's request is in flight (the kernel scheduler's
+              tpcs F req; issue 52's request-scoped masks, a spike)
   and, at the high phase only, the papers' kernel policies as named
   variants: fikit, mmk's contention check (mmk), FLEP's hpf, EffiSha's piv.
 
@@ -352,23 +355,25 @@ class Bench:
             ("mmk-off", groups["m"], mmk_off),
         ]
 
-        def mask(share):
+        def mask(share, req=""):
             def f():
                 hooks_to(1)()
                 self.control("slo off")
                 self.control("policy fifo")
-                self.control("tpcs %g" % share)
+                self.control(("tpcs %g " % share) + req)
             return f
 
         if a.settings:
             keep = a.settings.split(",")
             settings = [s for s in settings if s[0] in keep]
-            masks = [k for k in keep if k.startswith("mask=")]
+            masks = [k for k in keep if k.startswith("mask=") or k.startswith("reqmask=")]
             if masks and a.no_masks:
                 raise SystemExit("slo.py: %s needs mmk's masked trainers; drop --no-masks" % ", ".join(masks))
             # mask=F: mmk's masked trainers with a fixed share F of the
             # TPCs (the kernel scheduler's tpcs F), the controller off.
-            settings += [(k, groups["m"], mask(float(k[5:]))) for k in masks]
+            settings += [(k, groups["m"], mask(float(k[5:]))) for k in masks if k.startswith("mask=")]
+            # reqmask=F: the same mask while a request is in flight only.
+            settings += [(k, groups["m"], mask(float(k[8:]), "req")) for k in masks if k.startswith("reqmask=")]
             # mmk-aim=F: mmk's controller aiming at the share F.
             settings += [(k, groups["m"], mmk(float(k[8:]))) for k in keep if k.startswith("mmk-aim=")]
         k = a.round % len(settings)
@@ -498,7 +503,7 @@ def main():
     if not 0 < args.aim <= 1:
         ap.error("--aim %g: the share of the budget must be in (0, 1]" % args.aim)
     for k in args.settings.split(",") if args.settings else []:
-        for prefix, what in (("mask=", "the share of the TPCs"), ("mmk-aim=", "the share of the budget")):
+        for prefix, what in (("mask=", "the share of the TPCs"), ("reqmask=", "the share of the TPCs"), ("mmk-aim=", "the share of the budget")):
             if k.startswith(prefix):
                 try:
                     f = float(k[len(prefix):])

@@ -15,14 +15,14 @@ import (
 // TestSLODryRun runs the SLO benchmark's protocol without a GPU (DRY=1:
 // sleeping workers, a real kernel scheduler server with the latency
 // controller): every setting runs through every load phase, the papers'
-// policies at the high phase, a fixed mask (mask=F) among the static
-// settings, a second controller aiming at half the budget (mmk-aim=0.5)
+// policies at the high phase, a fixed mask (mask=F) and one during
+// requests only (reqmask=F) among the static settings, a second controller aiming at half the budget (mmk-aim=0.5)
 // beside mmk, with its rung in slo.jsonl under its own name, each window holds the services' and
 // trainers' numbers, every setting sees the same arrivals in the same
 // phase, and the report answers the questions, with the queue
 // model's spread of the controllers' shares in time.
 func TestSLODryRun(t *testing.T) {
-	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,mmk-aim=0.5")
+	out := dryRun(t, "about 40 s", "slo.sh", []string{"1", "2"}, "SLO_ARGS=--slo svc-b1=p99=50ms --rates svc-b1=20/50/80 --settings together,prio,prio+70%,prio+50%,hold,mmk,mask=0.875,reqmask=0.5,mmk-aim=0.5")
 	ws := jsonLines[sloWindow](t, filepath.Join(out, "windows.jsonl"))
 	seen := map[string][]string{}
 	want := map[string]float64{"low": 20, "medium": 50, "high": 80, "low-again": 20}
@@ -52,7 +52,7 @@ func TestSLODryRun(t *testing.T) {
 	}
 	sameArrivals(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws)
 	promptStarts(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws)
-	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "mmk-aim=0.5"} {
+	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "reqmask=0.5", "mmk-aim=0.5"} {
 		if !slices.Equal(seen[s], []string{"low", "medium", "high", "low-again"}) {
 			t.Errorf("setting %s ran phases %v", s, seen[s])
 		}

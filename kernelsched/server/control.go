@@ -39,8 +39,11 @@ type Command struct {
 	Task   string
 	Target slo.Target
 	Aim    float64
-	// TPCs is the share of the TPCs offline tasks keep (tpcs F, 1: all).
-	TPCs float64
+	// TPCs is the share of the TPCs offline tasks keep (tpcs F, 1: all);
+	// PerRequest, only while an online request is in flight (tpcs F req:
+	// SetRequestTPCs).
+	TPCs       float64
+	PerRequest bool
 }
 
 // ParseCommand parses one control line. Errors name the bad word.
@@ -53,14 +56,14 @@ func ParseCommand(line string) (Command, error) {
 	case "slo":
 		return parseSLOCommand(f[1:])
 	case "tpcs":
-		if len(f) != 2 {
-			return Command{}, fmt.Errorf("tpcs takes the share of the TPCs offline tasks keep, in (0, 1], got %q", strings.Join(f[1:], " "))
+		if len(f) != 2 && (len(f) != 3 || f[2] != "req") {
+			return Command{}, fmt.Errorf("tpcs takes the share of the TPCs offline tasks keep, in (0, 1], and req to keep it only during online requests, got %q", strings.Join(f[1:], " "))
 		}
 		x, err := fraction(f[1], 1)
 		if err != nil {
 			return Command{}, fmt.Errorf("tpcs %s: %w", f[1], err)
 		}
-		return Command{Op: "tpcs", TPCs: x}, nil
+		return Command{Op: "tpcs", TPCs: x, PerRequest: len(f) == 3}, nil
 	case "stats":
 		if len(f) > 1 {
 			return Command{}, fmt.Errorf("stats takes no argument, got %q", f[1])
@@ -181,6 +184,8 @@ func (s *Server) Do(ctx context.Context, line string) []byte {
 		err = s.SetTarget(c.Task, c.Target)
 	case c.Op == "slo" && c.SLO == "aim":
 		err = s.SetAim(c.Aim)
+	case c.Op == "tpcs" && c.PerRequest:
+		s.SetRequestTPCs(c.TPCs)
 	case c.Op == "tpcs":
 		s.SetTPCs(c.TPCs)
 	case c.Op == "slo" && s.slo == nil:

@@ -46,6 +46,10 @@ func TestParseCommand(t *testing.T) {
 		{"slo aim half", Command{}, `slo aim half`},
 		{"slo", Command{}, "slo takes on, off, status, target NAME TARGET or aim F"},
 		{"slo target svc", Command{}, "slo takes on, off"},
+		{"tpcs 0.5", Command{Op: "tpcs", TPCs: 0.5}, ""},
+		{"tpcs 0.5 req", Command{Op: "tpcs", TPCs: 0.5, PerRequest: true}, ""},
+		{"tpcs 0.5 always", Command{}, `tpcs takes the share`},
+		{"tpcs 0.5 req req", Command{}, `tpcs takes the share`},
 	}
 	for _, tc := range tests {
 		got, err := ParseCommand(tc.line)
@@ -59,7 +63,8 @@ func TestParseCommand(t *testing.T) {
 			t.Errorf("%q: %v", tc.line, err)
 			continue
 		}
-		if got.Op != tc.want.Op || got.Policy != tc.want.Policy || got.Loud != tc.want.Loud || got.SLO != tc.want.SLO || got.Task != tc.want.Task {
+		if got.Op != tc.want.Op || got.Policy != tc.want.Policy || got.Loud != tc.want.Loud || got.SLO != tc.want.SLO || got.Task != tc.want.Task ||
+			got.TPCs != tc.want.TPCs || got.PerRequest != tc.want.PerRequest {
 			t.Errorf("%q: %+v, want op %q policy %q", tc.line, got, tc.want.Op, tc.want.Policy)
 		}
 	}
@@ -75,7 +80,7 @@ func TestParseCommand(t *testing.T) {
 
 func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{"stats", "policy guard tau=1ms slack=0.05", "policy fikit", "policy guard floor=NaN", "policy guard probe-every=99999999999999999999",
-		"slo target a p99.9=2x", "slo on", "slo aim 0.5", "slo aim NaN"} {
+		"slo target a p99.9=2x", "slo on", "slo aim 0.5", "slo aim NaN", "tpcs 0.5 req"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

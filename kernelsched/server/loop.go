@@ -621,7 +621,26 @@ func (s *Server) poll(busy bool, now time.Duration) {
 	} else {
 		s.idle = min(max(2*s.idle, s.cfg.Poll), 16*s.cfg.Poll)
 	}
+	if !s.tpcPerRequest.Load() {
+		s.wait(now+s.idle, now)
+		return
+	}
+	// Request-scoped masks: an online hook wakes the loop (its request's
+	// start and end are seen at once, not a poll later); the offline
+	// ones, which launch far more, do not.
+	for _, t := range s.tasks {
+		if t.hello.Online {
+			t.slot.setSleeping(true)
+		}
+	}
+	for _, t := range s.tasks {
+		if t.hello.Online && t.slot.pending() {
+			s.awake()
+			return
+		}
+	}
 	s.wait(now+s.idle, now)
+	s.awake()
 }
 
 // sleep waits on the eventfd until a hook or an event wakes the loop, or

@@ -195,6 +195,9 @@ type Server struct {
 	// tpcFirst the loop's scratch: the first offline tasks to connect
 	// that can mask.
 	tpcMask  atomic.Uint64
+	// tpcPerRequest: the mask holds offline tasks only while an online
+	// task's request is in flight (SetRequestTPCs).
+	tpcPerRequest atomic.Bool
 	tpcs     int
 	tpcFirst []*task
 	// connected counts the hooks let in: each task's seq, the order of

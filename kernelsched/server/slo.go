@@ -650,6 +650,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 		keep = slo.KeptTPCs(r.TPCs, s.tpcs)
 	}
 	slots := s.maskSlots(keep)
+	s.tpcPerRequest.Store(false)
 	s.setTPCMask(slots, r.TPCTasks)
 	st.mu.Lock()
 	st.tpcKeep = s.cfg.TPCMap.Kept(slots, s.tpcs)
@@ -783,11 +784,22 @@ func (s *Server) sloViewLocked(now time.Duration, history bool) SLOView {
 // SetTPCs lets offline tasks' kernels use share of the instance's TPCs
 // (1: all) where their hooks mask (MMK_TPC_MASK=1). A latency controller
 // that is on sets its own at its next step.
-func (s *Server) SetTPCs(share float64) {
+func (s *Server) SetTPCs(share float64) { s.setTPCs(share, false) }
+
+// SetRequestTPCs is SetTPCs for the time an online task's request is in
+// flight only (issue 52's request-scoped masks, a spike): offline
+// kernels launched meanwhile keep share of the TPCs, the others every
+// TPC, so that trainers pay for the mask only during requests. The
+// request's start and end reach the loop at once (poll: an online hook
+// wakes it), the mask the offline hooks at their next launch.
+func (s *Server) SetRequestTPCs(share float64) { s.setTPCs(share, share < 1) }
+
+func (s *Server) setTPCs(share float64, perRequest bool) {
 	keep := 0
 	if share < 1 {
 		keep = slo.KeptTPCs(share, s.tpcs)
 	}
+	s.tpcPerRequest.Store(perRequest)
 	s.setTPCMask(s.maskSlots(keep), 0)
 }
 
@@ -862,9 +874,10 @@ func (s *Server) retpc() {
 	if p := s.shielded.Load(); p != nil {
 		shielded = *p
 	}
+	idle := s.tpcPerRequest.Load() && !s.inRequest()
 	for _, t := range s.tasks {
 		want := keep
-		if t.hello.Online || n > 0 && !slices.Contains(s.tpcFirst, t) || slices.Contains(shielded, t.hello.PID) {
+		if t.hello.Online || n > 0 && !slices.Contains(s.tpcFirst, t) || slices.Contains(shielded, t.hello.PID) || idle {
 			want = 0
 		}
 		if t.tpcKeep != want {
@@ -872,6 +885,17 @@ func (s *Server) retpc() {
 			t.tpcKeep = want
 		}
 	}
+}
+
+// inRequest reports whether an online task's request is in flight;
+// loop-owned.
+func (s *Server) inRequest() bool {
+	for _, t := range s.tasks {
+		if t.hello.Online && t.inReq {
+			return true
+		}
+	}
+	return false
 }
 
 // firstOffline keeps in tpcFirst the first n offline tasks to have

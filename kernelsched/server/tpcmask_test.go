@@ -179,3 +179,55 @@ func TestSetTPCsByMap(t *testing.T) {
 		})
 	}
 }
+
+// TestRetpcPerRequest (issue 52, item 4, the spike): a mask set for
+// requests only (tpcs F req) holds the offline tasks while an online
+// task's request is in flight and lets them use every TPC between
+// requests; a plain mask (tpcs F) or a rung holds them throughout.
+func TestRetpcPerRequest(t *testing.T) {
+	s, err := New(Config{Socket: "unused", Policy: "fifo", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []struct {
+		id     kernelsched.TaskID
+		name   string
+		online bool
+	}{{0, "svc", true}, {1, "train", false}} {
+		sl, err := newSlot(tk.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sl.close)
+		atomic.StoreUint32(sl.u32(offTPCState), TPCReady)
+		s.tasks[tk.id] = &task{id: tk.id, seq: uint64(tk.id) + 1, hello: Hello{Name: tk.name, Online: tk.online}, slot: sl,
+			names: map[uint32]string{}, local: map[uint32]string{}}
+	}
+	svc, train := s.tasks[0], s.tasks[1]
+	half := s.maskSlots(slo.KeptTPCs(0.5, s.tpcs))
+	for _, tc := range []struct {
+		name  string
+		set   func()
+		inReq bool
+		want  uint32
+	}{
+		{"per request, between requests: every TPC", func() { s.SetRequestTPCs(0.5) }, false, 0},
+		{"per request, a request in flight: the mask", func() { s.SetRequestTPCs(0.5) }, true, uint32(half)},
+		{"per request, the request over: every TPC again", func() { s.SetRequestTPCs(0.5) }, false, 0},
+		{"a plain mask between requests", func() { s.SetTPCs(0.5) }, false, uint32(half)},
+		{"per request at 1: no mask", func() { s.SetRequestTPCs(1) }, true, 0},
+		{"a rung's mask after a per-request one: throughout", func() { s.SetRequestTPCs(0.5); s.tpcPerRequest.Store(false) }, false, uint32(half)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.set()
+			svc.inReq = tc.inReq
+			s.retpc()
+			if got := atomic.LoadUint32(train.slot.u32(offTPCKeep)); got != tc.want {
+				t.Errorf("the trainer's slot keeps %d, want %d", got, tc.want)
+			}
+			if got := atomic.LoadUint32(svc.slot.u32(offTPCKeep)); got != 0 {
+				t.Errorf("the service's slot keeps %d, want 0 (online tasks keep every TPC)", got)
+			}
+		})
+	}
+}
