@@ -194,12 +194,12 @@ type Server struct {
 	// is the instance's TPC count (two SMs each, Ampere and Hopper);
 	// tpcFirst the loop's scratch: the first offline tasks to connect
 	// that can mask.
-	tpcMask  atomic.Uint64
+	tpcMask atomic.Uint64
 	// tpcPerRequest: the mask holds offline tasks only while an online
 	// task's request is in flight (SetRequestTPCs).
 	tpcPerRequest atomic.Bool
-	tpcs     int
-	tpcFirst []*task
+	tpcs          int
+	tpcFirst      []*task
 	// connected counts the hooks let in: each task's seq, the order of
 	// connection (ids are reused).
 	connected atomic.Uint64
