@@ -153,10 +153,21 @@ func (s *sim) maskSMs(t *simTask) int {
 		return 0
 	}
 	rank := s.slo.offlineRank[t.id]
-	if rank < 0 || s.slo.applied.TPCTasks > 0 && rank >= s.slo.applied.TPCTasks {
+	if rank < 0 || s.slo.applied.TPCTasks > 0 && rank >= s.slo.applied.TPCTasks || s.slo.applied.PerRequest && !s.inRequest() {
 		return 0
 	}
 	return s.slo.maskSMs
+}
+
+// inRequest reports whether an online task's request is in course (a
+// rung's mask during requests only holds then).
+func (s *sim) inRequest() bool {
+	for _, t := range s.tasks {
+		if t.spec.Online && t.inReq {
+			return true
+		}
+	}
+	return false
 }
 
 // maskedSMs is the SMs rung r leaves a task it masks on an instance of

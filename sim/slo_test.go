@@ -124,7 +124,8 @@ func TestSLOConfigChecks(t *testing.T) {
 // (tpcs=0.995, 60 TPCs kept) double it, 33 slots kept (30 TPCs) treble
 // it. On an instance of another size slots are TPCs (60 SMs, tpcs=0.5:
 // 15 TPCs, five waves where three ran). tpcs=F@1 masks the first offline
-// task only, and an online task never.
+// task only, tpcs=F/req none while no request is in flight, and an
+// online task never.
 func TestSLOMaskWaves(t *testing.T) {
 	tr := synthetic("k", 1, time.Millisecond, 0)
 	for i := range tr.Iterations[0] {
@@ -143,6 +144,9 @@ func TestSLOMaskWaves(t *testing.T) {
 		{"tpcs=0.995", TimeSliced, 0, [3]time.Duration{ms, 2 * ms, 2 * ms}},
 		{"tpcs=0.5", MPS, 0, [3]time.Duration{ms, 3 * ms, 3 * ms}},
 		{"tpcs=0.5@1", MPS, 0, [3]time.Duration{ms, 3 * ms, ms}},
+		// During requests only: an offline task alone (no request in
+		// flight) keeps every TPC.
+		{"tpcs=0.5/req", MPS, 0, [3]time.Duration{ms, ms, ms}},
 		{"tpcs=0.5", MPS, 60, [3]time.Duration{ms, 5 * ms / 3, 5 * ms / 3}},
 		// An MPS share of half the SMs (66: two waves, not stretched
 		// without ShareStretch), masked to 60: three waves.

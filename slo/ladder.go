@@ -33,6 +33,15 @@ type Rung struct {
 	// ("tpcs=0.75@1": 0.91-0.94x, docs/results/slo-h100-tpcs.md). Beside
 	// N or fewer tasks that can mask it is the shared mask (Alike).
 	TPCTasks int
+	// PerRequest holds the mask only while an online request is in
+	// flight ("tpcs=0.5/req"): offline kernels launched meanwhile keep
+	// the share TPCs, the others every TPC (issue 52's request-scoped
+	// masks; on an H200, one round of the SLO benchmark, tpcs=0.5/req
+	// held the batch-32 service at its high load where tpcs=0.5
+	// throughout did not, the trainer 1.2-1.5x as fast:
+	// docs/results/slo-h200-2026-11-29-reqmask). It restrains less than
+	// the same mask throughout.
+	PerRequest bool
 	// Suspend stops the offline jobs' processes (cgroup freezer, or
 	// SIGSTOP) until the rung is left.
 	Suspend bool
@@ -40,7 +49,8 @@ type Rung struct {
 
 // String is the rung's text form, which ParseRung reads back:
 // "priority", "guard=256µs", "hold", "tpcs=0.5" (or "tpcs=0.5@1": the
-// first offline task only), "suspend", joined by "+".
+// first offline task only; "tpcs=0.5/req": during requests only),
+// "suspend", joined by "+".
 func (r Rung) String() string {
 	var p []string
 	switch {
@@ -53,6 +63,9 @@ func (r Rung) String() string {
 		t := "tpcs=" + strconv.FormatFloat(r.TPCs, 'f', -1, 64)
 		if r.TPCTasks > 0 {
 			t += "@" + strconv.Itoa(r.TPCTasks)
+		}
+		if r.PerRequest {
+			t += "/req"
 		}
 		p = append(p, t)
 	}
@@ -74,7 +87,7 @@ func ParseRung(s string) (Rung, error) {
 	var r Rung
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return r, fmt.Errorf("rung: empty; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS] or suspend, joined by +")
+		return r, fmt.Errorf("rung: empty; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS][/req] or suspend, joined by +")
 	}
 	for _, part := range strings.Split(s, "+") {
 		part = strings.TrimSpace(part)
@@ -97,10 +110,11 @@ func ParseRung(s string) (Rung, error) {
 			if r.TPCs > 0 {
 				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: a second tpcs part; want one", s, v)
 			}
+			v, r.PerRequest = strings.CutSuffix(v, "/req")
 			f, n, hasN := strings.Cut(v, "@")
 			x, err := strconv.ParseFloat(f, 64)
 			if err != nil || !(x > 0 && x < 1) {
-				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want the fraction of TPCs offline kernels keep, in (0, 1)", s, v)
+				return Rung{}, fmt.Errorf("rung %q: tpcs=%s: want the fraction of TPCs offline kernels keep, in (0, 1) (then @TASKS, /req)", s, v)
 			}
 			r.TPCs = x
 			if hasN {
@@ -111,7 +125,7 @@ func ParseRung(s string) (Rung, error) {
 				r.TPCTasks = m
 			}
 		default:
-			return Rung{}, fmt.Errorf("rung %q: unknown part %q; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS] or suspend", s, part)
+			return Rung{}, fmt.Errorf("rung %q: unknown part %q; want priority, guard=DURATION, hold, tpcs=FRACTION[@TASKS][/req] or suspend", s, part)
 		}
 	}
 	return r, nil
@@ -190,7 +204,8 @@ func (r Rung) holdTau() time.Duration {
 }
 
 // masksAtLeast reports whether r's mask keeps at most q's share of TPCs
-// on at least as many tasks (no mask: all TPCs; no task count: all).
+// on at least as many tasks (no mask: all TPCs; no task count: all), at
+// least as long (a mask during requests only is not one throughout).
 func (r Rung) masksAtLeast(q Rung) bool {
 	switch {
 	case q.TPCs == 0:
@@ -204,7 +219,7 @@ func (r Rung) masksAtLeast(q Rung) bool {
 		}
 		return n
 	}
-	return r.TPCs <= q.TPCs && tasks(r.TPCTasks) >= tasks(q.TPCTasks)
+	return r.TPCs <= q.TPCs && tasks(r.TPCTasks) >= tasks(q.TPCTasks) && (!r.PerRequest || q.PerRequest)
 }
 
 // Strings are the rungs' text forms.

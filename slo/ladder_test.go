@@ -18,6 +18,8 @@ func TestParseRung(t *testing.T) {
 		{"hold", Rung{HoldAll: true}},
 		{"tpcs=0.5", Rung{TPCs: 0.5}},
 		{"tpcs=0.75@1", Rung{TPCs: 0.75, TPCTasks: 1}},
+		{"tpcs=0.5/req", Rung{TPCs: 0.5, PerRequest: true}},
+		{"tpcs=0.75@1/req", Rung{TPCs: 0.75, TPCTasks: 1, PerRequest: true}},
 		{"hold+tpcs=0.5@2", Rung{HoldAll: true, TPCs: 0.5, TPCTasks: 2}},
 		{"suspend", Rung{Suspend: true}},
 		{"hold+tpcs=0.25", Rung{HoldAll: true, TPCs: 0.25}},
@@ -33,7 +35,7 @@ func TestParseRung(t *testing.T) {
 			t.Errorf("%q: String %q reads back as %+v, %v", tc.in, got.String(), back, err)
 		}
 	}
-	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "tpcs=0.5@0", "tpcs=0.5@-1", "tpcs=0.5@x", "tpcs=0.5@", "tpcs=1@1", "tpcs=0.5@1025", "tpcs=0.5@4294967297", "tpcs=0.5@2+tpcs=0.25", "hold=1", "fast", "priority+warp"} {
+	for _, in := range []string{"", "guard", "guard=0s", "guard=x", "tpcs=1", "tpcs=0", "tpcs=-0.5", "tpcs=0.5@0", "tpcs=0.5@-1", "tpcs=0.5@x", "tpcs=0.5@", "tpcs=1@1", "tpcs=0.5@1025", "tpcs=0.5@4294967297", "tpcs=0.5@2+tpcs=0.25", "hold=1", "fast", "priority+warp", "tpcs=/req", "tpcs=0.5/rq", "tpcs=0.5/req/req", "tpcs=1/req", "tpcs=0.5/req@1"} {
 		if _, err := ParseRung(in); err == nil || !strings.Contains(err.Error(), "rung") {
 			t.Errorf("ParseRung(%q): %v", in, err)
 		}
@@ -69,6 +71,9 @@ func TestLadderCheck(t *testing.T) {
 		{[]string{"priority", "tpcs=0.75@1", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "suspend"}, ""},
 		{[]string{"priority", "hold", "tpcs=0.5", "suspend"}, ""},
 		{[]string{"priority", "tpcs=0.5", "hold+tpcs=0.5"}, ""},
+		{[]string{"priority", "tpcs=0.5/req", "tpcs=0.5", "tpcs=0.25/req", "tpcs=0.25", "suspend"}, ""},
+		{[]string{"priority", "tpcs=0.5", "tpcs=0.5/req"}, "rung 2 (tpcs=0.5/req) restrains no more than rung 1 (tpcs=0.5)"},
+		{[]string{"priority", "tpcs=0.5/req", "tpcs=0.75/req"}, "rung 2 (tpcs=0.75/req) restrains no more than rung 1 (tpcs=0.5/req)"},
 		{[]string{"priority"}, ""},
 		{[]string{"suspend", "priority"}, "rung 0 is suspend"},
 		{[]string{"guard=64us", "hold"}, "rung 0 is guard=64µs"},
@@ -133,7 +138,7 @@ func TestLadderAlike(t *testing.T) {
 // FuzzParseRung: no input panics, and what parses reads back from its
 // text form as itself.
 func FuzzParseRung(f *testing.F) {
-	for _, s := range []string{"priority", "guard=256us", "hold+tpcs=0.25", "tpcs=0.75@1", "suspend", "tpcs=0.5@", "guard=64us + hold"} {
+	for _, s := range []string{"priority", "guard=256us", "hold+tpcs=0.25", "tpcs=0.75@1", "suspend", "tpcs=0.5@", "guard=64us + hold", "tpcs=0.5@2/req"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -146,4 +151,33 @@ func FuzzParseRung(f *testing.F) {
 			t.Errorf("%q parses as %+v, whose text %q reads back as %+v, %v", s, r, r.String(), back, err)
 		}
 	})
+}
+
+// TestPriorOfAMaskDuringRequests: a mask during requests only is
+// forecast, until calibrated, from the same mask throughout's prior (a
+// service's kernels meet that mask while its request is in flight); a
+// rung the priors lack has none (1).
+func TestPriorOfAMaskDuringRequests(t *testing.T) {
+	p := DefaultPriors()
+	for _, tc := range []struct {
+		rung string
+		want float64
+	}{
+		{"tpcs=0.5/req", p["tpcs=0.5"]},
+		{"tpcs=0.25/req", p["tpcs=0.25"]},
+		{"tpcs=0.6/req", 1},
+		{"priority", 1},
+	} {
+		r, err := ParseRung(tc.rung)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.of(r); got != tc.want {
+			t.Errorf("%s: prior %v, want %v", tc.rung, got, tc.want)
+		}
+	}
+	p["tpcs=0.5/req"] = 0.97 // calibrated: its own
+	if got := p.of(Rung{TPCs: 0.5, PerRequest: true}); got != 0.97 {
+		t.Errorf("a calibrated prior: %v, want 0.97", got)
+	}
 }

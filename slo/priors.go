@@ -36,6 +36,12 @@ func (p Priors) of(r Rung) float64 {
 	if f, ok := p[r.String()]; ok {
 		return f
 	}
+	if r.PerRequest {
+		// A service's kernels meet the same mask during its requests:
+		// the mask throughout's prior, until one is calibrated.
+		r.PerRequest = false
+		return p.of(r)
+	}
 	return 1
 }
 

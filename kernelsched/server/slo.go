@@ -650,7 +650,7 @@ func (s *Server) applyRung(ctx context.Context, r slo.Rung, force bool, now time
 		keep = slo.KeptTPCs(r.TPCs, s.tpcs)
 	}
 	slots := s.maskSlots(keep)
-	s.tpcPerRequest.Store(false)
+	s.tpcPerRequest.Store(r.PerRequest)
 	s.setTPCMask(slots, r.TPCTasks)
 	st.mu.Lock()
 	st.tpcKeep = s.cfg.TPCMap.Kept(slots, s.tpcs)

@@ -231,3 +231,26 @@ func TestRetpcPerRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyRungPerRequest: a rung that masks during requests only
+// (tpcs=F/req) sets the server's mask for requests; a rung that masks
+// throughout, or none, clears it.
+func TestApplyRungPerRequest(t *testing.T) {
+	s := sloServer(t, []string{"priority", "tpcs=0.5/req", "tpcs=0.5"}, nil, nil, nil)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		rung string
+		want bool
+	}{{"tpcs=0.5/req", true}, {"tpcs=0.5", false}, {"tpcs=0.5/req", true}, {"priority", false}} {
+		r, err := slo.ParseRung(tc.rung)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.applyRung(ctx, r, false, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.tpcPerRequest.Load(); got != tc.want {
+			t.Errorf("after %s: per request %v, want %v", tc.rung, got, tc.want)
+		}
+	}
+}
