@@ -36,9 +36,9 @@ type Rung struct {
 	// PerRequest holds the mask only while an online request is in
 	// flight ("tpcs=0.5/req"): offline kernels launched meanwhile keep
 	// the share TPCs, the others every TPC (issue 52's request-scoped
-	// masks; on an H200, one round of the SLO benchmark, tpcs=0.5/req
-	// held the batch-32 service at its high load where tpcs=0.5
-	// throughout did not, the trainer 1.2-1.5x as fast:
+	// masks; on an H200, in one of two rounds of the SLO benchmark,
+	// tpcs=0.5/req held the batch-32 service at its high load where
+	// tpcs=0.5 throughout did not, the trainer 1.2-1.5x as fast:
 	// docs/results/slo-h200-2026-11-29-reqmask). It restrains less than
 	// the same mask throughout.
 	PerRequest bool
