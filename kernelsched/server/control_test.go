@@ -88,8 +88,11 @@ func FuzzParseCommand(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" && c.Op != "slo" {
+		if c.Op != "stats" && c.Op != "policy" && c.Op != "loud" && c.Op != "slo" && c.Op != "tpcs" {
 			t.Fatalf("%q parsed to op %q", line, c.Op)
+		}
+		if c.Op == "tpcs" && !(c.TPCs > 0 && c.TPCs <= 1) {
+			t.Fatalf("%q parsed to a share of the TPCs %v, out of (0, 1]", line, c.TPCs)
 		}
 		if c.SLO == "aim" && !(c.Aim > 0 && c.Aim <= 1) {
 			t.Fatalf("%q parsed to aim %v, out of (0, 1]", line, c.Aim)
