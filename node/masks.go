@@ -1,8 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,11 +93,7 @@ func (n *Node) maskViews() []MaskView {
 // sortMaskViews orders views by GPU index ("gpu2" before "gpu10").
 func sortMaskViews(v []MaskView) {
 	idx := func(m MaskView) int { i, _ := strconv.Atoi(strings.TrimPrefix(m.GPU, "gpu")); return i }
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && idx(v[j]) < idx(v[j-1]); j-- {
-			v[j], v[j-1] = v[j-1], v[j]
-		}
-	}
+	slices.SortFunc(v, func(a, b MaskView) int { return cmp.Compare(idx(a), idx(b)) })
 }
 
 // mapping reports a GPU whose map is being taken and how far ("": none).
