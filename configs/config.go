@@ -140,9 +140,12 @@ func (c SLOConfig) validate() error {
 		return &FieldError{Key: "slo.ladder", Value: strings.Join(c.Ladder, ","),
 			Reason: "TPC masks (tpcs=) and held launches (guard=, hold) do not mix: a masked job's launches cannot be seen, so not held"}
 	}
-	ml, err := slo.ParseLadder(c.MaskLadder)
-	if err == nil && len(c.MaskLadder) > 0 {
-		err = ml.Check()
+	var ml slo.Ladder
+	if len(c.MaskLadder) > 0 {
+		ml, err = slo.ParseLadder(c.MaskLadder)
+		if err == nil {
+			err = ml.Check()
+		}
 	}
 	switch {
 	case err != nil:

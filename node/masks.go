@@ -122,9 +122,20 @@ func (n *Node) baseLadder() slo.Ladder {
 	return slo.DefaultLadder()
 }
 
-// ladderOf is the ladder of the controllers of GPU g: slo.ladder where it
-// masks itself or where g's masks are not on, else slo.mask_ladder.
+// ladderOf is the ladder of the controllers of GPU g: that of a kernel
+// scheduler of g already serving (a controller keeps the ladder it
+// started with: one that serves jobs adopted before g's map was taken
+// climbs slo.ladder until it stops), else slo.ladder where it masks
+// itself or where g's masks are not on, else slo.mask_ladder.
 func (n *Node) ladderOf(g gpuInfo) slo.Ladder {
+	n.mu.RLock()
+	for _, k := range g.keys {
+		if s := n.scheds[k]; s != nil && s.ladder != nil {
+			n.mu.RUnlock()
+			return s.ladder
+		}
+	}
+	n.mu.RUnlock()
 	base := n.baseLadder()
 	if base.UsesTPCs() || g.mig || len(n.cfg.SLO.MaskLadder) == 0 {
 		return base
@@ -210,6 +221,10 @@ func (n *Node) startMasks(ctx context.Context, wg *sync.WaitGroup, gpus []gpuInf
 					n.masks.mu.Unlock()
 				})
 				if ctx.Err() != nil {
+					// Stopped with the loop: a later Run maps it again.
+					n.masks.mu.Lock()
+					delete(n.masks.views, uuid)
+					n.masks.mu.Unlock()
 					return
 				}
 				n.masks.mu.Lock()
@@ -243,6 +258,9 @@ func (n *Node) mapped(v *MaskView, got tpcprobe.Mapped, err error) {
 	}
 	v.Why = fmt.Sprintf("%s: %d TPCs of %d slots (%d holes); a mask keeping %d slots left %d of its %d TPCs, as the map says", how,
 		len(got.Map.TPCs), got.Map.Slots, len(got.Map.Holes), got.CheckSlots, got.Kept, got.TPCs)
+	if got.KeepErr != nil {
+		v.Why += "; not kept for the next start: " + got.KeepErr.Error()
+	}
 }
 
 // describe fills v's map numbers and the mask ladder.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -155,5 +156,33 @@ func TestMasksOfAGPUThatAppears(t *testing.T) {
 	v := n.maskViews()
 	if len(v) != 2 || v[0].GPU != "gpu0" || v[1].GPU != "gpu1" || v[1].State != MasksOn || n.takenMap("GPU-a") != nil || n.takenMap("GPU-b") == nil {
 		t.Fatalf("masks %+v; want gpu0 as it was and gpu1 decided on appearing", v)
+	}
+}
+
+// TestLadderOfAServingScheduler (a review's finding): a kernel scheduler
+// started before a GPU's map was taken (jobs adopted at a restart) keeps
+// the ladder it started with, and the GPU's new offline jobs follow it
+// (no MMK_TPC_MASK=1 beside a controller that climbs hold), until it
+// stops; then the GPU's masks decide.
+func TestLadderOfAServingScheduler(t *testing.T) {
+	masks, err := slo.ParseLadder([]string{"priority", "tpcs=0.5", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{cfg: Config{Log: slog.New(slog.DiscardHandler), Now: time.Now, SLO: &SLOConfig{MaskLadder: masks, Mapper: &fakeMapper{cached: true}}},
+		scheds: map[string]*sched{}}
+	g := gpuInfo{state: partitioner.GPUState{GPU: partitioner.GPU{Index: 0, UUID: "GPU-a", SMs: 132}}, keys: []string{"gpu0"}}
+	n.scheds["gpu0"] = &sched{ladder: slo.DefaultLadder()}
+	var wg sync.WaitGroup
+	n.startMasks(context.Background(), &wg, []gpuInfo{g})
+	if v, _ := n.maskView("GPU-a"); v.State != MasksOn {
+		t.Fatalf("masks %+v, want on", v)
+	}
+	if got := n.ladderOf(g).Strings(); !slices.Equal(got, slo.DefaultLadder().Strings()) || n.ladderMasks(g) {
+		t.Errorf("beside the serving scheduler: ladder %v (masks %v), want its own, %v", got, n.ladderMasks(g), slo.DefaultLadder().Strings())
+	}
+	delete(n.scheds, "gpu0")
+	if got := n.ladderOf(g).Strings(); !slices.Equal(got, masks.Strings()) || !n.ladderMasks(g) {
+		t.Errorf("once it stopped: ladder %v, want the mask ladder", got)
 	}
 }

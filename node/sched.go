@@ -14,6 +14,7 @@ import (
 	"github.com/mmkgpu/mmk/jobs"
 	"github.com/mmkgpu/mmk/kernelsched"
 	"github.com/mmkgpu/mmk/kernelsched/server"
+	"github.com/mmkgpu/mmk/slo"
 	"github.com/mmkgpu/mmk/trace"
 )
 
@@ -108,6 +109,8 @@ type sched struct {
 	socket string
 	stop   context.CancelFunc
 	done   chan struct{}
+	// ladder is its controller's, fixed when it started (ladderOf).
+	ladder slo.Ladder
 }
 
 // maxSocketPath is the longest path a Unix socket address holds.
@@ -138,16 +141,20 @@ func (n *Node) ensureScheduler(key string, g gpuInfo) (string, error) {
 		sms = g.layout.Instances[i].Profile.SMs
 	}
 	tpcMap := n.tpcMap(g)
+	sloCfg := n.sloServerConfig(key, g)
 	srv, err := server.New(server.Config{
 		Socket: sock, Policy: c.Policy, Sched: kernelsched.Config{SMs: sms},
 		ProfileDir: c.ProfileDir, Log: n.cfg.Log.With("instance", key), OnConnect: n.connected, Identify: n.identifyTask(key),
-		SLO: n.sloServerConfig(key, g), NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: tpcMap,
+		SLO: sloCfg, NoRequestMarks: n.cfg.SLO != nil && n.cfg.SLO.NoHookMarks, TPCMap: tpcMap,
 	})
 	if err != nil {
 		return "", fmt.Errorf("kernel scheduler of %s: %w", key, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s = &sched{srv: srv, socket: sock, stop: cancel, done: make(chan struct{})}
+	if sloCfg != nil {
+		s.ladder = sloCfg.Controller.Ladder
+	}
 	go func() {
 		defer close(s.done)
 		if err := srv.Serve(ctx); err != nil {

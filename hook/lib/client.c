@@ -694,8 +694,10 @@ uint64_t mmk_report(const struct mmk_launch *l, uint32_t name_id, uint64_t *gen)
 	 * its timeout on the 2-core build machine (the kernel's timer slack
 	 * and scheduling), which a launch whose grant never came spent past
 	 * the bound (TestLaunchBoundNeverGranted: the hook's count 10.1-10.8
-	 * ms against 10). The spin costs a timed-out wait at most
-	 * WAKE_SLACK_NS of CPU, once per hung server (degraded_seq). */
+	 * ms against 10). The spin costs a wait that reaches its end at most
+	 * WAKE_SLACK_NS of CPU: once per hung server (degraded_seq), and once
+	 * per launch a live server holds past the bound; with a bound of
+	 * WAKE_SLACK_NS or less the whole wait is spun. */
 	for (;;) {
 		uint32_t g = atomic_load_explicit(&s->granted, memory_order_acquire);
 		if ((int32_t)(g - (uint32_t)seq) >= 0) {

@@ -65,6 +65,9 @@ type Mapped struct {
 	CheckSlots, Kept, TPCs int
 	// Took is how long mapping took (reading the cache included).
 	Took time.Duration
+	// KeepErr says why a map taken could not be kept for the next start
+	// (nil: kept, or nothing to keep it in); the map is good all the same.
+	KeepErr error
 }
 
 // reply is what mmk-tpcprobe prints.
@@ -78,7 +81,8 @@ type reply struct {
 // Map maps the GPU of uuid: from the cache where this driver's map of it
 // is kept, else by probing (1 + Slots + 1 probe runs, Jobs at a time;
 // progress, if set, is told after each). An error says which run failed
-// and why; nothing is kept then.
+// and why; nothing is kept then. A map that could not be kept is
+// returned with KeepErr set.
 func (m *Mapper) Map(ctx context.Context, uuid string, progress func(done, total int)) (Mapped, error) {
 	start := time.Now()
 	if got, ok := m.Cached(uuid); ok {
@@ -142,9 +146,7 @@ func (m *Mapper) Map(ctx context.Context, uuid string, progress func(done, total
 		return Mapped{}, fmt.Errorf("the check: %w", err)
 	}
 	got := Mapped{Map: tm, CheckSlots: keep, Kept: tm.Kept(keep, tpcs), TPCs: tpcs}
-	if err := m.keep(uuid, got); err != nil {
-		return Mapped{}, err
-	}
+	got.KeepErr = m.keep(uuid, got)
 	got.Took = time.Since(start)
 	return got, nil
 }

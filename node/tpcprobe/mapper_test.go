@@ -236,3 +236,17 @@ func TestDriverVersion(t *testing.T) {
 		t.Errorf("no file: %q", got)
 	}
 }
+
+// TestMapNotKeptStillMaps (a review's finding): a map taken and checked
+// that cannot be kept (the cache directory is a file) is returned with
+// the reason, not thrown away.
+func TestMapNotKeptStillMaps(t *testing.T) {
+	m, _ := fake(t)
+	if err := os.WriteFile(m.CacheDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Map(context.Background(), "GPU-fake-0", nil)
+	if err != nil || got.Map == nil || got.KeepErr == nil || !strings.Contains(got.KeepErr.Error(), "keep the TPC map of GPU-fake-0") {
+		t.Fatalf("%+v, %v; want the map, and why it was not kept", got, err)
+	}
+}
