@@ -125,8 +125,9 @@ func (n *Node) baseLadder() slo.Ladder {
 // ladderOf is the ladder of the controllers of GPU g: that of a kernel
 // scheduler of g already serving (a controller keeps the ladder it
 // started with: one that serves jobs adopted before g's map was taken
-// climbs slo.ladder until it stops), else slo.ladder where it masks
-// itself or where g's masks are not on, else slo.mask_ladder.
+// climbs slo.ladder until it stops), else slo.mask_ladder where g's masks
+// are on, else slo.ladder. Masks are on only where startMasks found
+// slo.ladder without masks of its own, slo.mask_ladder set and MIG off.
 func (n *Node) ladderOf(g gpuInfo) slo.Ladder {
 	n.mu.RLock()
 	for _, k := range g.keys {
@@ -136,14 +137,10 @@ func (n *Node) ladderOf(g gpuInfo) slo.Ladder {
 		}
 	}
 	n.mu.RUnlock()
-	base := n.baseLadder()
-	if base.UsesTPCs() || g.mig || len(n.cfg.SLO.MaskLadder) == 0 {
-		return base
-	}
 	if v, ok := n.maskView(g.state.UUID); ok && v.State == MasksOn {
 		return n.cfg.SLO.MaskLadder
 	}
-	return base
+	return n.baseLadder()
 }
 
 // maskNew decides the masks of GPUs that appeared since the start

@@ -200,16 +200,26 @@ func (n *Node) noteWaits(plan *partitioner.Plan, gpus []gpuInfo, managed bool, d
 	for id, r := range deferred {
 		why[id] = jobs.Wait{Class: WaitMIG, Reason: r}
 	}
+	n.setWaits(func(j *jobs.Job) (jobs.Wait, bool) {
+		w, ok := why[j.ID]
+		if !ok && strings.HasPrefix(j.Reason, "start postponed") {
+			w, ok = jobs.Wait{Class: WaitStart, Reason: j.Reason}, true
+		}
+		return w, ok
+	})
+}
+
+// setWaits keeps what holds each pending job, as why says it (ok false:
+// nothing said), in queue order: its position among those held and since
+// when; n.mu is held.
+func (n *Node) setWaits(why func(j *jobs.Job) (jobs.Wait, bool)) {
 	waits := map[string]jobs.Wait{}
 	pos := 0
 	for _, j := range n.order {
 		if j.State != jobs.Pending {
 			continue
 		}
-		w, ok := why[j.ID]
-		if !ok && strings.HasPrefix(j.Reason, "start postponed") {
-			w, ok = jobs.Wait{Class: WaitStart, Reason: j.Reason}, true
-		}
+		w, ok := why(j)
 		if !ok {
 			continue
 		}
@@ -225,15 +235,7 @@ func (n *Node) noteWaits(plan *partitioner.Plan, gpus []gpuInfo, managed bool, d
 func (n *Node) noteMapping(why string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	waits := map[string]jobs.Wait{}
-	pos := 0
-	for _, j := range n.order {
-		if j.State == jobs.Pending {
-			pos++
-			waits[j.ID] = jobs.Wait{Class: WaitMasks, Reason: why, Since: j.UpdatedAt, Position: pos}
-		}
-	}
-	n.waits = waits
+	n.setWaits(func(*jobs.Job) (jobs.Wait, bool) { return jobs.Wait{Class: WaitMasks, Reason: why}, true })
 }
 
 // withWait is j with what holds it, if it waits; n.mu is held.

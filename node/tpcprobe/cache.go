@@ -51,8 +51,9 @@ func (m *Mapper) Cached(uuid string) (Mapped, bool) {
 	if err != nil || tm.UUID != uuid {
 		return Mapped{}, false
 	}
-	tpcs := max(tm.SMs/2, 1)
-	return Mapped{Map: tm, Cached: true, CheckSlots: k.CheckSlots, Kept: tm.Kept(k.CheckSlots, tpcs), TPCs: tpcs}, true
+	got := mappedOf(tm, k.CheckSlots)
+	got.Cached = true
+	return got, true
 }
 
 // keep writes uuid's map for the next start (nothing where path says

@@ -70,6 +70,13 @@ type Mapped struct {
 	KeepErr error
 }
 
+// mappedOf is map tm whose mask keeping slots was checked: the TPCs it
+// kept of the GPU's (two SMs a TPC, as the kernel scheduler counts them).
+func mappedOf(tm *slo.TPCMap, slots int) Mapped {
+	tpcs := max(tm.SMs/2, 1)
+	return Mapped{Map: tm, CheckSlots: slots, Kept: tm.Kept(slots, tpcs), TPCs: tpcs}
+}
+
 // reply is what mmk-tpcprobe prints.
 type reply struct {
 	GPU  string `json:"gpu"`
@@ -145,7 +152,7 @@ func (m *Mapper) Map(ctx context.Context, uuid string, progress func(done, total
 	if err := tm.CheckKeep(keep, half.Seen); err != nil {
 		return Mapped{}, fmt.Errorf("the check: %w", err)
 	}
-	got := Mapped{Map: tm, CheckSlots: keep, Kept: tm.Kept(keep, tpcs), TPCs: tpcs}
+	got := mappedOf(tm, keep)
 	got.KeepErr = m.keep(uuid, got)
 	got.Took = time.Since(start)
 	return got, nil
