@@ -24,6 +24,8 @@ order rotated by pass and mix:
   priority       the rung: trainers at MPS client priority 1, every TPC
   tpcs=F         the trainers' kernels held to a share F of the TPCs
                  (the server's tpcs F; with --tpc-map, F of the TPCs)
+  tpcs=F/req     as tpcs=F, only while an online request is in flight
+                 (the server's tpcs F req)
   hold           every trainer launch held while a request runs (guard
                  with no threshold)
   suspend        the services alone (the trainers paused)
@@ -118,14 +120,17 @@ def setting_of(name):
     if name in ("priority", "hold", "suspend"):
         return "rung", name
     if name.startswith("tpcs="):
+        share = name[5:]
+        if share.endswith("/req"):
+            share = share[:-4]
         try:
-            f = float(name[5:])
+            f = float(share)
         except ValueError:
             f = 0
         if not 0 < f < 1:
-            raise SystemExit("--ladder %r: tpcs=F wants F in (0, 1)" % name)
+            raise SystemExit("--ladder %r: tpcs=F and tpcs=F/req want F in (0, 1)" % name)
         return "rung", name
-    raise SystemExit("--ladder %r: calibrate.py runs priority, tpcs=F, hold and suspend" % name)
+    raise SystemExit("--ladder %r: calibrate.py runs priority, tpcs=F, tpcs=F/req, hold and suspend" % name)
 
 
 class Calibration:
@@ -238,6 +243,9 @@ class Calibration:
             return []
         if setting == "hold":
             self.control("policy guard tau=-1ns")
+        elif setting.endswith("/req"):
+            # The mask only while an online request is in flight.
+            self.control("tpcs %s req" % setting[5:-4])
         elif setting.startswith("tpcs="):
             self.control("tpcs %s" % setting[5:])
         return groups["rung"]
@@ -345,7 +353,7 @@ def main():
     ap.add_argument("--mix", action="append", default=[], help="a trainer mix, MODEL:BATCH[,MODEL:BATCH...] (repeatable; at least one)")
     ap.add_argument("--services", default=SERVICES, help="the services, NAME=MODEL:BATCH comma-separated (default %(default)s)")
     ap.add_argument("--loads", default=LOADS, help="each service's low and high rate, NAME=LOW/HIGH comma-separated (default %(default)s)")
-    ap.add_argument("--ladder", default=LADDER, help="the rungs to calibrate (priority, tpcs=F, hold, suspend; default %(default)s)")
+    ap.add_argument("--ladder", default=LADDER, help="the rungs to calibrate (priority, tpcs=F, tpcs=F/req, hold, suspend; default %(default)s)")
     ap.add_argument("--statics", default=STATICS, help="static settings by hand, prio+P%% comma-separated (default %(default)s)")
     ap.add_argument("--window-s", type=float, default=3, help="seconds of each load's window")
     ap.add_argument("--settle-s", type=float, default=1, help="seconds after a setting starts before its first window")

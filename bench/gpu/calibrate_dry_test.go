@@ -26,13 +26,14 @@ type calibWindow struct {
 // TestCalibrateDryRun runs the calibration's protocol without a GPU
 // (DRY=1: sleeping workers, a real kernel scheduler server): each mix
 // runs alone and under every rung and static setting at both loads in
-// each pass, with its trainers (none under suspend) and every service
+// each pass (a request-scoped mask among them), with its trainers (none under suspend) and every service
 // (each served requests); the settings of a pass meet the same arrivals
 // at a load; and the scenario suite reads what it wrote.
 func TestCalibrateDryRun(t *testing.T) {
-	out := dryRun(t, "about 40 s", "calibrate.sh", []string{"--mix", "vgg19:32", "--mix", "resnet152:32,bert:8", "--passes", "2"})
+	out := dryRun(t, "about 45 s", "calibrate.sh", []string{"--mix", "vgg19:32", "--mix", "resnet152:32,bert:8", "--passes", "2",
+		"--ladder", "priority,tpcs=0.97,tpcs=0.75,tpcs=0.5/req,tpcs=0.5,tpcs=0.25,hold,suspend"})
 	ws := jsonLines[calibWindow](t, filepath.Join(out, "calib.jsonl"))
-	settings := []string{"priority", "tpcs=0.97", "tpcs=0.75", "tpcs=0.5", "tpcs=0.25", "hold", "suspend", "prio+70%", "prio+50%"}
+	settings := []string{"priority", "tpcs=0.97", "tpcs=0.75", "tpcs=0.5/req", "tpcs=0.5", "tpcs=0.25", "hold", "suspend", "prio+70%", "prio+50%"}
 	seen := map[string]int{}
 	gaps := map[string][]float64{} // mix/pass/load -> r50-b1's gaps under the first setting
 	requests, compared := map[string]int{}, 0
