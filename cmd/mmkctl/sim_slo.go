@@ -28,6 +28,7 @@ type simSLOFlags struct {
 	out         string
 	heldOutMix  string
 	ladder      string
+	statics     string
 	scenario    int
 	summary     bool
 	seeded      bool
@@ -57,7 +58,7 @@ CDF of the speed ratios), frontier.svg (each controller and static
 setting: the share of segments held against the median speed) and
 scenarios.jsonl (each scenario's runs).
 Without --calibration it uses the calibration built into mmkctl
-(` + slosuite.BuiltinCalibration + `).`,
+(` + slosuite.BuiltinNames() + `).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimSLO(a, cmd, f) },
 	}
@@ -66,6 +67,7 @@ Without --calibration it uses the calibration built into mmkctl
 	fl.StringVar(&f.split, "split", "both", "the split to run: tune, held-out or both")
 	fl.IntVarP(&f.n, "scenarios", "n", slosuite.DefaultN, "scenarios per split")
 	fl.StringVar(&f.out, "out", "", "write suite.md, suite.svg, frontier.svg and scenarios.jsonl to this folder")
+	fl.StringVar(&f.statics, "statics", "", "the static settings compared, comma-separated: each a calibrated setting (default every calibrated one but suspend)")
 	fl.StringVar(&f.heldOutMix, "held-out-mix", "", "the calibrated mix only the held-out split draws from (default the last calibrated)")
 	fl.StringVar(&f.ladder, "ladder", strings.Join(slosuite.DefaultLadder().Strings(), ","), "the controller's rungs, cheapest first, comma-separated: each a calibrated setting")
 	fl.StringArrayVar(&f.set, "set", nil, "a setting of the controller for this run, KEY=VALUE: risk, tolerance, aim, prior-penalty, alpha (numbers), calm, replay, judge, short (durations) (repeatable)")
@@ -106,6 +108,16 @@ func runSimSLO(a *app, cmd *cobra.Command, f *simSLOFlags) error {
 			return fmt.Errorf("flag --held-out-mix: %q is not a calibrated mix", f.heldOutMix)
 		}
 		suite.HeldOutMix = f.heldOutMix
+	}
+	if f.statics != "" {
+		suite.Statics = nil
+		for _, st := range strings.Split(f.statics, ",") {
+			st = strings.TrimSpace(st)
+			if !slices.ContainsFunc(cal.Mixes, func(m *slosuite.Mix) bool { return m.Settings[st] != nil }) {
+				return fmt.Errorf("flag --statics: %q was not calibrated (calibrated: %s)", st, strings.Join(cal.Mixes[0].SettingNames(), ", "))
+			}
+			suite.Statics = append(suite.Statics, st)
+		}
 	}
 	if suite.Ladder, err = slo.ParseLadder(strings.Split(f.ladder, ",")); err == nil {
 		err = suite.Ladder.Check()

@@ -33,6 +33,12 @@ func TestSimSLO(t *testing.T) {
 			t.Errorf("scenarios.jsonl has %d lines, want 6", strings.Count(string(b), "\n"))
 		}
 	}
+	// The request-scoped masks are calibrated settings, compared as
+	// static ones; --statics names those compared.
+	out, err = mmkctl(t, "sim", "slo", "-n", "2", "--split", "tune", "--statics", "priority,tpcs=0.5/req")
+	if err != nil || !strings.Contains(out, "tpcs=0.5/req") || strings.Contains(out, "prio+50%") {
+		t.Errorf("--statics: %v\n%s", err, out)
+	}
 	out, err = mmkctl(t, "sim", "slo", "--split", "held-out", "--scenario", "1")
 	if err != nil || !strings.Contains(out, `"id":1`) || !strings.Contains(out, `"split":"held-out"`) {
 		t.Errorf("--scenario 1: %v\n%s", err, out)
@@ -55,6 +61,7 @@ func TestSimSLOErrors(t *testing.T) {
 		{[]string{"--ladder", "priority,fast"}, "flag --ladder"},
 		{[]string{"--ladder", "priority,guard=1ms"}, "flag --ladder: rung guard=1ms was not calibrated"},
 		{[]string{"--calibration", "/nonexistent/calib.jsonl"}, "flag --calibration"},
+		{[]string{"--statics", "priority,prio+30%"}, `flag --statics: "prio+30%" was not calibrated`},
 	} {
 		_, err := mmkctl(t, append([]string{"sim", "slo"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

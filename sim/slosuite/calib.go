@@ -55,19 +55,37 @@ type Setting struct {
 	// "high"), sorted, for checks of the premise that service times do
 	// not move with load.
 	Loads map[string]map[string][]time.Duration
+	// Windows are its windows with trainers and services, in the order
+	// read: what the model of a request-scoped mask's speed is checked
+	// on (SpeedAt).
+	Windows []Window
+}
+
+// Window is one window of a setting: its load, the share of it during
+// which some service had a request in service (Busy: the union of the
+// services' requests, from the start of each one's work to its end), and
+// the trainers' mean speed against alone.
+type Window struct {
+	Load        string
+	Busy, Speed float64
 }
 
 // calibWindow is one line of calib.jsonl (the fields the suite reads).
 type calibWindow struct {
-	Mix      string `json:"mix"`
-	Pass     int    `json:"pass"`
-	Setting  string `json:"setting"`
-	Load     string `json:"load"`
+	Mix     string `json:"mix"`
+	Pass    int    `json:"pass"`
+	Setting string `json:"setting"`
+	Load    string `json:"load"`
+	// M0 and M1 are its start and end (seconds of the host's monotonic
+	// clock), against which arrivals are counted.
+	M0       float64 `json:"m0"`
+	M1       float64 `json:"m1"`
 	Trainers map[string]struct {
 		Steps int     `json:"steps"`
 		ItS   float64 `json:"it_s"`
 	} `json:"trainers"`
 	Services map[string]struct {
+		ArrivalS  []float64 `json:"arrival_s"`
 		ServiceMs []float64 `json:"service_ms"`
 		LatencyMs []float64 `json:"latency_ms"`
 	} `json:"services"`
@@ -167,6 +185,9 @@ func (w calibWindow) check() error {
 		if len(s.ServiceMs) != len(s.LatencyMs) {
 			return fmt.Errorf("service %q: %d service times and %d latencies", name, len(s.ServiceMs), len(s.LatencyMs))
 		}
+		if len(s.ArrivalS) > 0 && len(s.ArrivalS) != len(s.ServiceMs) {
+			return fmt.Errorf("service %q: %d arrivals and %d service times", name, len(s.ArrivalS), len(s.ServiceMs))
+		}
 		for i, v := range s.ServiceMs {
 			if !(v >= 0 && v < maxMs) || !(s.LatencyMs[i] >= v && s.LatencyMs[i] < maxMs) {
 				return fmt.Errorf("service %q: request %d: service %v ms, latency %v ms (want 0 <= service <= latency < %v)", name, i, v, s.LatencyMs[i], float64(maxMs))
@@ -184,6 +205,7 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 	byName := map[string]*Mix{}
 	alone := map[string]map[string][]float64{}     // mix -> trainer -> speeds
 	speeds := map[[2]string][]map[string]float64{} // (mix, setting) -> windows' trainer speeds
+	busy := map[[2]string][]float64{}              // (mix, setting) -> those windows' busy shares (-1: unknown)
 	services := map[string]bool{}
 	for _, w := range ws {
 		m := byName[w.Mix]
@@ -211,6 +233,8 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 				sp[t] = v.ItS
 			}
 			speeds[[2]string{w.Mix, w.Setting}] = append(speeds[[2]string{w.Mix, w.Setting}], sp)
+			busy[[2]string{w.Mix, w.Setting}] = append(busy[[2]string{w.Mix, w.Setting}], w.busy())
+			s.Windows = append(s.Windows, Window{Load: w.Load})
 		}
 		for name, v := range w.Services {
 			services[name] = true
@@ -241,7 +265,12 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 					slices.Sort(v)
 				}
 			}
-			s.Speed = m.speedOf(speeds[[2]string{m.Name, s.Name}])
+			ws := speeds[[2]string{m.Name, s.Name}]
+			s.Speed = m.speedOf(ws)
+			for i, w := range ws {
+				s.Windows[i].Busy = busy[[2]string{m.Name, s.Name}][i]
+				s.Windows[i].Speed = m.speedOf([]map[string]float64{w})
+			}
 		}
 	}
 	c.Services = slices.Sorted(maps.Keys(services))

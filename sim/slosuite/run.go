@@ -151,18 +151,25 @@ func (p *plant) count(r *Result, i int, at, lat time.Duration) {
 	}
 }
 
-// Static runs the scenario with one setting throughout.
+// Static runs the scenario with one setting throughout: the trainers at
+// its speed, a request-scoped mask's at the share of the run some
+// service was busy (Mix.SpeedAt).
 func (p *plant) Static(setting string) *Result {
 	r := p.newResult(setting)
+	var spans []span
 	for i, rs := range p.reqs {
 		var free time.Duration
 		for _, q := range rs {
 			start := max(free, q.at)
 			free = start + p.serviceTime(i, setting, q)
 			p.count(r, i, q.at, free-q.at)
+			spans = append(spans, span{start.Seconds(), free.Seconds()})
 		}
 	}
 	r.Speed = p.mix.Settings[setting].Speed
+	if p.mix.PerRequest(setting) {
+		r.Speed = p.mix.SpeedAt(setting, covered(spans, RunLength.Seconds()))
+	}
 	return r
 }
 
@@ -226,6 +233,12 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 		}
 		return l
 	}
+	// The trainers' speed on each rung while no service is busy and
+	// while one is (the same but for a request-scoped mask: SpeedAt).
+	idle, inRequest := make([]float64, len(rungs)), make([]float64, len(rungs))
+	for l, s := range rungs {
+		idle[l], inRequest[l] = p.mix.SpeedAt(s, 0), p.mix.SpeedAt(s, 1)
+	}
 	next := make([]int, len(p.reqs)) // next request to start, per service
 	free := make([]time.Duration, len(p.reqs))
 	type done struct{ end, service, lat time.Duration }
@@ -233,7 +246,7 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 	speed := 0.0
 	ticks := 0
 	for now := time.Duration(0); ; now += Tick {
-		busy := false
+		busy, serving := false, false
 		for i, rs := range p.reqs {
 			for next[i] < len(rs) && max(free[i], rs[next[i]].at) <= now {
 				q := rs[next[i]]
@@ -252,6 +265,8 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 			}
 			pending[i] = pending[i][k:]
 			busy = busy || next[i] < len(rs) || len(pending[i]) > 0
+			// The last request started is in service until free[i].
+			serving = serving || free[i] > now
 		}
 		if now >= RunLength && !busy {
 			break
@@ -264,7 +279,11 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 		if now < RunLength {
 			l := c.Level()
 			r.OnRung[l] += Tick
-			speed += p.mix.Settings[rungs[l]].Speed
+			if serving {
+				speed += inRequest[l]
+			} else {
+				speed += idle[l]
+			}
 			ticks++
 		}
 	}
