@@ -178,7 +178,7 @@ class Calibration:
                 "--profiles", self.profiles]
         if a.tpc_map:
             argv += ["--tpc-map", a.tpc_map]
-        self.server = Proc("server", argv, self.env({}), open(os.path.join(a.out, "server.log"), "a"), self.cpus.get("server"))
+        self.server = Proc("server", argv, self.env({}), open(os.path.join(a.out, "server.log"), "a"), self.cpus.get("server"), own_session=True)
         for _ in range(100):
             if os.path.exists(self.sock):
                 break

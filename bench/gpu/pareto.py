@@ -81,12 +81,24 @@ def pinned(cpus):
 class Proc:
     """A child speaking JSON lines on stdout, fed lines on stdin."""
 
-    def __init__(self, name, argv, env, log, cpus=None):
+    def __init__(self, name, argv, env, log, cpus=None, own_session=False):
+        """own_session starts it in a session (and process group) of its
+        own: a kernel scheduler server, which suspends the jobs it
+        restrains with SIGSTOP and refuses to stop those of its own
+        process group (issue 54), as under mmkd, where every job has a
+        group of its own."""
         self.name = name
         self.p = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1,
-                                  preexec_fn=pinned(cpus))
+                                  preexec_fn=pinned(cpus), start_new_session=own_session)
         self.q = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
+
+    def pgid(self):
+        """Its process group (None once it has ended)."""
+        try:
+            return os.getpgid(self.p.pid)
+        except ProcessLookupError:
+            return None
 
     def _read(self):
         for line in self.p.stdout:
@@ -291,7 +303,7 @@ class Segment:
         r = self.run
         argv = [r.mmkctl, "kernelsched", "serve", "--control", "--policy", "fifo", "--socket", r.sock, "--profiles", r.profiles]
         argv += getattr(r, "server_args", [])
-        self.server = Proc("server", argv, self.env({}), r.log, r.cpus.get("server"))
+        self.server = Proc("server", argv, self.env({}), r.log, r.cpus.get("server"), own_session=True)
         for _ in range(100):
             if os.path.exists(r.sock):
                 return

@@ -134,7 +134,7 @@ class Bench:
         os.makedirs(args.out, exist_ok=True)
         self.tmp, self.pipe, self.mpslog, self.sock, self.profiles = pareto.scratch("mmk-slo.")
         self.log = open(os.path.join(args.out, "workers.log"), "a")
-        self.windows, self.timeline = [], []
+        self.windows, self.timeline, self.groups = [], [], {}
         self.sampler = Sampler() if not args.fake else None
         self.mps_on = False
         self.cpus = cpu_plan(len(SERVICES), 6) if args.pin else {}
@@ -193,7 +193,7 @@ class Bench:
         if self.args.tpc_map:
             argv += ["--tpc-map", self.args.tpc_map]
         err = open(os.path.join(self.args.out, "server.log"), "a")
-        self.server = Proc("server", argv, self.env({}), err, self.cpus.get("server"))
+        self.server = Proc("server", argv, self.env({}), err, self.cpus.get("server"), own_session=True)
         for _ in range(100):
             if os.path.exists(self.sock):
                 return
@@ -432,6 +432,10 @@ class Bench:
         self.finish_segment("timeslice")
 
     def finish_segment(self, segment):
+        # The process groups: the server suspends only jobs outside its
+        # own (groups.json; the dry run checks it).
+        self.groups[segment] = {"server": self.server.pgid() if self.server else None,
+                                "procs": {n: p.pgid() for n, p in self.procs.items()}}
         records = pareto.collect(self.procs, list(self.procs))
         if self.server:
             pareto.stop_server(self.server)
@@ -465,6 +469,8 @@ class Bench:
                     w["trainers"][n] = {"steps": len(st), "it_s": round(its, 3)}
 
     def finish(self):
+        with open(os.path.join(self.args.out, "groups.json"), "w") as f:
+            json.dump(self.groups, f)
         with open(os.path.join(self.args.out, "windows.jsonl"), "a") as f:
             for w in self.windows:
                 f.write(json.dumps(w) + "\n")

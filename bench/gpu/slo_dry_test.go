@@ -50,6 +50,24 @@ func TestSLODryRun(t *testing.T) {
 	if rated == 0 {
 		t.Error("no window records svc-b1's rate")
 	}
+	// The server runs in a process group of its own, so that it may
+	// suspend the trainers (it refuses its own group's: issue 54).
+	groups := map[string]struct {
+		Server *int
+		Procs  map[string]*int
+	}{}
+	if b, err := os.ReadFile(filepath.Join(out, "groups.json")); err != nil || json.Unmarshal(b, &groups) != nil || len(groups) == 0 {
+		t.Errorf("groups.json: %v, %d segments", err, len(groups))
+	}
+	for seg, g := range groups {
+		for n, p := range g.Procs {
+			if g.Server == nil || p == nil {
+				t.Errorf("segment %s: process %s's group or the server's not recorded", seg, n)
+			} else if *p == *g.Server {
+				t.Errorf("segment %s: process %s in group %d, the server's: it could not be suspended", seg, n, *p)
+			}
+		}
+	}
 	sameArrivals(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws)
 	promptStarts(t, filepath.Join(out, "records-r2-mps.json.gz"), "svc-b1", ws)
 	for _, s := range []string{"together", "prio", "prio+70%", "prio+50%", "hold", "mmk", "mask=0.875", "reqmask=0.5", "mmk-aim=0.5"} {
