@@ -173,20 +173,25 @@ func gridRate(rate float64) float64 {
 }
 
 // serviceTimes are a service's service times on one rung, the latest
-// ServiceTimesKept, when the last came, and how many were ever added
-// (the forecasts' cache key).
+// ServiceTimesKept, when the last came, how many were ever added (the
+// forecasts' cache key), and whether they were measured while a
+// suspension left an offline job running (failed).
 type serviceTimes struct {
-	d     []time.Duration
-	at    time.Duration
-	added uint64
+	d      []time.Duration
+	at     time.Duration
+	added  uint64
+	failed bool
 }
 
-// add keeps one service time measured at now, afresh where the last is
-// older than remember.
-func (st *serviceTimes) add(d, now, remember time.Duration) {
-	if len(st.d) > 0 && now-st.at >= remember {
+// add keeps one service time measured at now (failed: while a
+// suspension left an offline job running), afresh where the last is
+// older than remember or was measured failed where this one is not, or
+// the other way round.
+func (st *serviceTimes) add(d, now, remember time.Duration, failed bool) {
+	if len(st.d) > 0 && (now-st.at >= remember || st.failed != failed) {
 		st.d = st.d[:0]
 	}
+	st.failed = failed
 	if len(st.d) >= ServiceTimesKept {
 		st.d = st.d[1:]
 	}

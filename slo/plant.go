@@ -97,7 +97,7 @@ func (c *Controller) observe(sv *service, s Sample) {
 	}
 	sv.arrived = true
 	a := arrival{at: arrived}
-	if !c.probing && !c.unsuspended && arrived > c.judgedFrom(sv) {
+	if !c.probing && !c.settling(arrived) && arrived > c.judgedFrom(sv) {
 		a.fresh = true
 		a.late = sv.tr.Bound() > 0 && s.Latency > sv.tr.Bound()
 	}
@@ -120,15 +120,18 @@ type arrival struct {
 // its latency, where the hook measures none),
 // once the rung has settled (a request that started before carries the
 // rung before), not while the controller probes (the top rung held for
-// a measure alone) or a suspension left an offline job running.
+// a measure alone) nor within Settle of a change of the suspension's
+// state (SetSuspended); those of a suspension that left an offline job
+// running are kept apart from those of a whole one.
 func (c *Controller) keepServiceTime(sv *service, s Sample) {
-	if c.probing || c.unsuspended || s.At-s.Latency <= c.changedAt+c.cfg.Settle {
+	start := s.At - s.Latency
+	if c.probing || start <= c.changedAt+c.cfg.Settle || c.settling(start) {
 		return
 	}
 	if len(sv.times) < len(c.cfg.Ladder) {
 		sv.times = slices.Grow(sv.times, len(c.cfg.Ladder))[:len(c.cfg.Ladder)]
 	}
-	sv.times[c.canon(c.level)].add(s.Latency, s.At, c.cfg.Remember)
+	sv.times[c.canon(c.level)].add(s.Latency, s.At, c.cfg.Remember, c.unsuspended)
 }
 
 // rate is sv's arrival rate: over the span since its load last changed
@@ -374,6 +377,6 @@ func (c *Controller) Seed(id string, level int, times []time.Duration, now time.
 	}
 	sv.hookSeen = true
 	for _, d := range times {
-		sv.times[c.canon(level)].add(d, now, c.cfg.Remember)
+		sv.times[c.canon(level)].add(d, now, c.cfg.Remember, false)
 	}
 }

@@ -21,6 +21,10 @@ type testPlant struct {
 	// levels: the rung in force at each tick; decisions the controller's.
 	levels    []int
 	decisions []Decision
+	// stopsNothing: a suspension stops no offline job (SetSuspended false
+	// after each step on a suspending rung), as the standalone server's
+	// did of the jobs in its own process group.
+	stopsNothing bool
 }
 
 // testService is one service of a testPlant.
@@ -109,6 +113,9 @@ func (p *testPlant) run(d time.Duration) {
 		}
 		if d, ok := p.c.Step(p.now); ok {
 			p.decisions = append(p.decisions, d)
+		}
+		if p.stopsNothing {
+			p.c.SetSuspended(!p.c.Rung().Suspend, p.now)
 		}
 		p.levels = append(p.levels, p.c.Level())
 	}

@@ -185,6 +185,11 @@ type sloState struct {
 
 	// applyMu orders the rung's applications (applyRung).
 	applyMu sync.Mutex
+	// applyErr and applyErrAt: the last failure to apply the rung in
+	// force that was logged, and when (the step's clock): one that stays
+	// is logged again at most every applyErrEvery, not at every step.
+	applyErr   string
+	applyErrAt time.Duration
 
 	mu        sync.Mutex
 	ctrl      *slo.Controller
@@ -575,8 +580,8 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	}
 	err := s.applyRung(ctx, rung, false, now)
 	if !changed {
-		if err != nil {
-			s.cfg.Log.Warn("slo: applying the rung", "rung", rung, "err", err)
+		if err != nil && st.newApplyErr(err, now) {
+			s.cfg.Log.Warn("slo: applying the rung", "rung", rung, "err", err, "again_within", applyErrEvery)
 		}
 		return
 	}
@@ -960,4 +965,24 @@ func (s *Server) FlushRequestLog() error {
 	defer l.mu.Unlock()
 	l.flush()
 	return l.err
+}
+
+// applyErrEvery is how often a failure to apply the rung in force that
+// stays the same is logged again: the rung is applied at every step (a
+// tick, some 8 times a second), and a suspension refused for good (a
+// job in the server's own process group) filled the log with the same
+// line 8 times a second.
+const applyErrEvery = 30 * time.Second
+
+// newApplyErr reports whether err, a failure to apply the rung in force
+// at now, is to be logged: another than the last logged, or the same
+// applyErrEvery later.
+func (st *sloState) newApplyErr(err error, now time.Duration) bool {
+	st.applyMu.Lock()
+	defer st.applyMu.Unlock()
+	if msg := err.Error(); msg != st.applyErr || now-st.applyErrAt >= applyErrEvery {
+		st.applyErr, st.applyErrAt = msg, now
+		return true
+	}
+	return false
 }

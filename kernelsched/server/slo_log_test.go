@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -178,5 +179,50 @@ func TestOtherUsersShielded(t *testing.T) {
 		if v.Rung != "suspend" || !slices.Equal(stopped, want) || !slices.Equal(v.Shielded, shielded) {
 			t.Errorf("others %v: rung %s, stopped %v (want %v), shielded %v (want %v)", others, v.Rung, stopped, want, v.Shielded, shielded)
 		}
+	}
+}
+
+// TestSLOApplyFailureLoggedOnce: a rung that cannot be applied (a
+// suspension refused for good, as of the jobs in the server's own
+// process group) is logged when it first fails, when its error changes,
+// and again at most every applyErrEvery: before, the same warning came
+// at every step, 8 times a second, for as long as the rung stood.
+func TestSLOApplyFailureLoggedOnce(t *testing.T) {
+	l, err := slo.ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	refusal := "process 102: not stopped (in the server's own process group)"
+	cfg := &SLOConfig{Controller: slo.Config{Ladder: l, Settle: 10 * time.Millisecond},
+		Targets: map[string]slo.Target{"svc": slo.MustParse("p99=1ms")},
+		Suspend: func(pids []int, stop bool, _ SuspendCause) error {
+			if stop {
+				return errors.New(refusal)
+			}
+			return nil
+		}}
+	s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(&logs, nil)), SLO: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}
+	s.sloTaskAdded(svc)
+	s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "lo"}})
+	for i := range 200 {
+		at := time.Duration(i) * 20 * time.Millisecond
+		s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
+	}
+	steps := 0
+	for now := 5 * time.Second; now < 5*time.Second+applyErrEvery+10*time.Second; now += 125 * time.Millisecond {
+		s.sloStep(context.Background(), now)
+		steps++
+	}
+	if s.SLO(false).Level == 0 {
+		t.Fatal("the controller never suspended")
+	}
+	warned := strings.Count(logs.String(), `msg="slo: applying the rung"`)
+	if !strings.Contains(logs.String(), refusal) || warned < 1 || warned > 2 {
+		t.Errorf("%d steps logged the refusal %d times, want once and once more %v later:\n%s", steps, warned, applyErrEvery, logs.String())
 	}
 }
