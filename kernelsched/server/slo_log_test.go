@@ -32,17 +32,7 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 		if owned {
 			cfg.OnDecision = func(d SLODecision) { heard = append(heard, d) }
 		}
-		s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(&logs, nil)), SLO: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}
-		s.sloTaskAdded(svc)
-		s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "lo"}})
-		for i := range 200 {
-			at := time.Duration(i) * 20 * time.Millisecond
-			s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
-		}
+		s := lateServiceServer(t, cfg, &logs)
 		for now := 5 * time.Second; now < 8*time.Second; now += 500 * time.Millisecond {
 			s.sloStep(context.Background(), now)
 		}
@@ -60,6 +50,26 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 			t.Errorf("reason %q does not name the service svc#1", r)
 		}
 	}
+}
+
+// lateServiceServer is a server with the controller of cfg, logging to
+// logs: an online task "svc" (pid 101) whose 200 requests of 5 ms, one
+// every 20 ms, are all past its target of 1 ms, and an offline task
+// "lo" (pid 102).
+func lateServiceServer(t *testing.T, cfg *SLOConfig, logs *bytes.Buffer) *Server {
+	t.Helper()
+	s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(logs, nil)), SLO: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}
+	s.sloTaskAdded(svc)
+	s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "lo"}})
+	for i := range 200 {
+		at := time.Duration(i) * 20 * time.Millisecond
+		s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
+	}
+	return s
 }
 
 // TestServiceRejoins (issue 54, item 7): a service whose hook reconnects
@@ -202,17 +212,7 @@ func TestSLOApplyFailureLoggedOnce(t *testing.T) {
 			}
 			return nil
 		}}
-	s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(&logs, nil)), SLO: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &task{hello: Hello{Online: true, PID: 101, Name: "svc"}}
-	s.sloTaskAdded(svc)
-	s.sloTaskAdded(&task{hello: Hello{PID: 102, Name: "lo"}})
-	for i := range 200 {
-		at := time.Duration(i) * 20 * time.Millisecond
-		s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
-	}
+	s := lateServiceServer(t, cfg, &logs)
 	steps := 0
 	for now := 5 * time.Second; now < 5*time.Second+applyErrEvery+10*time.Second; now += 125 * time.Millisecond {
 		s.sloStep(context.Background(), now)
