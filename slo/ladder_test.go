@@ -156,9 +156,18 @@ func FuzzParseRung(f *testing.F) {
 // TestPriorOfAMaskDuringRequests: a mask during requests only is
 // forecast, until calibrated, from the same mask throughout's prior (a
 // service's kernels meet that mask while its request is in flight); a
-// rung the priors lack has none (1).
+// rung the priors lack has none (1). The default priors have their own,
+// calibrated.
 func TestPriorOfAMaskDuringRequests(t *testing.T) {
 	p := DefaultPriors()
+	if got := p.of(Rung{TPCs: 0.25, PerRequest: true}); got != p["tpcs=0.25/req"] || got == p["tpcs=0.25"] {
+		t.Errorf("default prior of tpcs=0.25/req %v; want its own, not tpcs=0.25's %v", got, p["tpcs=0.25"])
+	}
+	for k := range p {
+		if strings.HasSuffix(k, "/req") {
+			delete(p, k)
+		}
+	}
 	for _, tc := range []struct {
 		rung string
 		want float64

@@ -48,16 +48,24 @@ func (p Priors) of(r Rung) float64 {
 // DefaultPriors are the H200 calibration's (docs/results/calib-h200-2026-11-29,
 // issue 52): per rung, the median over four trainer mixes and three
 // services of a service's mean service time there against priority
-// (slosuite's Calibration.PriorsFrom; TestDefaultPriorsAreTheCalibrations
-// holds them to it). Three services shared the GPU there, which is why
-// suspending the trainers shortened them by a quarter only.
+// (slosuite's Calibration.PriorsFrom; sim/slosuite's
+// TestDefaultPriorsAreTheCalibrations holds them to it). Three services
+// shared the GPU there, which is why suspending the trainers shortened
+// them by a quarter only. The request-scoped masks were measured on
+// another H200 the same day beside the same mixes
+// (docs/results/calib-h200-2026-11-29-req), against the first's
+// priority: each helps a little less than the same mask throughout (a
+// request's first kernels meet the offline kernels launched before it).
 func DefaultPriors() Priors {
 	return Priors{
-		"tpcs=0.97": 1.01,
-		"tpcs=0.75": 0.93,
-		"tpcs=0.5":  0.91,
-		"tpcs=0.25": 0.84,
-		"hold":      1.02,
-		"suspend":   0.76,
+		"tpcs=0.97":     1.01,
+		"tpcs=0.75":     0.93,
+		"tpcs=0.5":      0.91,
+		"tpcs=0.25":     0.84,
+		"tpcs=0.75/req": 0.98,
+		"tpcs=0.5/req":  0.94,
+		"tpcs=0.25/req": 0.87,
+		"hold":          1.02,
+		"suspend":       0.76,
 	}
 }
