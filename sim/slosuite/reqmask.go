@@ -76,25 +76,29 @@ func (w calibWindow) busy() float64 {
 			spans = append(spans, span{end - s.ServiceMs[i]/1e3, end})
 		}
 	}
-	return covered(spans, length)
+	return covered(spans, 0, length)
 }
 
 // span is a stretch of time [from, to), in seconds.
 type span struct{ from, to float64 }
 
-// covered is the share of [0, length) that the union of spans covers.
-func covered(spans []span, length float64) float64 {
+// covered is the share of [from, to) that the union of spans covers
+// (spans is sorted in place).
+func covered(spans []span, from, to float64) float64 {
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
-	total, from, to := 0.0, 0.0, 0.0
+	total, lo, hi := 0.0, from, from
 	for _, sp := range spans {
-		sp.from, sp.to = max(sp.from, 0), min(sp.to, length)
-		if sp.from > to {
-			total += to - from
-			from, to = sp.from, sp.to
-			continue
+		sp.from, sp.to = max(sp.from, from), min(sp.to, to)
+		switch {
+		case sp.to <= sp.from:
+			// Outside [from, to), or empty.
+		case sp.from > hi:
+			total += hi - lo
+			lo, hi = sp.from, sp.to
+		default:
+			hi = max(hi, sp.to)
 		}
-		to = max(to, sp.to)
 	}
-	total += to - from
-	return min(total/length, 1)
+	total += hi - lo
+	return min(total/(to-from), 1)
 }

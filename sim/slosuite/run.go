@@ -94,8 +94,11 @@ type Result struct {
 	// N and Late count each segment's requests (by arrival) per service:
 	// [segment][service].
 	N, Late [][]int
-	// Speed is the trainers' mean speed against alone over the run.
-	Speed float64
+	// Speed is the trainers' mean speed against alone over the run;
+	// SegSpeed, a static setting's, per segment (a request-scoped mask's
+	// follows each segment's load; nil for a controller).
+	Speed    float64
+	SegSpeed []float64
 	// OnRung is the time on each rung (a controller's run; nil for a
 	// static setting).
 	OnRung []time.Duration
@@ -167,8 +170,15 @@ func (p *plant) Static(setting string) *Result {
 		}
 	}
 	r.Speed = p.mix.Settings[setting].Speed
+	for range Segments() {
+		r.SegSpeed = append(r.SegSpeed, r.Speed)
+	}
 	if p.mix.PerRequest(setting) {
-		r.Speed = p.mix.SpeedAt(setting, covered(spans, RunLength.Seconds()))
+		r.Speed = p.mix.SpeedAt(setting, covered(spans, 0, RunLength.Seconds()))
+		for j := range r.SegSpeed {
+			from := time.Duration(j) * SegLength
+			r.SegSpeed[j] = p.mix.SpeedAt(setting, covered(spans, from.Seconds(), (from+SegLength).Seconds()))
+		}
 	}
 	return r
 }

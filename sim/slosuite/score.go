@@ -40,12 +40,21 @@ func (o *Outcome) Ceiling() float64 {
 		best := 0.0
 		for _, r := range o.Statics {
 			if slices.Contains(o.Rungs, r.Policy) && r.Held(o.Scenario, j) {
-				best = max(best, r.Speed)
+				best = max(best, r.segSpeed(j))
 			}
 		}
 		sum += best
 	}
 	return ratio(sum/float64(Segments()), b.Speed)
+}
+
+// segSpeed is r's speed in segment j (its speed over the run where it
+// has none per segment).
+func (r *Result) segSpeed(j int) float64 {
+	if j < len(r.SegSpeed) {
+		return r.SegSpeed[j]
+	}
+	return r.Speed
 }
 
 // SomeStaticHeld reports whether some static setting held segment j.
