@@ -333,7 +333,7 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 		rates[sv] = c.rate(sv, now)
 		if sv.counts() {
 			counted = true
-			informed = informed || c.measured(sv, now) >= 0
+			informed = informed || c.measured(sv, now, false) >= 0
 		}
 	}
 	c.feed(now, dt)
@@ -407,7 +407,7 @@ func (c *Controller) unmeasuredAbove(cur int, now time.Duration) int {
 			continue
 		}
 		for _, sv := range c.services {
-			if sv.counts() && c.measured(sv, now) >= 0 && (i >= len(sv.times) || !sv.times[i].usable(now, c.cfg.Remember)) {
+			if sv.counts() && c.measured(sv, now, false) >= 0 && (i >= len(sv.times) || !sv.times[i].usable(now, c.cfg.Remember)) {
 				return i
 			}
 		}
@@ -426,7 +426,7 @@ func (c *Controller) trying(now time.Duration) bool {
 	}
 	cur := c.canon(c.level)
 	for _, sv := range c.services {
-		if sv.counts() && c.measured(sv, now) >= 0 && (cur >= len(sv.times) || !sv.times[cur].usable(now, c.cfg.Remember)) {
+		if sv.counts() && c.measured(sv, now, false) >= 0 && (cur >= len(sv.times) || !sv.times[cur].usable(now, c.cfg.Remember)) {
 			return true
 		}
 	}
@@ -499,7 +499,9 @@ func (c *Controller) judge(now time.Duration, rates map[*service]float64) {
 		}
 		sv.detail += "; forecast " + c.says(sv, c.level, now, rates[sv], 1)
 		best, _, _ := c.forecast(sv, top, now, rates[sv], 1)
-		own := top < len(sv.times) && sv.times[top].usable(now, c.cfg.Remember)
+		// A suspension that left a job running says nothing of the
+		// service with the offline jobs suspended.
+		own := top < len(sv.times) && sv.times[top].basis(now, c.cfg.Remember)
 		missed := func(o outlook) bool { return 1-o.hold > c.cfg.Risk }
 		switch {
 		case own && missed(best) && c.cfg.Ladder[top].Suspend:

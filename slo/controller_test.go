@@ -291,8 +291,11 @@ func TestControllerFailedSuspension(t *testing.T) {
 // group: bench rounds 70-72), so the service is as slow on it as on
 // priority. Sent there by the priors' word at a load no rung holds, the
 // controller measures it as such and leaves it for a cheaper rung that
-// leaves as many late; before, it kept no service time there and stayed
-// suspended for good.
+// leaves as many late, and settles on priority (neither mask helps
+// either); before, it kept no service time there and stayed suspended
+// for good, and then, measuring it, forecast the masks from its times
+// (which the priors take for a whole suspension's) a fifth slower than
+// priority's.
 func TestControllerSuspensionThatStopsNothing(t *testing.T) {
 	same := uniformTimes([]float64{14, 14, 14, 14}, []float64{20, 20, 20, 20})
 	for seed := range uint64(3) {
@@ -300,10 +303,11 @@ func TestControllerSuspensionThatStopsNothing(t *testing.T) {
 		p := newTestPlant(t, testConfig(t), seed, sv)
 		p.stopsNothing = true
 		p.run(90 * s)
-		suspended := p.share(30 * s)[3]
-		t.Logf("seed %d: suspended %.0f %% of 30-90 s; decisions %v", seed, 100*suspended, p.decisions)
-		if suspended > 0.2 {
-			t.Errorf("seed %d: on a suspension that stops nothing %.0f %% of the time from 30 s on: %v", seed, 100*suspended, p.decisions)
+		sh := p.share(30 * s)
+		t.Logf("seed %d: 30-90 s on each rung %v; decisions %v", seed, sh, p.decisions)
+		if sh[3] > 0.2 || sh[0] < 0.7 {
+			t.Errorf("seed %d: from 30 s on, on a suspension that stops nothing %.0f %% of the time, on priority %.0f %% (the rungs help alike: want priority 70 %% or more): %v",
+				seed, 100*sh[3], 100*sh[0], p.decisions)
 		}
 	}
 }
@@ -388,5 +392,42 @@ func TestControllerNothingToRestrain(t *testing.T) {
 	p.run(time.Second)
 	if d := p.decisions[len(p.decisions)-1]; p.c.Level() != 0 || !strings.Contains(d.Reason, "no offline job on the instance") {
 		t.Errorf("the offline job left: on rung %d after %q", p.c.Level(), d.Reason)
+	}
+}
+
+// TestFailedSuspensionIsNoBasis: the service times of a suspension that
+// left a job running forecast that rung only: a rung not measured is
+// forecast from priority's times through the priors, not from the
+// failed suspension's (which the priors would take for a whole
+// suspension's, and scale up).
+func TestFailedSuspensionIsNoBasis(t *testing.T) {
+	c, err := New(testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddService("svc", MustParse("p99=50ms"))
+	c.Step(0)
+	times := make([]time.Duration, 100)
+	for i := range times {
+		times[i] = 15 * time.Millisecond
+	}
+	c.Seed("svc", 0, times, 0)
+	c.level, c.changedAt = 3, 0 // suspend
+	c.SetSuspended(false, 0)
+	for i := range 100 {
+		c.Observe("svc", Sample{At: 2*s + time.Duration(i)*20*time.Millisecond, Latency: 15 * time.Millisecond, Source: Hook}, false)
+	}
+	sv, now := c.service("svc"), 5*s
+	if !sv.times[3].usable(now, c.cfg.Remember) || !sv.times[3].failed {
+		t.Fatalf("the failed suspension's times: %d, failed %v", len(sv.times[3].d), sv.times[3].failed)
+	}
+	if _, from, ok := c.forecast(sv, 2, now, 10, 1); !ok || from != 0 {
+		t.Errorf("half the TPCs forecast from rung %d (ok %v), want priority's times", from, ok)
+	}
+	if _, from, _ := c.forecast(sv, 3, now, 10, 1); from != 3 {
+		t.Errorf("the suspension forecast from rung %d, want its own times", from)
+	}
+	if b := c.measured(sv, now, true); b != 0 {
+		t.Errorf("the basis of the elasticity is rung %d, want priority", b)
 	}
 }

@@ -199,6 +199,16 @@ func (st *serviceTimes) add(d, now, remember time.Duration, failed bool) {
 	st.added++
 }
 
+// basis reports whether the times may be the basis of other rungs'
+// forecasts (through the priors, the elasticity): usable, and not
+// measured under a suspension that left an offline job running (they say
+// what that suspension did, not what the rungs do: a suspension that
+// stopped nothing, scaled by the priors, made the cheaper rungs look a
+// fifth slower than they are).
+func (st *serviceTimes) basis(now, remember time.Duration) bool {
+	return st.usable(now, remember) && !st.failed
+}
+
 // usable reports whether the times are enough, and recent enough, to
 // forecast from.
 func (st *serviceTimes) usable(now, remember time.Duration) bool {

@@ -224,7 +224,7 @@ func (c *Controller) forecast(sv *service, i int, now time.Duration, rate, penal
 // the TPCs where the priors say 0.91x (e about 2.8); resnet50 at batch 1,
 // to 0.96x (e about 0.5).
 func (c *Controller) elasticity(sv *service, now time.Duration) float64 {
-	base := c.measured(sv, now)
+	base := c.measured(sv, now, true)
 	if base < 0 {
 		return 1
 	}
@@ -232,7 +232,7 @@ func (c *Controller) elasticity(sv *service, now time.Duration) float64 {
 	fb := c.prior(base)
 	var sxy, sxx float64
 	for i := range sv.times {
-		if i == base || !sv.times[i].usable(now, c.cfg.Remember) {
+		if i == base || !sv.times[i].basis(now, c.cfg.Remember) {
 			continue
 		}
 		x := math.Log(c.prior(i) / fb)
@@ -270,7 +270,8 @@ func (c *Controller) window(rate float64) float64 {
 	return max(1, math.Round(rate*c.cfg.Judge.Seconds()))
 }
 
-// nearest is the measured rung nearest rung i in the ladder, whose
+// nearest is the measured rung nearest rung i in the ladder (times that
+// may be a basis: serviceTimes.basis), whose
 // service times of sv a prior forecast of rung i scales (the lower of
 // two as near; -1: none): a rung may help one service less than the one
 // below it (issue 52's round B), so that the rungs beside it say most of
@@ -278,7 +279,7 @@ func (c *Controller) window(rate float64) float64 {
 func (c *Controller) nearest(sv *service, i int, now time.Duration) int {
 	best := -1
 	for j := range sv.times {
-		if c.canon(j) == j && sv.times[j].usable(now, c.cfg.Remember) && (best < 0 || abs(j-i) < abs(best-i)) {
+		if c.canon(j) == j && sv.times[j].basis(now, c.cfg.Remember) && (best < 0 || abs(j-i) < abs(best-i)) {
 			best = j
 		}
 	}
@@ -288,15 +289,23 @@ func (c *Controller) nearest(sv *service, i int, now time.Duration) int {
 func abs(x int) int { return max(x, -x) }
 
 // measured is a rung with service times of sv to forecast from: the rung
-// in force if it has enough, else the one with the most (-1: none).
-func (c *Controller) measured(sv *service, now time.Duration) int {
+// in force if it has enough, else the one with the most (-1: none); with
+// basis, only rungs whose times may be the basis of other rungs'
+// forecasts (serviceTimes.basis).
+func (c *Controller) measured(sv *service, now time.Duration, basis bool) int {
+	ok := func(i int) bool {
+		if basis {
+			return sv.times[i].basis(now, c.cfg.Remember)
+		}
+		return sv.times[i].usable(now, c.cfg.Remember)
+	}
 	cur := c.canon(c.level)
-	if cur < len(sv.times) && sv.times[cur].usable(now, c.cfg.Remember) {
+	if cur < len(sv.times) && ok(cur) {
 		return cur
 	}
 	best := -1
 	for i := range sv.times {
-		if sv.times[i].usable(now, c.cfg.Remember) && (best < 0 || len(sv.times[i].d) > len(sv.times[best].d)) {
+		if ok(i) && (best < 0 || len(sv.times[i].d) > len(sv.times[best].d)) {
 			best = i
 		}
 	}

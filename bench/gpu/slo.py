@@ -528,6 +528,11 @@ def main():
         if args.timeslice:
             b.timeslice_segment()
     finally:
+        if b.server:
+            # In a session of its own, it does not get the signal that
+            # ends the run: stopped here, it resumes what it suspended.
+            pareto.stop_server(b.server)
+            b.server = None
         b.mps(False)
         b.finish()
     print("slo: %d windows in %.0f s" % (len(b.windows), time.time() - t), flush=True)

@@ -580,7 +580,7 @@ func (s *Server) sloStep(ctx context.Context, now time.Duration) {
 	}
 	err := s.applyRung(ctx, rung, false, now)
 	if !changed {
-		if err != nil && st.newApplyErr(err, now) {
+		if st.newApplyErr(err, now) {
 			s.cfg.Log.Warn("slo: applying the rung", "rung", rung, "err", err, "again_within", applyErrEvery)
 		}
 		return
@@ -976,10 +976,15 @@ const applyErrEvery = 30 * time.Second
 
 // newApplyErr reports whether err, a failure to apply the rung in force
 // at now, is to be logged: another than the last logged, or the same
-// applyErrEvery later.
+// applyErrEvery later. A success (nil) is never logged, and forgets the
+// last failure: one that comes back after it is logged again.
 func (st *sloState) newApplyErr(err error, now time.Duration) bool {
 	st.applyMu.Lock()
 	defer st.applyMu.Unlock()
+	if err == nil {
+		st.applyErr = ""
+		return false
+	}
 	if msg := err.Error(); msg != st.applyErr || now-st.applyErrAt >= applyErrEvery {
 		st.applyErr, st.applyErrAt = msg, now
 		return true

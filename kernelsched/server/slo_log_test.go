@@ -32,7 +32,7 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 		if owned {
 			cfg.OnDecision = func(d SLODecision) { heard = append(heard, d) }
 		}
-		s := lateServiceServer(t, cfg, &logs)
+		s, _ := lateServiceServer(t, cfg, &logs)
 		for now := 5 * time.Second; now < 8*time.Second; now += 500 * time.Millisecond {
 			s.sloStep(context.Background(), now)
 		}
@@ -53,10 +53,10 @@ func TestSLODecisionsLoggedOnce(t *testing.T) {
 }
 
 // lateServiceServer is a server with the controller of cfg, logging to
-// logs: an online task "svc" (pid 101) whose 200 requests of 5 ms, one
-// every 20 ms, are all past its target of 1 ms, and an offline task
-// "lo" (pid 102).
-func lateServiceServer(t *testing.T, cfg *SLOConfig, logs *bytes.Buffer) *Server {
+// logs: an online task "svc" (pid 101, returned) whose 200 requests of
+// 5 ms, one every 20 ms, are all past its target of 1 ms, and an
+// offline task "lo" (pid 102).
+func lateServiceServer(t *testing.T, cfg *SLOConfig, logs *bytes.Buffer) (*Server, *task) {
 	t.Helper()
 	s, err := New(Config{Policy: "fifo", Socket: filepath.Join(t.TempDir(), "s.sock"), Log: slog.New(slog.NewTextHandler(logs, nil)), SLO: cfg})
 	if err != nil {
@@ -69,7 +69,7 @@ func lateServiceServer(t *testing.T, cfg *SLOConfig, logs *bytes.Buffer) *Server
 		at := time.Duration(i) * 20 * time.Millisecond
 		s.request(svc, slo.Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
 	}
-	return s
+	return s, svc
 }
 
 // TestServiceRejoins (issue 54, item 7): a service whose hook reconnects
@@ -212,13 +212,18 @@ func TestSLOApplyFailureLoggedOnce(t *testing.T) {
 			}
 			return nil
 		}}
-	s := lateServiceServer(t, cfg, &logs)
+	s, svc := lateServiceServer(t, cfg, &logs)
 	steps := 0
 	for now := 5 * time.Second; now < 5*time.Second+applyErrEvery+10*time.Second; now += 125 * time.Millisecond {
+		// The service goes on being late (5 ms against 1 ms), so that
+		// the controller judges the rungs on requests, not on none.
+		for k := range 3 {
+			s.request(svc, slo.Sample{At: now - time.Duration(k)*40*time.Millisecond, Latency: 5 * time.Millisecond, Source: slo.Hook})
+		}
 		s.sloStep(context.Background(), now)
 		steps++
 	}
-	if s.SLO(false).Level == 0 {
+	if !slices.ContainsFunc(s.SLO(false).Decisions, func(d SLODecision) bool { return d.Rung.Suspend }) {
 		t.Fatal("the controller never suspended")
 	}
 	warned := strings.Count(logs.String(), `msg="slo: applying the rung"`)
