@@ -331,6 +331,8 @@ func (c *Controller) Step(now time.Duration) (Decision, bool) {
 	for _, sv := range c.services {
 		clear(sv.replays)
 		rates[sv] = c.rate(sv, now)
+		last := sv.tr.Last()
+		sv.idle = last < 0 || now-last >= c.cfg.Window
 		if sv.counts() {
 			counted = true
 			informed = informed || c.measured(sv, now, false) >= 0
@@ -353,6 +355,9 @@ func (c *Controller) decide(now time.Duration, rates map[*service]float64, count
 			return Decision{}, false
 		}
 		why := "no service has a target in force"
+		if slices.ContainsFunc(c.services, (*service).targeted) {
+			why = fmt.Sprintf("no service with a target had a request in the last %v", c.cfg.Window)
+		}
 		if c.offline == 0 {
 			why = "no offline job on the instance to restrain"
 		}

@@ -431,3 +431,39 @@ func TestFailedSuspensionIsNoBasis(t *testing.T) {
 		t.Errorf("the basis of the elasticity is rung %d, want priority", b)
 	}
 }
+
+// TestControllerIdleServiceHoldsNothing: a service whose requests stop
+// after late ones takes no part in the choice once a Window has passed
+// without one: the controller relaxes to priority and stays, saying
+// why. Before, it tried suspend (a rung the idle service never
+// measured) every 10 s or so and held it nearly all the time, for a
+// service that sent nothing.
+func TestControllerIdleServiceHoldsNothing(t *testing.T) {
+	l, err := ParseLadder([]string{"priority", "suspend"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Ladder: l, Settle: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddService("svc", MustParse("p99=1ms"))
+	c.SetOffline(1)
+	for i := range 200 {
+		at := time.Duration(i) * 20 * time.Millisecond
+		c.Observe("svc", Sample{At: at + 5*time.Millisecond, Latency: 5 * time.Millisecond, Source: Hook}, false)
+	}
+	var ds []Decision
+	suspended := 0
+	for now := 4 * time.Second; now < 60*time.Second; now += 125 * time.Millisecond {
+		if d, ok := c.Step(now); ok {
+			ds = append(ds, d)
+		}
+		if now >= 10*time.Second && c.Rung().Suspend {
+			suspended++
+		}
+	}
+	if suspended > 0 || len(ds) == 0 || !strings.Contains(ds[len(ds)-1].Reason, "no service with a target had a request in the last 5s") {
+		t.Errorf("suspended %d steps of 10-60 s (want none), decisions: %v", suspended, ds)
+	}
+}

@@ -30,6 +30,8 @@ type service struct {
 	// reported latencies stand in for them (and its queue is not
 	// forecast: queued).
 	hookSeen bool
+	// idle: no request of it ended in the last Window (set at each step).
+	idle bool
 	// requests counts its requests judged (the source in force, the
 	// tracker's), warm-up included.
 	requests int
@@ -63,8 +65,15 @@ func newService(id string, t Target) *service {
 func (sv *service) queued() bool { return sv.tr.Reported() && sv.hookSeen }
 
 // counts reports whether sv takes part in the choice of a rung: it has
-// a target with a bound in force.
-func (sv *service) counts() bool { return !sv.tr.Target().IsZero() && sv.tr.Bound() > 0 }
+// a target with a bound in force, and a request in the last Window (at
+// the last step: idle). A service that sends nothing has no load to
+// hold: before, one idle after late requests kept the controller trying
+// a rung its requests never measured, again and again (suspending the
+// offline jobs for nobody).
+func (sv *service) counts() bool { return sv.targeted() && !sv.idle }
+
+// targeted reports whether sv has a target with a bound in force.
+func (sv *service) targeted() bool { return !sv.tr.Target().IsZero() && sv.tr.Bound() > 0 }
 
 // observe records one request of sv at the rung in force: its service
 // time (a hook sample), its arrival, and, for the source sv is judged
