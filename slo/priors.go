@@ -56,6 +56,11 @@ func (p Priors) of(r Rung) float64 {
 // (docs/results/calib-h200-2026-11-29-req), against the first's
 // priority: each helps a little less than the same mask throughout (a
 // request's first kernels meet the offline kernels launched before it).
+// The scenario suite does not read these (each scenario is forecast from
+// the other mixes' calibration, Calibration.RungPriors), so its numbers
+// do not move with them: held-out 97.6 % of the static-held segments at
+// 0.80x before and after the request-scoped ones were added (`mmkctl sim
+// slo`, docs/results/slo-suite/06e160c-req).
 func DefaultPriors() Priors {
 	return Priors{
 		"tpcs=0.97":     1.01,

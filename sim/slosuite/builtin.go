@@ -1,8 +1,6 @@
 package slosuite
 
 import (
-	"bytes"
-	"compress/gzip"
 	"embed"
 	"fmt"
 	"strings"
@@ -25,18 +23,14 @@ var builtin embed.FS
 func Builtin() (*Calibration, error) {
 	var ws []calibWindow
 	for _, name := range BuiltinCalibrations {
-		b, err := builtin.ReadFile("data/" + name)
+		f, err := builtin.Open("data/" + name)
 		if err != nil {
 			return nil, fmt.Errorf("built-in calibration: %w", err)
 		}
-		z, err := gzip.NewReader(bytes.NewReader(b))
+		got, err := readCalib(name, f)
+		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("built-in calibration %s: %w", name, err)
-		}
-		got, err := readWindows(z)
-		z.Close()
-		if err != nil {
-			return nil, fmt.Errorf("built-in calibration %s: %w", name, err)
+			return nil, fmt.Errorf("built-in %w", err)
 		}
 		ws = append(ws, got...)
 	}

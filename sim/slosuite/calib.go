@@ -63,7 +63,8 @@ type Setting struct {
 
 // Window is one window of a setting: its load, the share of it during
 // which some service had a request in service (Busy: the union of the
-// services' requests, from the start of each one's work to its end), and
+// services' requests, from the start of each one's work to its end; -1
+// where the window does not say when they arrived), and
 // the trainers' mean speed against alone.
 type Window struct {
 	Load        string
@@ -115,18 +116,23 @@ func readCalibFile(path string) ([]calibWindow, error) {
 		return nil, fmt.Errorf("calibration: %w", err)
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
+	return readCalib(path, f)
+}
+
+// readCalib reads the windows of the calibration file name from r,
+// gunzipped where name ends in .gz.
+func readCalib(name string, r io.Reader) ([]calibWindow, error) {
+	if strings.HasSuffix(name, ".gz") {
+		z, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, fmt.Errorf("calibration %s: %w", path, err)
+			return nil, fmt.Errorf("calibration %s: %w", name, err)
 		}
 		defer z.Close()
 		r = z
 	}
 	ws, err := readWindows(r)
 	if err != nil {
-		return nil, fmt.Errorf("calibration %s: %w", path, err)
+		return nil, fmt.Errorf("calibration %s: %w", name, err)
 	}
 	return ws, nil
 }
@@ -205,7 +211,6 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 	byName := map[string]*Mix{}
 	alone := map[string]map[string][]float64{}     // mix -> trainer -> speeds
 	speeds := map[[2]string][]map[string]float64{} // (mix, setting) -> windows' trainer speeds
-	busy := map[[2]string][]float64{}              // (mix, setting) -> those windows' busy shares (-1: unknown)
 	services := map[string]bool{}
 	for _, w := range ws {
 		m := byName[w.Mix]
@@ -233,8 +238,7 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 				sp[t] = v.ItS
 			}
 			speeds[[2]string{w.Mix, w.Setting}] = append(speeds[[2]string{w.Mix, w.Setting}], sp)
-			busy[[2]string{w.Mix, w.Setting}] = append(busy[[2]string{w.Mix, w.Setting}], w.busy())
-			s.Windows = append(s.Windows, Window{Load: w.Load})
+			s.Windows = append(s.Windows, Window{Load: w.Load, Busy: w.busy()})
 		}
 		for name, v := range w.Services {
 			services[name] = true
@@ -268,7 +272,7 @@ func buildCalibration(ws []calibWindow) (*Calibration, error) {
 			ws := speeds[[2]string{m.Name, s.Name}]
 			s.Speed = m.speedOf(ws)
 			for i, w := range ws {
-				s.Windows[i].Busy = busy[[2]string{m.Name, s.Name}][i]
+				// Against the mix alone, known once every window is read.
 				s.Windows[i].Speed = m.speedOf([]map[string]float64{w})
 			}
 		}
