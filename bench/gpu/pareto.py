@@ -225,6 +225,17 @@ def mps_daemon(pipe, log, on):
         time.sleep(2)
 
 
+def visible_gpu(nv):
+    """The NVML handle of the first GPU CUDA_VISIBLE_DEVICES shows (NVML
+    itself ignores that variable): an index or a UUID, GPU 0 if unset."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if first.isdigit():
+        return nv.nvmlDeviceGetHandleByIndex(int(first))
+    if first.startswith(("GPU-", "MIG-")):
+        return nv.nvmlDeviceGetHandleByUUID(first)
+    return nv.nvmlDeviceGetHandleByIndex(0)
+
+
 class Sampler:
     """GPU clocks, utilisation and power through NVML, every 100 ms."""
 
@@ -235,7 +246,7 @@ class Sampler:
             import pynvml
 
             pynvml.nvmlInit()
-            self.nv, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.nv, self.h = pynvml, visible_gpu(pynvml)
         except Exception as e:  # no NVML: no samples, said in the output
             print("no NVML samples: %s" % e, flush=True)
             self.nv = None

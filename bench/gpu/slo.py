@@ -102,6 +102,23 @@ def rates_of(specs):
     return out
 
 
+def services_of(spec):
+    """The services of --services: NAME=MODEL:BATCH, comma-separated. Each
+    keeps the default rates of its batch size (batch 1 those of svc-b1, a
+    larger batch those of svc-b32) until --rates names others."""
+    out, seen = [], set()
+    for part in spec.split(","):
+        name, _, val = part.strip().partition("=")
+        model, _, batch = val.partition(":")
+        if not name or not model or not batch.isdigit() or int(batch) < 1:
+            raise SystemExit("--services %r: want NAME=MODEL:BATCH[,NAME=MODEL:BATCH...], such as svc-bert=bert:8" % spec)
+        if name in seen:
+            raise SystemExit("--services %r: service %r named twice" % (spec, name))
+        seen.add(name)
+        out.append((name, model, int(batch), SERVICES[0][3] if int(batch) == 1 else SERVICES[1][3]))
+    return out
+
+
 def trainers_of(spec):
     """The trainers of --trainers: MODEL:BATCH, comma-separated."""
     out = []
@@ -493,6 +510,7 @@ def main():
     ap.add_argument("--slo", action="append", default=[], help="NAME=TARGET, e.g. svc-b32=p99=40ms, or svc-b32=p99=1.25x of its p99 alone at the high rate (repeatable)")
     ap.add_argument("--rates", action="append", default=[], help="NAME=LOW/MEDIUM/HIGH requests a second, e.g. svc-b1=20/50/80 (repeatable)")
     ap.add_argument("--slo-mult", type=float, default=2.0)
+    ap.add_argument("--services", default="", help="the services, NAME=MODEL:BATCH comma-separated (default svc-b1=resnet50:1,svc-b32=resnet50:32); rates by --rates")
     ap.add_argument("--trainers", default=",".join("%s:%d" % t for t in TRAINERS), help="the trainers, MODEL:BATCH comma-separated")
     ap.add_argument("--ladder", default="", help="mmk's rungs (kernelsched serve --slo-ladder); default priority,tpcs=0.75@1,tpcs=0.75,tpcs=0.5,tpcs=0.25,suspend (beside one trainer the first mask is the second), with --no-masks priority,hold,suspend")
     ap.add_argument("--aim", type=float, default=1, help="the share of each target's budget mmk's controller aims for (kernelsched serve --slo-aim), in (0, 1]")
@@ -506,6 +524,9 @@ def main():
     ap.add_argument("--bin", default=os.environ.get("MMK_BIN", os.path.join(HERE, "..", "..", "bin")))
     ap.add_argument("--fake", action="store_true")
     args = ap.parse_args()
+    if args.services:
+        global SERVICES
+        SERVICES = services_of(args.services)
     if not 0 < args.aim <= 1:
         ap.error("--aim %g: the share of the budget must be in (0, 1]" % args.aim)
     for k in args.settings.split(",") if args.settings else []:

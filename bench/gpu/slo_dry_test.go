@@ -239,3 +239,34 @@ func containsRun(want, got []float64) bool {
 	}
 	return false
 }
+
+// TestSLODryRunServices: --services replaces the benchmark's two
+// resnet50 services; a service named there runs at the rates --rates
+// gives it, is measured in every window and gets its target, and the
+// default services are gone.
+func TestSLODryRunServices(t *testing.T) {
+	out := dryRun(t, "about 15 s", "slo.sh", []string{"1", "0"}, "SLO_ARGS=--services svc-bert=bert:8,svc-b1=resnet50:1 --rates svc-bert=5/10/15 --slo svc-bert=p99=60ms --settings prio,mmk --no-papers")
+	ws := jsonLines[sloWindow](t, filepath.Join(out, "windows.jsonl"))
+	want := map[string]float64{"low": 5, "medium": 10, "high": 15, "low-again": 5}
+	measured := 0
+	for _, w := range ws {
+		if _, ok := w.Services["svc-b32"]; ok {
+			t.Errorf("%s %s: svc-b32 ran, though --services left it out", w.Setting, w.Phase)
+		}
+		if w.Setting != "prio" && w.Setting != "mmk" {
+			continue
+		}
+		s, ok := w.Services["svc-bert"]
+		if !ok || s.N == 0 || s.BoundMs != 60 {
+			t.Errorf("%s %s: svc-bert %+v (present %v), want requests and a 60 ms bound", w.Setting, w.Phase, s, ok)
+			continue
+		}
+		measured++
+		if r := w.Rates["svc-bert"]; r != want[w.Phase] {
+			t.Errorf("%s %s: svc-bert at %g requests a second, want %g", w.Setting, w.Phase, r, want[w.Phase])
+		}
+	}
+	if measured != 8 {
+		t.Errorf("svc-bert measured in %d windows of prio and mmk, want 8", measured)
+	}
+}
