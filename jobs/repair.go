@@ -6,7 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -14,7 +20,7 @@ import (
 // A byte flip can leave bbolt's structure whole and damage a record: its
 // value, or its key. bbolt's check does not read values, so OpenStore
 // reads every job, event and reconfiguration: one that cannot be read is
-// set aside (setAsideBad), the records the store lost are put back from
+// set aside (findBad, setAsideRecords), the records the store lost are put back from
 // the backup (putBackFrom), and the idempotency keys are mended from the
 // job records (mendKeys). What the store holds newer than the backup
 // stays; a record damaged and newer than the backup is lost (a job that
@@ -48,39 +54,109 @@ var checked = []struct {
 	{bucketReconfig, badReconfig},
 }
 
-// setAsideBad moves the records that cannot be read (not JSON, or not
-// what their key names: a job of another id, an event of another
-// number) out of the jobs, events and reconfigurations into the
-// set-aside bucket, so that a bad record neither stops mmkd nor is
-// lost. It writes only when there is one. With legacy (a store of schema
-// 1), records without a checksum are read too.
-func (s *Store) setAsideBad(legacy bool) error {
-	var bad []SetAsideRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		// The jobs read are kept for the first All (Store.opened): sized
-		// once, as a start may read tens of thousands.
-		s.opened = make([]Job, 0, tx.Bucket(bucketJobs).Stats().KeyN)
+// findBad reads every job, event and reconfiguration and lists those
+// that cannot be read (not JSON, or not what their key names: a job of
+// another id, an event of another number), which setAsideRecords moves
+// out of their buckets into the set-aside bucket, so that a bad record
+// neither stops mmkd nor is lost. The jobs read are kept for the first
+// All (Store.opened). With legacy (a store of schema 1), records without
+// a checksum are read too. A bucket the store lacks (a new store) holds
+// nothing. The records are read on all the CPUs (readRecords).
+func (s *Store) findBad(legacy bool) (bad []SetAsideRecord, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		var recs []record
+		nJobs := 0
 		for _, c := range checked {
-			check := c.bad
-			if bytes.Equal(c.name, bucketJobs) {
-				check = s.keepJob // badRecord, keeping the jobs read
+			b := tx.Bucket(c.name)
+			if b == nil {
+				continue
 			}
-			err := tx.Bucket(c.name).ForEach(func(k, v []byte) error {
-				if reason := check(k, v, legacy); reason != "" {
-					bad = append(bad, SetAsideRecord{Bucket: string(c.name), Key: printKey(c.name, k), Reason: reason, raw: bytes.Clone(k)})
-				}
+			err := b.ForEach(func(k, v []byte) error {
+				recs = append(recs, record{bucket: c.name, k: k, v: v})
 				return nil
 			})
 			if err != nil {
 				return err
 			}
+			if bytes.Equal(c.name, bucketJobs) {
+				nJobs = len(recs) // the jobs come first (checked)
+			}
+		}
+		read := make([]Job, nJobs)
+		reasons := readRecords(recs, func(i int, r record) string {
+			if i < nJobs {
+				return badJob(r.k, r.v, legacy, &read[i])
+			}
+			for _, c := range checked {
+				if bytes.Equal(c.name, r.bucket) {
+					return c.bad(r.k, r.v, legacy)
+				}
+			}
+			return ""
+		})
+		s.opened = make([]Job, 0, nJobs)
+		for i, reason := range reasons {
+			if reason != "" {
+				r := recs[i]
+				bad = append(bad, SetAsideRecord{Bucket: string(r.bucket), Key: printKey(r.bucket, r.k), Reason: reason, raw: bytes.Clone(r.k)})
+			} else if i < nJobs {
+				s.opened = append(s.opened, read[i])
+			}
 		}
 		return nil
 	})
-	if err != nil || len(bad) == 0 {
-		return err
+	return bad, err
+}
+
+// readBlock is how many records a reader takes at a time.
+const readBlock = 256
+
+// readRecords says of each record why it cannot be served (check; ""
+// if it can), on as many goroutines as there are CPUs, each taking
+// blocks of readBlock records in turn (a start reads tens of thousands:
+// 0.19 s of JSON for 30,000 jobs on one core). A panic or fault of one
+// (a damaged page: each sets debug.SetPanicOnFault) is panicked again
+// here, on the caller's goroutine, as if it had read them all itself.
+func readRecords(recs []record, check func(i int, r record) string) []string {
+	reasons := make([]string, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), (len(recs)+readBlock-1)/readBlock)
+	var next atomic.Int64
+	panics := make(chan any, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					panics <- r
+				}
+			}()
+			for {
+				from := int(next.Add(readBlock)) - readBlock
+				if from >= len(recs) {
+					return
+				}
+				for i := from; i < min(from+readBlock, len(recs)); i++ {
+					reasons[i] = check(i, recs[i])
+				}
+			}
+		})
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	wg.Wait()
+	close(panics)
+	if p, ok := <-panics; ok {
+		panic(p)
+	}
+	return reasons
+}
+
+// setAsideRecords moves the records findBad listed into the set-aside
+// bucket (SetAside); it writes only when there is one.
+func (s *Store) setAsideRecords(bad []SetAsideRecord) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		aside, err := tx.CreateBucketIfNotExists(bucketSetAside)
 		if err != nil {
 			return err
@@ -120,17 +196,6 @@ func printKey(bucket, k []byte) string {
 func badRecord(k, v []byte, legacy bool) string {
 	var j Job
 	return badJob(k, v, legacy, &j)
-}
-
-// keepJob is badRecord, a job it can serve kept for the first All
-// (Store.opened).
-func (s *Store) keepJob(k, v []byte, legacy bool) string {
-	var j Job
-	reason := badJob(k, v, legacy, &j)
-	if reason == "" {
-		s.opened = append(s.opened, j)
-	}
-	return reason
 }
 
 // badJob is badRecord, the job read into j.
@@ -328,12 +393,25 @@ func (s *Store) mendKeys() error {
 	var mend [][2]string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		jobs, idem := tx.Bucket(bucketJobs), tx.Bucket(bucketIdem)
-		return jobs.ForEach(func(k, v []byte) error {
+		// keysOf reads a job's key fields: from the jobs the strict read
+		// kept (Store.opened, in id order, when nothing was written since),
+		// else from its record.
+		keysOf := func(id, v []byte) (Job, bool) {
+			if s.opened != nil {
+				i, ok := slices.BinarySearchFunc(s.opened, string(id), func(j Job, id string) int { return strings.Compare(j.ID, id) })
+				return s.opened[min(i, len(s.opened)-1)], ok
+			}
 			var kf keyFields
-			if kf.load(v) != nil {
+			if v == nil || kf.load(v) != nil {
+				return Job{}, false
+			}
+			return kf.job(), true
+		}
+		return jobs.ForEach(func(k, v []byte) error {
+			j, ok := keysOf(k, v)
+			if !ok {
 				return nil
 			}
-			j := kf.job()
 			key := idemKey(j)
 			if key == "" {
 				return nil
@@ -343,8 +421,7 @@ func (s *Store) mendKeys() error {
 				return nil
 			}
 			if cur != nil {
-				var other keyFields
-				if ov := jobs.Get(cur); ov != nil && other.load(ov) == nil && idemKey(other.job()) == key {
+				if other, ok := keysOf(cur, jobs.Get(cur)); ok && idemKey(other) == key {
 					return nil // two jobs of one key: the first keeps it
 				}
 			}

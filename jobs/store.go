@@ -30,6 +30,8 @@ var (
 	bucketIdem     = []byte("idem")
 	bucketReconfig = []byte("reconfigs")
 	keySchema      = []byte("schema")
+	// allBuckets are the buckets a store has from its first open.
+	allBuckets = [][]byte{bucketMeta, bucketJobs, bucketEvents, bucketIdem, bucketReconfig}
 )
 
 // batchDelay is bbolt's MaxBatchDelay for Create (its default is 10 ms).
@@ -109,14 +111,17 @@ func OpenStore(path string) (*Store, error) { return OpenStoreWith(path, OpenOpt
 // OpenStoreWith is OpenStore with the store's check run as o says, and,
 // once records were set aside, what damage took put back from the
 // backup o.Backup (putBackFrom; a backup that cannot be read is
-// PutBackError, and the store opens without). A panic or fault of
-// bbolt's in the first writes (the buckets, the schema, setting records
-// aside) is ErrStoreDamaged too, not a crash.
+// PutBackError, and the store opens without). With a child's check, the
+// records are read while the child makes its trial write, once it has
+// found the structure whole; nothing is written before its verdict. A
+// panic or fault of bbolt's in reading the records or in the first
+// writes (the buckets, the schema, setting records aside) is
+// ErrStoreDamaged too, not a crash.
 func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("job store: %w", err)
 	}
-	db, err := openChecked(path, &o, false)
+	db, verdict, err := openChecking(path, &o, false)
 	if err != nil {
 		return nil, err
 	}
@@ -124,42 +129,51 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			db.Close()
-			s, err = nil, fmt.Errorf("job store %s: %w: its first write panicked: %v", path, ErrStoreDamaged, r)
+			s, err = nil, fmt.Errorf("job store %s: %w: reading it or its first write panicked: %v", path, ErrStoreDamaged, r)
 		}
 	}()
 	// Create's batches wait at most this long for company: long enough
 	// for a burst of concurrent submissions to share one commit, short
 	// next to a commit's two fsyncs on a slow disk.
 	db.MaxBatchDelay = batchDelay
-	var schema int
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketEvents, bucketIdem, bucketReconfig} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		v := meta.Get(keySchema)
-		if v == nil {
-			schema = SchemaVersion
-			return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
-		}
-		n, err := strconv.Atoi(string(v))
-		if err != nil {
-			return fmt.Errorf("schema version %q is not a number", v)
-		}
-		if n > SchemaVersion {
-			return fmt.Errorf("schema version %d is newer than this mmk's %d: use a newer mmkd", n, SchemaVersion)
-		}
-		schema = n
-		return nil
-	})
+	// The records are read while the check's child makes its trial
+	// write (its structure is whole: the pages may be read); nothing is
+	// written before the child's verdict.
+	s = &Store{db: db, path: path}
+	schema, fresh, whole, err := readSchema(db)
+	var bad []SetAsideRecord
+	if err == nil {
+		bad, err = s.findBad(schema < 2)
+	}
+	if o.afterRead != nil {
+		o.afterRead()
+	}
+	if verr := verdict(); verr != nil {
+		// Damage explains a record or a schema that cannot be read.
+		db.Close()
+		return nil, verr
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
-	s = &Store{db: db, path: path}
-	if err := s.setAsideBad(schema < 2); err != nil {
+	if fresh || !whole {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range allBuckets {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			if fresh {
+				return tx.Bucket(bucketMeta).Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.setAsideRecords(bad)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
@@ -172,19 +186,49 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 			return nil, fmt.Errorf("job store %s: schema 2: %w", path, err)
 		}
 	}
-	if err := s.mendKeys(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("job store %s: idempotency keys: %w", path, err)
-	}
 	if len(s.setAside) > 0 || schema < 2 {
 		// Records were put back or rewritten after the strict read.
 		s.opened = nil
+	}
+	if err := s.mendKeys(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("job store %s: idempotency keys: %w", path, err)
 	}
 	if err := db.View(func(tx *bolt.Tx) error { s.openedTx = tx.ID(); return nil }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// readSchema is the store's schema version; fresh is a store that has
+// none yet (new: SchemaVersion is written), whole one that has every
+// bucket (nothing to write at open).
+func readSchema(db *bolt.DB) (schema int, fresh, whole bool, err error) {
+	err = db.View(func(tx *bolt.Tx) error {
+		whole = true
+		for _, b := range allBuckets {
+			whole = whole && tx.Bucket(b) != nil
+		}
+		var v []byte
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			v = meta.Get(keySchema)
+		}
+		if v == nil {
+			schema, fresh = SchemaVersion, true
+			return nil
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return fmt.Errorf("schema version %q is not a number", v)
+		}
+		if n > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this mmk's %d: use a newer mmkd", n, SchemaVersion)
+		}
+		schema = n
+		return nil
+	})
+	return schema, fresh, whole, err
 }
 
 // Close closes the store.

@@ -35,11 +35,27 @@ const maxCheckErrors = 5
 // with a trial write (checkInChild). inChild is that child's own check:
 // it stops at the first errors and leaves a damaged file open (the
 // process ends).
-func openChecked(path string, o *OpenOptions, inChild bool) (db *bolt.DB, err error) {
+func openChecked(path string, o *OpenOptions, inChild bool) (*bolt.DB, error) {
+	db, verdict, err := openChecking(path, o, inChild)
+	if err != nil {
+		return nil, err
+	}
+	if err := verdict(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// openChecking is openChecked returning once the store's structure is
+// checked, its pages safe to read; with a child's check (o.CheckCommand)
+// verdict waits for the rest of it (the trial write) and says whether
+// the store may be written. Without one, verdict is nil at once.
+func openChecking(path string, o *OpenOptions, inChild bool) (db *bolt.DB, verdict func() error, err error) {
 	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
-		return nil, fmt.Errorf("job store %s: %w: the file is empty (truncated?)", path, ErrStoreDamaged)
+		return nil, nil, fmt.Errorf("job store %s: %w: the file is empty (truncated?)", path, ErrStoreDamaged)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("job store %s: %w", path, err)
+		return nil, nil, fmt.Errorf("job store %s: %w", path, err)
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -47,23 +63,24 @@ func openChecked(path string, o *OpenOptions, inChild bool) (db *bolt.DB, err er
 			if db != nil {
 				db.Close()
 			}
-			db, err = nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, r)
+			db, verdict, err = nil, nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, r)
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("job store %s: locked by another process (is another mmkd running with this data directory?)", path)
+			return nil, nil, fmt.Errorf("job store %s: locked by another process (is another mmkd running with this data directory?)", path)
 		}
 		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
-			return nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, err)
+			return nil, nil, fmt.Errorf("job store %s: %w: %v", path, ErrStoreDamaged, err)
 		}
-		return nil, fmt.Errorf("job store %s: %w", path, err)
+		return nil, nil, fmt.Errorf("job store %s: %w", path, err)
 	}
+	verdict = func() error { return nil }
 	if o != nil && len(o.CheckCommand) > 0 {
 		err = checkLength(db, path)
 		if err == nil {
-			err = checkInChild(path, o)
+			verdict, err = startCheckInChild(path, o)
 		}
 	} else {
 		err = checkStore(db, path, inChild)
@@ -72,9 +89,9 @@ func openChecked(path string, o *OpenOptions, inChild bool) (db *bolt.DB, err er
 		if !inChild {
 			db.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, verdict, nil
 }
 
 // checkLength compares the file's length with the pages it claims.

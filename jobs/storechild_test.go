@@ -1,13 +1,17 @@
 package jobs
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,5 +118,114 @@ func TestCheckWithoutRoom(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "mmk.db.check-*")); len(left) > 0 {
 		t.Errorf("copies left behind: %v", left)
+	}
+}
+
+// TestRecordsReadDuringTrialWrite: once the check's child says the
+// store's structure is whole, mmkd reads the records while the child
+// goes on (its trial write), and writes nothing before the child's
+// verdict: a child that says "whole" and then finds damage leaves the
+// store as it was, its bad record not set aside; one that waits for the
+// read before it passes sees it done; a child that never says "whole"
+// (an older check command) is waited for, as before.
+func TestRecordsReadDuringTrialWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		script  string // sh -c; $F is a file the read makes, $FD the descriptor to say "whole" on
+		damaged bool
+		read    bool // the read done before the verdict
+	}{
+		{"whole, then damage found", `echo "structure whole" >&$` + checkFDEnv + `; exit 3`, true, false},
+		{"whole, then the read seen, then passed", `echo "structure whole" >&$` + checkFDEnv + `; for i in $(seq 100); do [ -e "$F" ] && exit 0; sleep 0.05; done; exit 3`, false, true},
+		{"never says whole", `exit 0`, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _ := filledStore(t, 2)
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketJobs).Put([]byte("0000000000000002"), []byte("{not json")) })
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			marker := filepath.Join(t.TempDir(), "read")
+			read := false
+			s, err := OpenStoreWith(path, OpenOptions{CheckCommand: []string{"sh", "-c", tc.script, "sh"}, CheckEnv: []string{"F=" + marker},
+				afterRead: func() {
+					read = true
+					if err := os.WriteFile(marker, nil, 0o600); err != nil {
+						t.Error(err)
+					}
+				}})
+			if tc.damaged {
+				if !errors.Is(err, ErrStoreDamaged) {
+					t.Fatalf("err %v, want the child's damage", err)
+				}
+				after, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(before, after) {
+					t.Error("the store was written before the check's verdict")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !read {
+				t.Error("the records were not read")
+			}
+			if aside := s.SetAside(); len(aside) != 1 || aside[0].Key != "0000000000000002" {
+				t.Errorf("set aside %+v, want the bad record", aside)
+			}
+		})
+	}
+}
+
+// TestCheckStoreSaysWhole: the real check child (mmkd check-store, here
+// the test binary) says the structure is whole on the descriptor it is
+// given, and leaves its copy as it found it (the trial write is rolled
+// back).
+func TestCheckStoreSaysWhole(t *testing.T) {
+	path, _ := filledStore(t, 3)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe, path)
+	cmd.Env = append(os.Environ(), testModeEnv+"=check-store", checkFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.CombinedOutput()
+	w.Close()
+	if err != nil {
+		t.Fatalf("check-store: %v\n%s", err, out)
+	}
+	said, _ := io.ReadAll(r)
+	if string(said) != structureWhole {
+		t.Errorf("the child said %q, want %q", said, structureWhole)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("the trial write changed the file")
 	}
 }
