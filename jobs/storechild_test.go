@@ -145,7 +145,9 @@ func TestRecordsReadDuringTrialWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketJobs).Put([]byte("0000000000000002"), []byte("{not json")) })
+			err = db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketJobs).Put([]byte("0000000000000002"), []byte("{not json"))
+			})
 			db.Close()
 			if err != nil {
 				t.Fatal(err)
