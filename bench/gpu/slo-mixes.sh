@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # slo-mixes.sh ROUNDS [ROUNDS...]: issue 52's GPU rounds on three mixes,
 # one list of rounds per GPU, the GPUs side by side (each list on its own
-# GPU, CUDA_VISIBLE_DEVICES=i, and its own half of the CPUs, so that the
+# GPU, CUDA_VISIBLE_DEVICES its UUID, and its own share of the CPUs, so that the
 # rounds' pinned services do not share cores); each round is
 # slo-round.sh's, packed into $OUT/rR.tgz.
 #
@@ -30,7 +30,12 @@ per=$((cpus / (n > 0 ? n : 1)))
 gpu=0
 for list in "$@"; do
 	(
-		export CUDA_VISIBLE_DEVICES=$gpu
+		# The GPU's UUID, not its index: under MPS a client counts only
+		# the GPUs its control daemon sees (one, numbered 0), so an index
+		# past 0 matched nothing ("No CUDA GPUs are available"); a UUID
+		# names the same GPU to both.
+		uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$gpu" 2>/dev/null)
+		export CUDA_VISIBLE_DEVICES=${uuid:-$gpu}
 		for item in ${list//,/ }; do
 			mix=${item%%:*} r=${item#*:}
 			var=MIX_$mix

@@ -68,7 +68,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pareto  # noqa: E402
-from pareto import Proc, Sampler, cpu_busy, pinned  # noqa: E402
+from pareto import Proc, Sampler, cpu_busy, pinned, step_rate  # noqa: E402
 from slo_report import is_controller  # noqa: E402
 
 # name, model, batch, rates (low, medium, high) in requests a second.
@@ -81,6 +81,12 @@ PAPERS = [("fikit", "fikit"), ("mmk-check", "mmk"), ("hpf", "hpf"), ("piv", "piv
 def pick(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, max(0, int(round(q * len(v))) - 1))] if v else None
+
+
+def trainer_window(steps, t0, t1):
+    """A trainer's numbers in the window [t0, t1]: its steps there and its
+    speed (pareto.step_rate)."""
+    return {"steps": sum(1 for x in steps if t0 <= x <= t1), "it_s": round(step_rate(steps, t0, t1), 3)}
 
 
 def rates_of(specs):
@@ -481,9 +487,7 @@ class Bench:
                         w["services"][svc] = {"n": len(lat), "p50_ms": round(pick(lat, 0.5), 3), "p99_ms": round(pick(lat, 0.99), 3),
                                               "late": sum(1 for x in lat if bound and x > bound), "bound_ms": bound}
                 else:
-                    st = [x for x in r.get("steps", []) if w["t0"] <= x <= w["t1"]]
-                    its = (len(st) - 1) / (st[-1] - st[0]) if len(st) >= 2 else len(st) / (w["t1"] - w["t0"])
-                    w["trainers"][n] = {"steps": len(st), "it_s": round(its, 3)}
+                    w["trainers"][n] = trainer_window(r.get("steps", []), w["t0"], w["t1"])
 
     def finish(self):
         with open(os.path.join(self.args.out, "groups.json"), "w") as f:
