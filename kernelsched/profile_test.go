@@ -128,14 +128,29 @@ func TestReadProfilesRejects(t *testing.T) {
 	}
 }
 
-func TestReadProfilesRejectsDuplicates(t *testing.T) {
-	var buf bytes.Buffer
+// TestProfilesRejectDuplicates: a kernel twice in a task, or a task key
+// twice, is refused by the reader and, before anything is written, by
+// the writer (which writes only what the reader takes).
+func TestProfilesRejectDuplicates(t *testing.T) {
 	p := &TaskProfile{Key: "k", Runs: 1, Kernels: []KernelStat{{ID: kernelOf("a"), Count: 1}, {ID: kernelOf("a"), Count: 1}}}
-	if err := WriteProfiles(&buf, []*TaskProfile{p}); err != nil {
-		t.Fatal(err)
+	one := &TaskProfile{Key: "k", Runs: 1, Kernels: []KernelStat{{ID: kernelOf("a"), Count: 1}}}
+	for _, tc := range []struct {
+		name     string
+		profiles []*TaskProfile
+	}{
+		{"a kernel twice", []*TaskProfile{p}},
+		{"a key twice", []*TaskProfile{one, one}},
+	} {
+		var buf bytes.Buffer
+		if err := WriteProfiles(&buf, tc.profiles); err == nil || !strings.Contains(err.Error(), "appears twice") || buf.Len() > 0 {
+			t.Errorf("%s: written (%d bytes), err %v; want nothing written and an error", tc.name, buf.Len(), err)
+		}
 	}
-	if _, err := ReadProfiles(&buf); err == nil || !strings.Contains(err.Error(), "appears twice") {
-		t.Fatalf("duplicate kernel: %v", err)
+	doc := `{"format":"mmk-kernel-profile","version":1,"tasks":[{"key":"k","runs":1,"run_kernels":1,"run_span_us":1,"run_busy_us":1,"kernels":[` +
+		`{"name":"a","grid":[1,1,1],"block":[32,1,1],"regs":0,"smem":0,"count":1,"sk_us":1,"sk_std_us":0,"gaps":0,"sg_us":0,"sg_std_us":0,"sg_max_us":0},` +
+		`{"name":"a","grid":[1,1,1],"block":[32,1,1],"regs":0,"smem":0,"count":1,"sk_us":1,"sk_std_us":0,"gaps":0,"sg_us":0,"sg_std_us":0,"sg_max_us":0}]}]}`
+	if _, err := ReadProfiles(strings.NewReader(doc)); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Fatalf("duplicate kernel read: %v", err)
 	}
 }
 

@@ -57,16 +57,28 @@ func toUs(d time.Duration) float64 { return float64(d) / 1e3 }
 // fromUs converts microseconds after validate has checked them.
 func fromUs(v float64) time.Duration { return time.Duration(math.Round(v * 1e3)) }
 
-// WriteProfiles writes profiles as one versioned JSON document.
+// WriteProfiles writes profiles as one versioned JSON document. A profile
+// ReadProfiles would refuse (a time past a day, say) is an error naming
+// the task and field, and nothing is written: before, such a file was
+// written and the kernel scheduler tried to load it, and failed, every
+// second.
 func WriteProfiles(w io.Writer, profiles []*TaskProfile) error {
 	f := profileFile{Format: ProfileFormat, Version: ProfileVersion, Tasks: make([]profileTask, 0, len(profiles))}
-	for _, p := range profiles {
+	keys := make(map[string]bool, len(profiles))
+	for i, p := range profiles {
+		if keys[p.Key] {
+			return fmt.Errorf("write profiles: tasks[%d].key: %q appears twice", i, p.Key)
+		}
+		keys[p.Key] = true
 		t := profileTask{Key: p.Key, Runs: p.Runs, RunKernels: p.RunKernels, RunSpanUs: toUs(p.RunSpan), RunBusyUs: toUs(p.RunBusy)}
 		for _, k := range p.Kernels {
 			t.Kernels = append(t.Kernels, profileKernel{
 				Name: k.ID.Name, Grid: k.ID.Grid, Block: k.ID.Block, Regs: k.Regs, Smem: k.SharedMem,
 				Count: k.Count, SKUs: toUs(k.SK), SKStdUs: toUs(k.SKStd), Gaps: k.Gaps, SGUs: toUs(k.SG), SGStdUs: toUs(k.SGStd), SGMaxUs: toUs(k.SGMax), NextLaunchMaxUs: toUs(k.NextLaunchMax),
 			})
+		}
+		if _, err := t.profile(); err != nil {
+			return fmt.Errorf("write profiles: tasks[%d] (%q): %w", i, p.Key, err)
 		}
 		f.Tasks = append(f.Tasks, t)
 	}

@@ -313,9 +313,21 @@ func (t *KernelTrace) HookProfile(key string) (*kernelsched.TaskProfile, error) 
 // time in a request loop); a longer one is idleness, not predicted.
 const MaxRunGap = 10 * time.Millisecond
 
+// MaxRunSpan bounds an iteration's span (its first kernel's start to its
+// last kernel's end) that a profile takes: a kernel record the GPU's
+// tracer left incomplete read once as lasting since the host booted (an
+// iteration 147 days long, in a profile no reader took), and one such
+// record must not spoil the profile of the rest.
+const MaxRunSpan = time.Hour
+
 func (t *KernelTrace) profile(key string, launches bool) (*kernelsched.TaskProfile, error) {
 	b := kernelsched.NewProfileBuilder(key)
+	skipped := 0
 	for _, it := range t.Iterations {
+		if !plausibleRun(it) {
+			skipped++
+			continue
+		}
 		obs := make([]kernelsched.Observation, len(it))
 		for i, k := range it {
 			obs[i] = kernelsched.Observation{ID: k.ID, Regs: k.Regs, SharedMem: k.SharedMem, Start: k.Start, End: k.Start + k.Dur}
@@ -329,10 +341,29 @@ func (t *KernelTrace) profile(key string, launches bool) (*kernelsched.TaskProfi
 			return nil, err
 		}
 	}
+	if skipped > 0 && skipped == len(t.Iterations) {
+		return nil, fmt.Errorf("profile %q: each of its %d iterations has a kernel time out of bounds (negative, or a span past %v)", key, skipped, MaxRunSpan)
+	}
 	if launches {
 		t.addRunGaps(b)
 	}
 	return b.Profile(), nil
+}
+
+// plausibleRun reports whether an iteration's kernel times can be
+// profiled: none negative, its span within MaxRunSpan.
+func plausibleRun(it []Kernel) bool {
+	if len(it) == 0 {
+		return true // the builder says what is wrong with it
+	}
+	first, last := it[0].Start, it[0].Start+it[0].Dur
+	for _, k := range it {
+		if k.Start < 0 || k.Dur < 0 {
+			return false
+		}
+		first, last = min(first, k.Start), max(last, k.Start+k.Dur)
+	}
+	return last-first <= MaxRunSpan
 }
 
 // addRunGaps adds the pause between consecutive runs, up to MaxRunGap, as
@@ -342,7 +373,7 @@ func (t *KernelTrace) addRunGaps(b *kernelsched.ProfileBuilder) {
 		return
 	}
 	for i := 0; i+1 < len(t.Iterations); i++ {
-		if t.Numbers[i+1] != t.Numbers[i]+1 {
+		if t.Numbers[i+1] != t.Numbers[i]+1 || !plausibleRun(t.Iterations[i]) || !plausibleRun(t.Iterations[i+1]) {
 			continue
 		}
 		run := t.Iterations[i]

@@ -156,3 +156,53 @@ func TestHookProfileRunGaps(t *testing.T) {
 		t.Errorf("gaps after the last kernel: %d, mean %v, max %v; want 2, 2.25ms, 2.5ms", last.Gaps, last.SG, last.SGMax)
 	}
 }
+
+// TestHookProfileSkipsImplausibleRuns: an iteration with a kernel record
+// out of bounds (one without its GPU start time beside kernels stamped
+// 147 days into the GPU's clock: a run span of 147 days, seen on an
+// H200) is left out of the hook's profile, which
+// the kernel scheduler can then read; a trace with nothing else is an
+// error. Before, the profile held a run span of 147 days, no reader took
+// it, and the scheduler tried to load it every second.
+func TestHookProfileSkipsImplausibleRuns(t *testing.T) {
+	const t0 = 1.2737e13 // microseconds into the GPU's clock
+	record := func(iter int, name string, ts, dur float64) string {
+		return fmt.Sprintf(`{"iter":%d,"name":%q,"grid":[1,1,1],"block":[32,1,1],"regs":16,"smem":0,"occ":0,"stream":7,"ts":%g,"dur":%g,"launch_ts":%g,"launch_api":"cuLaunchKernel"}`+"\n", iter, name, ts, dur, ts)
+	}
+	for _, tc := range []struct {
+		name  string
+		trace string
+		runs  int // 0: an error
+	}{
+		{"one bad iteration of three",
+			record(0, "a", t0, 50) + record(0, "b", t0+60, 50) + record(1, "a", 0, 50) + record(1, "b", t0+2060, 50) + record(2, "a", t0+4000, 50) + record(2, "b", t0+4060, 50), 2},
+		{"every iteration bad", record(0, "a", 0, 50) + record(0, "b", t0+60, 50), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kt, err := ReadKernelTrace("hook", strings.NewReader(tc.trace))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := kt.HookProfile("job")
+			if tc.runs == 0 {
+				if err == nil {
+					t.Fatalf("a profile of %d runs, want an error", p.Runs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Runs != tc.runs || p.RunSpan != 110*time.Microsecond {
+				t.Errorf("runs %d, span %v; want %d, 110µs", p.Runs, p.RunSpan, tc.runs)
+			}
+			var buf bytes.Buffer
+			if err := kernelsched.WriteProfiles(&buf, []*kernelsched.TaskProfile{p}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kernelsched.ReadProfiles(&buf); err != nil {
+				t.Errorf("the profile written is not read back: %v", err)
+			}
+		})
+	}
+}

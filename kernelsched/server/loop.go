@@ -689,9 +689,14 @@ func (s *Server) profile(key string) *kernelsched.TaskProfile {
 	}
 	p, err := kernelsched.LoadProfileFor(s.cfg.ProfileDir, key)
 	if err != nil {
-		s.cfg.Log.Warn("kernel scheduler: profile", "key", key, "err", err)
+		// Looked for again every second: said once per error.
+		if msg := err.Error(); s.profileErrs[key] != msg {
+			s.profileErrs[key] = msg
+			s.cfg.Log.Warn("kernel scheduler: profile (said again only if the error changes)", "key", key, "err", err)
+		}
 		return nil
 	}
+	delete(s.profileErrs, key)
 	if p != nil {
 		s.profiles[key] = p
 		s.cfg.Log.Info("kernel scheduler: profile loaded", "key", key, "runs", p.Runs, "kernels", len(p.Kernels))

@@ -138,6 +138,8 @@ type Server struct {
 	cfg      Config
 	core     *kernelsched.Scheduler
 	profiles map[string]*kernelsched.TaskProfile
+	// profileErrs is the last error loading each key's profile, said once.
+	profileErrs map[string]string
 	wake     int // eventfd, -1 outside Serve
 	// wakeMu guards wake against poke from outside the loop (SetPolicy
 	// before or after Serve must not write to another file).
@@ -333,7 +335,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st,
+	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, profileErrs: map[string]string{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st,
 		shares: newShares(cfg.MaxTasks),
 		tpcs:   max(sms/2, 1)}
 	s.policyName.Store(&cfg.Policy)
