@@ -140,7 +140,7 @@ type Server struct {
 	profiles map[string]*kernelsched.TaskProfile
 	// profileErrs is the last error loading each key's profile, said once.
 	profileErrs map[string]string
-	wake     int // eventfd, -1 outside Serve
+	wake        int // eventfd, -1 outside Serve
 	// wakeMu guards wake against poke from outside the loop (SetPolicy
 	// before or after Serve must not write to another file).
 	wakeMu sync.RWMutex
