@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,5 +306,51 @@ func TestReportRate(t *testing.T) {
 	}
 	if got := s.Counters().Requests - c.Requests; got != MaxReportRate/10 {
 		t.Errorf("%d measured 100 ms later, want %d", got, MaxReportRate/10)
+	}
+}
+
+// TestProfileErrorSaidOnce: a profile in the directory that cannot be
+// read is said once (the loop looks for it every second; a round's log
+// held 100 lines of one error), again when the error changes, and the
+// profile is taken once it can be read.
+func TestProfileErrorSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	s, err := New(Config{Socket: "unused", Policy: "fifo", ProfileDir: dir, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := kernelsched.ProfilePath(dir, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(data string) {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	said := func() int { return strings.Count(logs.String(), "kernel scheduler: profile (said again") }
+	write("not a profile")
+	for range 5 {
+		if s.profile("job") != nil {
+			t.Fatal("a profile from a file that is not one")
+		}
+	}
+	if n := said(); n != 1 {
+		t.Errorf("said %d times over 5 looks, want once:\n%s", n, logs.String())
+	}
+	write(`{"format":"another"}`)
+	s.profile("job")
+	s.profile("job")
+	if n := said(); n != 2 {
+		t.Errorf("said %d times after the error changed, want 2", n)
+	}
+	var buf bytes.Buffer
+	if err := kernelsched.WriteProfiles(&buf, []*kernelsched.TaskProfile{{Key: "job", Runs: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	write(buf.String())
+	if p := s.profile("job"); p == nil || p.Key != "job" {
+		t.Errorf("profile %+v once readable, want job's", p)
 	}
 }
