@@ -5,10 +5,13 @@
 // with the cache removed before each start (every start trains, as
 // before issue 38). With -store, each start finds a copy of that job
 // store (an mmk.db, e.g. one a kill sweep left) in the data directory:
-// the restart of a node with that history.
+// the restart of a node with that history; with -jobs N, a store of N
+// queued jobs made for the run (as a kill sweep leaves: `true` jobs of
+// mmkd's own user, each with an idempotency key), one size or several.
 //
 //	go run ./bench/restart -n 20
 //	go run ./bench/restart -n 10 -store /tmp/ks/data/mmk.db
+//	go run ./bench/restart -n 7 -jobs 1000,5000,10000,30000
 package main
 
 import (
@@ -21,6 +24,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/mmkgpu/mmk/bench/internal/fakemmkd"
@@ -34,10 +40,79 @@ func main() {
 	n := flag.Int("n", 20, "starts measured")
 	bin := flag.String("mmkd", "", "mmkd binary (default: built from ./cmd/mmkd)")
 	store := flag.String("store", "", "a job store (mmk.db) copied into the data directory before each start")
+	sizes := flag.String("jobs", "", "comma-separated: for each, a store of that many queued jobs is made and measured as -store is")
 	flag.Parse()
-	if err := measure(*n, *bin, *store); err != nil {
-		log.Fatal(err)
+	if *sizes == "" {
+		if err := measure(*n, *bin, *store); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
+	for _, f := range strings.Split(*sizes, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 0 {
+			log.Fatalf("-jobs %q: want counts of jobs, such as 1000,30000", *sizes)
+		}
+		path, err := queuedStore(k)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("store of %d queued jobs:\n", k)
+		err = measure(*n, *bin, path)
+		os.RemoveAll(filepath.Dir(path))
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// queuedStore makes a job store of n queued jobs in a temporary
+// directory, each with an idempotency key and its first event, written
+// by jobs.Store itself (concurrent creates share commits).
+func queuedStore(n int) (string, error) {
+	dir, err := os.MkdirTemp("", "mmk-restart-store-")
+	if err != nil {
+		return "", fmt.Errorf("-jobs: %w", err)
+	}
+	path := filepath.Join(dir, "mmk.db")
+	s, err := jobs.OpenStore(path)
+	if err != nil {
+		return "", fmt.Errorf("-jobs: %w", err)
+	}
+	owner := jobs.Self()
+	now := time.Now().UTC()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	next := make(chan int)
+	for range 64 {
+		wg.Go(func() {
+			for i := range next {
+				key := fmt.Sprintf("restart-%d", i)
+				j := jobs.Job{ID: jobs.NewID(now), Spec: jobs.Spec{Name: key, Command: []string{"true"}, Kind: jobs.Offline}, Priority: 5, MemoryMiB: 4096,
+					TaskKey: key, State: jobs.Pending, Owner: &owner, IdempotencyKey: key, CreatedAt: now, UpdatedAt: now}
+				if _, _, err := s.Create(j); err != nil {
+					select {
+					case errs <- err:
+					default: // one is enough to say
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		s.Close()
+		return "", fmt.Errorf("-jobs: %w", err)
+	}
+	if err := s.Close(); err != nil {
+		return "", fmt.Errorf("-jobs: %w", err)
+	}
+	return path, nil
 }
 
 func measure(n int, bin, store string) error {
