@@ -260,7 +260,7 @@ func writeOutcome(b *bytes.Buffer, o *slosuite.Outcome) error {
 	l := outcomeLine{Split: o.Scenario.Split, ID: o.Scenario.ID, Scenario: o.Scenario.String()}
 	for _, r := range append([]*slosuite.Result{o.Controller}, o.Statics...) {
 		rl := runLine{Policy: r.Policy, Attainment: r.Attainment(), Speed: r.Speed, Changes: r.Changes}
-		for j := range slosuite.Segments() {
+		for j := range o.Scenario.SegmentCount() {
 			rl.Held = append(rl.Held, r.Held(o.Scenario, j))
 		}
 		for _, d := range r.OnRung {

@@ -62,7 +62,7 @@ func newPlant(cal *Calibration, sc *Scenario) (*plant, error) {
 		// shape's rate then over the peak.
 		for t := time.Duration(0); ; {
 			t += time.Duration(rng.ExpFloat64() / peak * float64(time.Second))
-			if t >= RunLength {
+			if t >= sc.RunFor() {
 				break
 			}
 			keep := rng.Float64() < sv.Load.Rate(t)/peak
@@ -95,8 +95,8 @@ type Result struct {
 	// [segment][service].
 	N, Late [][]int
 	// Speed is the trainers' mean speed against alone over the run;
-	// SegSpeed, a static setting's, per segment (a request-scoped mask's
-	// follows each segment's load; nil for a controller).
+	// SegSpeed, per segment (a request-scoped mask's follows each
+	// segment's load, a controller's its rungs there).
 	Speed    float64
 	SegSpeed []float64
 	// OnRung is the time on each rung (a controller's run; nil for a
@@ -138,7 +138,7 @@ func (r *Result) Attainment() float64 {
 
 func (p *plant) newResult(policy string) *Result {
 	r := &Result{Policy: policy}
-	for range Segments() {
+	for range p.sc.SegmentCount() {
 		r.N = append(r.N, make([]int, len(p.sc.Services)))
 		r.Late = append(r.Late, make([]int, len(p.sc.Services)))
 	}
@@ -147,7 +147,7 @@ func (p *plant) newResult(policy string) *Result {
 
 // count adds a request that arrived at at with latency lat.
 func (p *plant) count(r *Result, i int, at, lat time.Duration) {
-	j := min(int(at/SegLength), Segments()-1)
+	j := min(int(at/p.sc.SegmentLength()), p.sc.SegmentCount()-1)
 	r.N[j][i]++
 	if lat > p.sc.Services[i].Target.Bound {
 		r.Late[j][i]++
@@ -170,14 +170,15 @@ func (p *plant) Static(setting string) *Result {
 		}
 	}
 	r.Speed = p.mix.Settings[setting].Speed
-	for range Segments() {
+	for range p.sc.SegmentCount() {
 		r.SegSpeed = append(r.SegSpeed, r.Speed)
 	}
 	if p.mix.PerRequest(setting) {
-		r.Speed = p.mix.SpeedAt(setting, covered(spans, 0, RunLength.Seconds()))
+		seg := p.sc.SegmentLength()
+		r.Speed = p.mix.SpeedAt(setting, covered(spans, 0, p.sc.RunFor().Seconds()))
 		for j := range r.SegSpeed {
-			from := time.Duration(j) * SegLength
-			r.SegSpeed[j] = p.mix.SpeedAt(setting, covered(spans, from.Seconds(), (from+SegLength).Seconds()))
+			from := time.Duration(j) * seg
+			r.SegSpeed[j] = p.mix.SpeedAt(setting, covered(spans, from.Seconds(), (from+seg).Seconds()))
 		}
 	}
 	return r
@@ -255,6 +256,7 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 	pending := make([][]done, len(p.reqs)) // started, not yet told
 	speed := 0.0
 	ticks := 0
+	segSpeed, segTicks := make([]float64, p.sc.SegmentCount()), make([]int, p.sc.SegmentCount())
 	for now := time.Duration(0); ; now += Tick {
 		busy, serving := false, false
 		for i, rs := range p.reqs {
@@ -278,7 +280,7 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 			// The last request started is in service until free[i].
 			serving = serving || free[i] > now
 		}
-		if now >= RunLength && !busy {
+		if now >= p.sc.RunFor() && !busy {
 			break
 		}
 		if d, ok := c.Step(now); ok {
@@ -286,17 +288,23 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 			r.Decisions = append(r.Decisions, d)
 			changes = append(changes, change{now, c.Level()})
 		}
-		if now < RunLength {
+		if now < p.sc.RunFor() {
 			l := c.Level()
 			r.OnRung[l] += Tick
+			v := idle[l]
 			if serving {
-				speed += inRequest[l]
-			} else {
-				speed += idle[l]
+				v = inRequest[l]
 			}
+			speed += v
 			ticks++
+			j := min(int(now/p.sc.SegmentLength()), len(segSpeed)-1)
+			segSpeed[j] += v
+			segTicks[j]++
 		}
 	}
 	r.Speed = speed / float64(max(ticks, 1))
+	for j := range segSpeed {
+		r.SegSpeed = append(r.SegSpeed, segSpeed[j]/float64(max(segTicks[j], 1)))
+	}
 	return r, nil
 }

@@ -74,10 +74,33 @@ type Scenario struct {
 	// Mix is a calibrated trainer mix's name.
 	Mix      string
 	Services []Service
+	// Length and Segment are its run's and its segments' length
+	// (RunLength and SegLength where zero): the suite's scenarios keep
+	// those; a case replayed from a GPU round has the round's (SLORound).
+	Length, Segment time.Duration
 }
 
-// Segments is how many segments a run has.
+// Segments is how many segments a suite's run has.
 func Segments() int { return int(RunLength / SegLength) }
+
+// RunFor is the scenario's run's length.
+func (sc *Scenario) RunFor() time.Duration {
+	if sc.Length > 0 {
+		return sc.Length
+	}
+	return RunLength
+}
+
+// SegmentLength is the length of the segments it is judged on.
+func (sc *Scenario) SegmentLength() time.Duration {
+	if sc.Segment > 0 {
+		return sc.Segment
+	}
+	return SegLength
+}
+
+// SegmentCount is how many segments its run has.
+func (sc *Scenario) SegmentCount() int { return max(int(sc.RunFor()/sc.SegmentLength()), 1) }
 
 // String is a one-line account of the scenario.
 func (sc *Scenario) String() string {
@@ -170,7 +193,7 @@ func (sc *Scenario) contended(cal *Calibration) (bool, error) {
 		return false, err
 	}
 	r := p.Static("priority")
-	for j := range Segments() {
+	for j := range sc.SegmentCount() {
 		if !r.Held(sc, j) {
 			return true, nil
 		}

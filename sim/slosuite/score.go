@@ -35,8 +35,8 @@ func (o *Outcome) Ceiling() float64 {
 	if b == nil || len(o.Rungs) == 0 {
 		return math.NaN()
 	}
-	sum := 0.0
-	for j := range Segments() {
+	sum, n := 0.0, o.Scenario.SegmentCount()
+	for j := range n {
 		best := 0.0
 		for _, r := range o.Statics {
 			if slices.Contains(o.Rungs, r.Policy) && r.Held(o.Scenario, j) {
@@ -45,7 +45,7 @@ func (o *Outcome) Ceiling() float64 {
 		}
 		sum += best
 	}
-	return ratio(sum/float64(Segments()), b.Speed)
+	return ratio(sum/float64(n), b.Speed)
 }
 
 // segSpeed is r's speed in segment j (its speed over the run where it
@@ -64,7 +64,7 @@ func (o *Outcome) SomeStaticHeld(j int) bool {
 
 // heldAll reports whether r held every segment.
 func (o *Outcome) heldAll(r *Result) bool {
-	for j := range Segments() {
+	for j := range o.Scenario.SegmentCount() {
 		if !r.Held(o.Scenario, j) {
 			return false
 		}
@@ -135,7 +135,7 @@ func Summarize(split Split, controller string, outs []*Outcome) Summary {
 	changes := 0
 	for _, o := range outs {
 		changes += o.Controller.Changes
-		for j := range Segments() {
+		for j := range o.Scenario.SegmentCount() {
 			s.Segments++
 			held := o.Controller.Held(o.Scenario, j)
 			if held {
