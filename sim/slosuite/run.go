@@ -3,6 +3,7 @@ package slosuite
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mmkgpu/mmk/slo"
@@ -190,7 +191,18 @@ func (p *plant) Static(setting string) *Result {
 // reports its latencies (arrival to answer) and the hook measures its
 // service times; the controller hears of a request when it ends, at
 // the next Tick.
-func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, error) {
+//
+// The kernel scheduler holds each suspension to a stop bound (bound;
+// zero: slo.DefaultStopBound, mmkd's): once the bound ends a stop, the
+// trainers run as on priority (the suspending rung has no other
+// restraint) until it allows one again, and so they do here.
+func (p *plant) Controlled(name string, cfg slo.Config, seeded bool, bound slo.StopBound) (*Result, error) {
+	if bound == (slo.StopBound{}) {
+		bound = slo.DefaultStopBound
+	}
+	if err := bound.Check(); err != nil {
+		return nil, fmt.Errorf("scenario %s #%d: stop bound: %w", p.sc.Split, p.sc.ID, err)
+	}
 	c, err := slo.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s #%d: %w", p.sc.Split, p.sc.ID, err)
@@ -227,28 +239,49 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 	}
 	r := p.newResult(name)
 	r.OnRung = make([]time.Duration, len(rungs))
-	type change struct {
-		at    time.Duration
-		level int
+	// The setting the trainers run under: the rung's, but priority where
+	// the stop bound ends a suspension (the trainers stop and run
+	// together: one entry of the ledger).
+	released := "priority"
+	if p.mix.Settings[released] == nil {
+		released = rungs[0]
 	}
-	changes := []change{{0, c.Level()}}
-	// levelAt is the rung whose service times a request that starts at t
+	ledger := slo.NewStopLedger(bound)
+	const trainers = 1
+	settingAt := func(now time.Duration) string {
+		l := c.Level()
+		if !c.Ladder()[l].Suspend {
+			ledger.Resumed(trainers, now)
+			return rungs[l]
+		}
+		if ledger.Allow(trainers, now) {
+			ledger.Stopped(trainers, now)
+			return rungs[l]
+		}
+		return released
+	}
+	type change struct {
+		at      time.Duration
+		setting string
+	}
+	changes := []change{{0, settingAt(0)}}
+	// at is the setting whose service times a request that starts at t
 	// takes: the one in force Lag before.
-	levelAt := func(t time.Duration) int {
-		l := changes[0].level
+	at := func(t time.Duration) string {
+		s := changes[0].setting
 		for _, ch := range changes[1:] {
 			if ch.at+Lag > t {
 				break
 			}
-			l = ch.level
+			s = ch.setting
 		}
-		return l
+		return s
 	}
-	// The trainers' speed on each rung while no service is busy and
-	// while one is (the same but for a request-scoped mask: SpeedAt).
-	idle, inRequest := make([]float64, len(rungs)), make([]float64, len(rungs))
-	for l, s := range rungs {
-		idle[l], inRequest[l] = p.mix.SpeedAt(s, 0), p.mix.SpeedAt(s, 1)
+	// The trainers' speed under each setting while no service is busy
+	// and while one is (the same but for a request-scoped mask: SpeedAt).
+	idle, inRequest := map[string]float64{}, map[string]float64{}
+	for _, s := range append(slices.Clone(rungs), released) {
+		idle[s], inRequest[s] = p.mix.SpeedAt(s, 0), p.mix.SpeedAt(s, 1)
 	}
 	next := make([]int, len(p.reqs)) // next request to start, per service
 	free := make([]time.Duration, len(p.reqs))
@@ -263,7 +296,7 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 			for next[i] < len(rs) && max(free[i], rs[next[i]].at) <= now {
 				q := rs[next[i]]
 				start := max(free[i], q.at)
-				d := p.serviceTime(i, rungs[levelAt(start)], q)
+				d := p.serviceTime(i, at(start), q)
 				free[i] = start + d
 				pending[i] = append(pending[i], done{free[i], d, free[i] - q.at})
 				p.count(r, i, q.at, free[i]-q.at)
@@ -286,14 +319,16 @@ func (p *plant) Controlled(name string, cfg slo.Config, seeded bool) (*Result, e
 		if d, ok := c.Step(now); ok {
 			r.Changes++
 			r.Decisions = append(r.Decisions, d)
-			changes = append(changes, change{now, c.Level()})
+		}
+		cur := settingAt(now)
+		if cur != changes[len(changes)-1].setting {
+			changes = append(changes, change{now, cur})
 		}
 		if now < p.sc.RunFor() {
-			l := c.Level()
-			r.OnRung[l] += Tick
-			v := idle[l]
+			r.OnRung[c.Level()] += Tick
+			v := idle[cur]
 			if serving {
-				v = inRequest[l]
+				v = inRequest[cur]
 			}
 			speed += v
 			ticks++

@@ -81,6 +81,9 @@ type Candidate struct {
 	// start (the calibration's): a bound on what learning the plant
 	// costs.
 	Seeded bool
+	// StopBound is the bound of a suspension (zero:
+	// slo.DefaultStopBound, as the kernel scheduler's).
+	StopBound slo.StopBound
 }
 
 // Run evaluates each scenario under every static setting and each
@@ -139,7 +142,7 @@ func (s *Suite) runOne(sc *Scenario, cands []Candidate, out [][]*Outcome, k int)
 	for i, c := range cands {
 		cfg := c.Config(sc)
 		cfg.Ladder = s.Ladder
-		r, err := p.Controlled(c.Name, cfg, c.Seeded)
+		r, err := p.Controlled(c.Name, cfg, c.Seeded, c.StopBound)
 		if err != nil {
 			return err
 		}

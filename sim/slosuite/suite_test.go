@@ -126,7 +126,7 @@ func TestControlledOneRung(t *testing.T) {
 			rung, tol = slo.Rung{TPCs: 0.25, PerRequest: true}, 0.01
 		}
 		st := p.Static(rung.String())
-		r, err := p.Controlled("one", slo.Config{Ladder: slo.Ladder{rung}}, false)
+		r, err := p.Controlled("one", slo.Config{Ladder: slo.Ladder{rung}}, false, slo.StopBound{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,5 +215,44 @@ func TestSummarize(t *testing.T) {
 	}
 	if !strings.Contains(frontier.String(), "clairvoyant 1.29x") {
 		t.Errorf("frontier lacks the ceiling:\n%s", frontier.String())
+	}
+}
+
+// TestControlledStopBound: a controller held on suspend stops the
+// trainers only as long as the stop bound lets it, as the kernel
+// scheduler does: with mmkd's default (30 s at a time, then 30 s of
+// running) the trainers run on priority 70 s of a 160 s run, and the
+// requests then take priority's service times; with a bound longer
+// than the run they stop throughout. Before, the suite kept them
+// stopped, and on issue 52's GPU rounds the last phase ran its trainers
+// at 0.58 of priority's against the suite's 0 (docs/results/suitecheck-h200.md).
+func TestControlledStopBound(t *testing.T) {
+	s := builtinSuite(t)
+	s.N = 2
+	scs, err := s.Scenarios(Tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := scs[0]
+	p, err := newPlant(s.Cal, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prio := p.mix.Settings["priority"].Speed
+	for _, tc := range []struct {
+		name  string
+		bound slo.StopBound
+		want  float64
+	}{
+		{"mmkd's default", slo.StopBound{}, prio * 70 / 160},
+		{"longer than the run", slo.StopBound{Max: 10 * time.Minute, Share: 0.99, Window: 10 * time.Minute}, 0},
+	} {
+		r, err := p.Controlled("suspend", slo.Config{Ladder: slo.Ladder{{Suspend: true}}}, false, tc.bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.Speed-tc.want) > 0.01 {
+			t.Errorf("%s: trainers at %.3f, want %.3f (priority %.3f for 70 s of 160)", tc.name, r.Speed, tc.want, prio)
+		}
 	}
 }
