@@ -182,7 +182,7 @@ func maskedSMs(r slo.Rung, sms int, byMap bool) int {
 	if r.TPCs <= 0 {
 		return 0
 	}
-	tpcs := max(sms/2, 1)
+	tpcs := slo.TPCsOf(sms)
 	keep := slo.KeptTPCs(r.TPCs, tpcs)
 	if sms != h100.SMs {
 		return 2 * min(keep, tpcs)

@@ -258,6 +258,11 @@ func (l Ladder) Alike(maskable int) []bool {
 	return out
 }
 
+// TPCsOf is how many TPCs a GPU or instance of sms SMs has: two SMs a
+// TPC (Hopper, Ampere), at least one (the kernel scheduler's count, and
+// the simulator's).
+func TPCsOf(sms int) int { return max(sms/2, 1) }
+
 // KeptTPCs is how many of tpcs TPCs a mask to share of them keeps:
 // rounded, at least one (the kernel scheduler's keep count, and the
 // simulator's).

@@ -114,3 +114,16 @@ func TestKnownTPCMap(t *testing.T) {
 		}
 	}
 }
+
+// TestTPCsOf: two SMs a TPC, at least one; a mask keeps its rounded
+// share of them, at least one.
+func TestTPCsOf(t *testing.T) {
+	for _, tc := range []struct{ sms, tpcs, keepQuarter int }{{132, 66, 17}, {16, 8, 2}, {1, 1, 1}, {0, 1, 1}} {
+		if got := TPCsOf(tc.sms); got != tc.tpcs {
+			t.Errorf("%d SMs: %d TPCs, want %d", tc.sms, got, tc.tpcs)
+		}
+		if got := KeptTPCs(0.25, TPCsOf(tc.sms)); got != tc.keepQuarter {
+			t.Errorf("%d SMs: a quarter keeps %d TPCs, want %d", tc.sms, got, tc.keepQuarter)
+		}
+	}
+}

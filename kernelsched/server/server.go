@@ -337,7 +337,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, core: core, profiles: map[string]*kernelsched.TaskProfile{}, profileErrs: map[string]string{}, tasks: map[kernelsched.TaskID]*task{}, wake: -1, slo: st,
 		shares: newShares(cfg.MaxTasks),
-		tpcs:   max(sms/2, 1)}
+		tpcs:   slo.TPCsOf(sms)}
 	s.policyName.Store(&cfg.Policy)
 	if cfg.RequestLog != nil {
 		s.requestLog = &requestLog{w: cfg.RequestLog}

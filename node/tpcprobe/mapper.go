@@ -73,7 +73,7 @@ type Mapped struct {
 // mappedOf is map tm whose mask keeping slots was checked: the TPCs it
 // kept of the GPU's (two SMs a TPC, as the kernel scheduler counts them).
 func mappedOf(tm *slo.TPCMap, slots int) Mapped {
-	tpcs := max(tm.SMs/2, 1)
+	tpcs := slo.TPCsOf(tm.SMs)
 	return Mapped{Map: tm, CheckSlots: slots, Kept: tm.Kept(slots, tpcs), TPCs: tpcs}
 }
 
@@ -141,7 +141,7 @@ func (m *Mapper) Map(ctx context.Context, uuid string, progress func(done, total
 	if err != nil {
 		return Mapped{}, err
 	}
-	tpcs := max(full.SMs/2, 1)
+	tpcs := slo.TPCsOf(full.SMs)
 	kept := slo.KeptTPCs(0.5, tpcs)
 	keep := tm.KeepSlots(kept, tpcs)
 	half, err := m.run(ctx, uuid, []string{"MMK_TPC_KEEP=" + strconv.Itoa(keep)})
