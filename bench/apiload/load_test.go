@@ -21,8 +21,10 @@ import (
 // while 20 clients hold the live stream open, against the same without
 // streams. The stream once copied every job four times a second per
 // client: 20 idle streams cut submissions from 1,584/s to 355/s. The two
-// are compared within one run, in seven alternating pairs of 0.7 s
-// phases, by the median of the pairs' ratios; no absolute speed is
+// are compared within one run, in eleven alternating pairs of 0.7 s
+// phases, by the median of the pairs' ratios (seven pairs' median read
+// 0.76-1.01 over runs of one build and once failed the bound; eleven
+// read 0.97-1.02); no absolute speed is
 // asserted. The ratio asserted (at least 0.8) is of submissions per
 // second of CPU the process spent: what the streams take from the
 // daemon. The ratio of submissions per second of wall time is logged
@@ -31,7 +33,7 @@ import (
 // nothing the streams do.
 func TestStreamsDoNotSlowSubmits(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a load test of about 15 seconds")
+		t.Skip("a load test of about 17 seconds")
 	}
 	addr, stop, err := startMMKD()
 	if err != nil {
@@ -42,7 +44,7 @@ func TestStreamsDoNotSlowSubmits(t *testing.T) {
 	if err := submitN(addr, "", 8, 1000); err != nil {
 		t.Fatal(err)
 	}
-	c, err := compareStreams(addr, "", 8, 20, 7, 700*time.Millisecond)
+	c, err := compareStreams(addr, "", 8, 20, 11, 700*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
