@@ -86,19 +86,28 @@ func newHarnessWith(t *testing.T, gpus []fakegpu.GPUSpec, manageMIG bool, est pa
 	h := &harness{t: t, n: n, backend: backend, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- n.Run(ctx) }()
 	t.Cleanup(func() {
-		// Jobs outlive the node: stop what still runs, then the loop.
+		// Jobs outlive the node: the queued ones are cancelled first, so
+		// that none starts as the running ones stop and free the GPU
+		// (one that did wrote its exit record into a directory being
+		// removed: TestWaitReasons failed so once), then what still
+		// runs is stopped, then the loop.
+		for _, j := range h.list() {
+			if j.State == jobs.Pending {
+				_, _ = n.Cancel(j.ID, "test over") // a job that moved on meanwhile is met below
+			}
+		}
 		var stopped []string
 		for _, j := range h.list() {
-			if j.State == jobs.Running || j.State == jobs.Restarting {
+			if !j.State.Terminal() {
 				if _, err := n.Cancel(j.ID, "test over"); err == nil {
 					stopped = append(stopped, j.ID)
 				}
 			}
 		}
 		// Their supervisors write the exit records before the temporary
-		// directories go.
+		// directories go (a job that never started has none).
 		for _, id := range stopped {
-			h.until(id, "ended", func(j jobs.Job) bool { return j.ExitCode != nil })
+			h.until(id, "ended", func(j jobs.Job) bool { return j.State.Terminal() && (j.ExitCode != nil || j.PID == 0) })
 		}
 		cancel()
 		if err := <-h.done; err != nil {
