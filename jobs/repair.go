@@ -399,7 +399,10 @@ func (s *Store) mendKeys() error {
 		keysOf := func(id, v []byte) (Job, bool) {
 			if s.opened != nil {
 				i, ok := slices.BinarySearchFunc(s.opened, string(id), func(j Job, id string) int { return strings.Compare(j.ID, id) })
-				return s.opened[min(i, len(s.opened)-1)], ok
+				if !ok {
+					return Job{}, false
+				}
+				return s.opened[i], true
 			}
 			var kf keyFields
 			if v == nil || kf.load(v) != nil {

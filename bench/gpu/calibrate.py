@@ -57,7 +57,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pareto  # noqa: E402
-from pareto import Proc, Sampler, cpu_busy, pinned, step_rate  # noqa: E402
+from pareto import Proc, Sampler, cpu_busy, pinned, trainer_window  # noqa: E402
 from slo import cpu_plan  # noqa: E402
 
 SERVICES = "r50-b1=resnet50:1,r50-b32=resnet50:32,bert-b8=bert:8"
@@ -306,10 +306,8 @@ class Calibration:
                 r = records.get(n)
                 if r is None or n in self.loads:
                     continue
-                steps = r.get("steps", [])
-                n_in = sum(1 for x in steps if w["t0"] <= x <= w["t1"])
                 # The trainer's name without its mix prefix and share.
-                w["trainers"][trainer_of(n)] = {"steps": n_in, "it_s": round(step_rate(steps, w["t0"], w["t1"]), 4)}
+                w["trainers"][trainer_of(n)] = trainer_window(r.get("steps", []), w["t0"], w["t1"], 4)
 
     def stop(self, names):
         return pareto.collect(self.procs, names)

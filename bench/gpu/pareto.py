@@ -243,6 +243,12 @@ def step_rate(steps, t0, t1):
     return n / (t1 - t0)
 
 
+def trainer_window(steps, t0, t1, digits=3):
+    """A trainer's numbers in the window [t0, t1]: its steps there and its
+    speed (step_rate), rounded to digits."""
+    return {"steps": sum(1 for x in steps if t0 <= x <= t1), "it_s": round(step_rate(steps, t0, t1), digits)}
+
+
 def visible_gpu(nv):
     """The NVML handle of the first GPU CUDA_VISIBLE_DEVICES shows (NVML
     itself ignores that variable): an index or a UUID, GPU 0 if unset."""
@@ -458,9 +464,7 @@ class Run:
                     w["hp_stats"] = {"n": len(lat), "p50_ms": round(statistics.median(lat), 4), "p99_ms": pick(0.99),
                                      "mean_ms": round(statistics.fmean(lat), 4)}
             if w["lp"] in records:
-                steps = records[w["lp"]]["steps"]
-                st = [t for t in steps if t0 <= t <= t1]
-                w["lp_stats"] = {"steps": len(st), "it_s": round(step_rate(steps, t0, t1), 3)}
+                w["lp_stats"] = trainer_window(records[w["lp"]]["steps"], t0, t1)
 
     def save(self, name, records):
         self.annotate(name, records)

@@ -68,7 +68,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pareto  # noqa: E402
-from pareto import Proc, Sampler, cpu_busy, pinned, step_rate  # noqa: E402
+from pareto import Proc, Sampler, cpu_busy, pinned, trainer_window  # noqa: E402
 from slo_report import is_controller  # noqa: E402
 
 # name, model, batch, rates (low, medium, high) in requests a second.
@@ -81,12 +81,6 @@ PAPERS = [("fikit", "fikit"), ("mmk-check", "mmk"), ("hpf", "hpf"), ("piv", "piv
 def pick(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, max(0, int(round(q * len(v))) - 1))] if v else None
-
-
-def trainer_window(steps, t0, t1):
-    """A trainer's numbers in the window [t0, t1]: its steps there and its
-    speed (pareto.step_rate)."""
-    return {"steps": sum(1 for x in steps if t0 <= x <= t1), "it_s": round(step_rate(steps, t0, t1), 3)}
 
 
 def rates_of(specs):

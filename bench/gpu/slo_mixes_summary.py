@@ -17,13 +17,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slo_report import HELD, is_controller, load, round_stats  # noqa: E402
+from slo_report import HELD, is_controller, load, round_stats, spread  # noqa: E402
 
 PHASES = ["low", "medium", "high", "low-again"]
-
-
-def spread(v, f="%.2f"):
-    return (f + " [" + f + "-" + f + "]") % (statistics.median(v), min(v), max(v)) if v else "-"
 
 
 def mix_table(name, dirs):

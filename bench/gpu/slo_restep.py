@@ -26,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from slo import trainer_window  # noqa: E402
+from pareto import trainer_window  # noqa: E402
 from slo_report import controllers, round_stats, verdict  # noqa: E402
 
 PHASES = ["low", "medium", "high", "low-again"]
