@@ -252,8 +252,12 @@ func startCheckInChild(path string, o *OpenOptions) (verdict func() error, err e
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		defer cleanup()
-		done <- runCheckChild(path, copyPath, extra, o, func() { once.Do(func() { close(whole) }) })
+		err := runCheckChild(path, copyPath, extra, o, func() { once.Do(func() { close(whole) }) })
+		// The copy goes before the verdict is said: whoever has the
+		// verdict finds no copy left (a deferred removal ran after the
+		// send, and a caller could see the copy; CI saw it once).
+		cleanup()
+		done <- err
 	}()
 	select {
 	case <-whole:
