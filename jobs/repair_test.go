@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -134,5 +135,41 @@ func TestDamagedRecordsWithoutBackup(t *testing.T) {
 	}
 	if len(s.PutBack()) != 0 || len(s.KeysMended()) != 2 {
 		t.Errorf("put back %v, keys mended %v", s.PutBack(), s.KeysMended())
+	}
+}
+
+// TestFindBadKeepsTheOthers: the strict read's jobs (Store.opened) are
+// those that can be served, in the store's order, each whole: the
+// damaged store's jobs 2 (not JSON) and 3 (under another key) are left
+// out, the nine others kept as their records say (job 1 placed). The
+// jobs are kept in the slice they were read into, the damaged ones
+// closed over (findBad), so a slip there would shift or repeat a job.
+func TestFindBadKeepsTheOthers(t *testing.T) {
+	path := damagedRecords(t)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := &Store{db: db}
+	bad, err := s.findBad(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 4 {
+		t.Errorf("%d records cannot be served (%v), want 4: jobs 2 and 3, an event, a reconfiguration", len(bad), bad)
+	}
+	var ids []string
+	for _, j := range s.opened {
+		ids = append(ids, strings.TrimLeft(j.ID, "0"))
+		if want := fmt.Sprintf("key-%s", strings.TrimLeft(j.ID, "0")); j.IdempotencyKey != want {
+			t.Errorf("job %s holds key %q, want %q", j.ID, j.IdempotencyKey, want)
+		}
+	}
+	if got, want := strings.Join(ids, ","), "1,4,5,6,7,8,9,10,11"; got != want {
+		t.Errorf("jobs kept %s, want %s", got, want)
+	}
+	if len(s.opened) > 0 && s.opened[0].State != Placed {
+		t.Errorf("job 1 %s, want placed", s.opened[0].State)
 	}
 }
