@@ -184,7 +184,8 @@ func fieldProblem(body []byte, t reflect.Type) (path, problem string) {
 	fs := fields(t)
 	var countBuf [maxFields]int
 	var valBuf [maxFields][]byte
-	count, val := countBuf[:0], valBuf[:0]
+	var count []int
+	var val [][]byte
 	if n := len(fs.all); n <= maxFields {
 		count, val = countBuf[:n], valBuf[:n]
 	} else {
