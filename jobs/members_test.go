@@ -237,3 +237,29 @@ func missingFieldsFolded(body []byte, t reflect.Type, path string) error {
 	}
 	return nil
 }
+
+// TestFieldProblemManyFields: a struct with more fields than
+// fieldProblem keeps on its stack (maxFields) is checked as well, its
+// counts on the heap: every field found, one missing, one given twice.
+func TestFieldProblemManyFields(t *testing.T) {
+	var sf []reflect.StructField
+	var all []string
+	for i := range maxFields + 1 {
+		sf = append(sf, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeFor[int](), Tag: reflect.StructTag(fmt.Sprintf(`json:"f%d"`, i))})
+		all = append(all, fmt.Sprintf(`"f%d":%d`, i, i))
+	}
+	typ := reflect.StructOf(sf)
+	last := fmt.Sprintf("f%d", maxFields)
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"{" + strings.Join(all, ",") + "}", ""},
+		{"{" + strings.Join(all[:maxFields], ",") + "}", `field "` + last + `" is missing`},
+		{"{" + strings.Join(all, ",") + `,"F0":1}`, `field "f0" is given 2 times`},
+	} {
+		err := missingFields([]byte(tc.body), typ, "")
+		if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
+			t.Errorf("%d fields: %v, want %q", maxFields+1, err, tc.want)
+		}
+	}
+}
