@@ -181,25 +181,36 @@ func childCrashed(exit *exec.ExitError, output string) bool {
 }
 
 // rewrite puts every key of b (and of the buckets in it) again, a copy
-// of its value, so that the commit writes each of b's pages anew.
+// of its value, so that the commit writes each of b's pages anew. The
+// copies are made into one buffer sized from bbolt's page counts, and
+// the list of them sized as well: grown by append, and each key and
+// value a slice of its own, they were half of the trial write's time
+// at 30,000 jobs.
 func rewrite(b *bolt.Bucket) error {
-	type kv struct{ k, v []byte }
-	var all []kv
+	type kv struct{ k, kn, v, vn int } // offsets and lengths in copies
+	st := b.Stats()
+	all := make([]kv, 0, st.KeyN)
+	copies := make([]byte, 0, st.LeafInuse)
 	var nested [][]byte
 	err := b.ForEach(func(k, v []byte) error {
 		if v == nil {
 			nested = append(nested, bytes.Clone(k))
-		} else {
-			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+			return nil
 		}
+		e := kv{k: len(copies), kn: len(k)}
+		copies = append(copies, k...)
+		e.v, e.vn = len(copies), len(v)
+		copies = append(copies, v...)
+		all = append(all, e)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, e := range all {
-		if err := b.Put(e.k, e.v); err != nil {
-			return fmt.Errorf("rewrite key %x: %w", e.k, err)
+		k, v := copies[e.k:e.k+e.kn:e.k+e.kn], copies[e.v:e.v+e.vn:e.v+e.vn]
+		if err := b.Put(k, v); err != nil {
+			return fmt.Errorf("rewrite key %x: %w", k, err)
 		}
 	}
 	for _, k := range nested {
