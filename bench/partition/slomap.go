@@ -137,6 +137,27 @@ func (p *report) winner(w workload, t, load float64) string {
 	return win
 }
 
+// cellTable writes a table of the map's cells, a row per target and a
+// column per load, each cell as cell says.
+func cellTable(b *bytes.Buffer, cell func(tight, load float64) string) {
+	b.WriteString("| target \\ load |")
+	for _, l := range loads {
+		fmt.Fprintf(b, " %g |", l)
+	}
+	b.WriteString("\n|---|")
+	for range loads {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, t := range mapTights {
+		fmt.Fprintf(b, "| %s |", targetText(t))
+		for _, l := range loads {
+			fmt.Fprintf(b, " %s |", cell(t, l))
+		}
+		b.WriteString("\n")
+	}
+}
+
 // points is the difference in percentage points between two shares.
 func points(a, b float64) string { return fmt.Sprintf("%+.1f", 100*(a-b)) }
 
@@ -153,56 +174,18 @@ func (p *report) sloMap(b *bytes.Buffer, dir string, openb bool) error {
 	fmt.Fprintf(b, "![SLO map](%s)\n\n", svg)
 	for _, w := range mapWorkloads(openb) {
 		fmt.Fprintf(b, "### %s on %d GPUs\n\n", w.name, w.gpus)
-		b.WriteString("Winner per cell:\n\n| target \\ load |")
-		for _, l := range loads {
-			fmt.Fprintf(b, " %g |", l)
-		}
-		b.WriteString("\n|---|")
-		for range loads {
-			b.WriteString("---|")
-		}
-		b.WriteString("\n")
-		for _, t := range mapTights {
-			fmt.Fprintf(b, "| %s |", targetText(t))
-			for _, l := range loads {
-				fmt.Fprintf(b, " %s |", p.winner(w, t, l))
+		b.WriteString("Winner per cell:\n\n")
+		cellTable(b, func(t, l float64) string { return p.winner(w, t, l) })
+		against := func(other string) func(t, l float64) string {
+			return func(t, l float64) string {
+				m, o := p.mapMean(w, t, l, jobsim.JobMMK), p.mapMean(w, t, l, other)
+				return fmt.Sprintf("%.2fx, %s, %s (%s, %.0f %%)", m.jct/o.jct, points(m.req.Attainment(), o.req.Attainment()), points(m.heldShare(), o.heldShare()), slo(o), 100*o.heldShare())
 			}
-			b.WriteString("\n")
 		}
-		fmt.Fprintf(b, "\nmmk against %s per cell: mean JCT ratio; SLO attainment and services held, differences in points; then %s's attainment and held.\n\n| target \\ load |", jobsim.JobMPSPrio, jobsim.JobMPSPrio)
-		for _, l := range loads {
-			fmt.Fprintf(b, " %g |", l)
-		}
-		b.WriteString("\n|---|")
-		for range loads {
-			b.WriteString("---|")
-		}
-		b.WriteString("\n")
-		for _, t := range mapTights {
-			fmt.Fprintf(b, "| %s |", targetText(t))
-			for _, l := range loads {
-				m, o := p.mapMean(w, t, l, jobsim.JobMMK), p.mapMean(w, t, l, jobsim.JobMPSPrio)
-				fmt.Fprintf(b, " %.2fx, %s, %s (%s, %.0f %%) |", m.jct/o.jct, points(m.req.Attainment(), o.req.Attainment()), points(m.heldShare(), o.heldShare()), slo(o), 100*o.heldShare())
-			}
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(b, "\nmmk against %s per cell, the same columns.\n\n| target \\ load |", jobsim.JobMIGER)
-		for _, l := range loads {
-			fmt.Fprintf(b, " %g |", l)
-		}
-		b.WriteString("\n|---|")
-		for range loads {
-			b.WriteString("---|")
-		}
-		b.WriteString("\n")
-		for _, t := range mapTights {
-			fmt.Fprintf(b, "| %s |", targetText(t))
-			for _, l := range loads {
-				m, o := p.mapMean(w, t, l, jobsim.JobMMK), p.mapMean(w, t, l, jobsim.JobMIGER)
-				fmt.Fprintf(b, " %.2fx, %s, %s (%s, %.0f %%) |", m.jct/o.jct, points(m.req.Attainment(), o.req.Attainment()), points(m.heldShare(), o.heldShare()), slo(o), 100*o.heldShare())
-			}
-			b.WriteString("\n")
-		}
+		fmt.Fprintf(b, "\nmmk against %s per cell: mean JCT ratio; SLO attainment and services held, differences in points; then %s's attainment and held.\n\n", jobsim.JobMPSPrio, jobsim.JobMPSPrio)
+		cellTable(b, against(jobsim.JobMPSPrio))
+		fmt.Fprintf(b, "\nmmk against %s per cell, the same columns.\n\n", jobsim.JobMIGER)
+		cellTable(b, against(jobsim.JobMIGER))
 		b.WriteString("\n")
 		p.mapVerdicts(b, w)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -54,5 +56,30 @@ func TestMIGERCell(t *testing.T) {
 				t.Errorf("reason given: %v, want %v", !tc.reason, tc.reason)
 			}
 		})
+	}
+}
+
+// TestCellTable: a table of the map's cells has a column per load and a
+// row per target, each cell as asked (the three tables of a workload's
+// section, once written three times over).
+func TestCellTable(t *testing.T) {
+	var b bytes.Buffer
+	cellTable(&b, func(tight, load float64) string { return fmt.Sprintf("%g@%g", tight, load) })
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 2+len(mapTights) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), 2+len(mapTights), b.String())
+	}
+	if want := "| target \\ load |" + strings.Repeat(" %g |", len(loads)); !strings.HasPrefix(lines[0], "| target \\ load | ") || strings.Count(lines[0], "|") != strings.Count(want, "|") {
+		t.Errorf("header %q", lines[0])
+	}
+	if want := "|---|" + strings.Repeat("---|", len(loads)); lines[1] != want {
+		t.Errorf("separator %q, want %q", lines[1], want)
+	}
+	row := fmt.Sprintf("| %s |", targetText(mapTights[0]))
+	for _, l := range loads {
+		row += fmt.Sprintf(" %g@%g |", mapTights[0], l)
+	}
+	if lines[2] != row {
+		t.Errorf("first row %q, want %q", lines[2], row)
 	}
 }
