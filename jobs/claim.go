@@ -48,10 +48,28 @@ const (
 	maxInstanceLen = 128
 )
 
+// The characters of Kubernetes' names (RFC 1123): a DNS label, at most
+// 63 of them, a DNS subdomain at most 253, each length checked apart
+// (isDNSLabel, isDNSSubdomain). The lengths were bounded repetitions in
+// the patterns, which compile to programs as long as their bound: a
+// millisecond or more of every start of mmkd and of its store check.
 var (
-	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+	dnsLabelChars     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomainChars = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
+
+// ValidClaimUID reports a claim's UID as mmk takes it: letters, digits
+// and ._:@+-, 1 to maxClaimUIDLen bytes (the API checks a claim's path
+// with it too).
+func ValidClaimUID(uid string) bool {
+	return uid != "" && len(uid) <= maxClaimUIDLen && taskKeyPattern.MatchString(uid)
+}
+
+// isDNSLabel reports a Kubernetes namespace's name (a DNS label).
+func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelChars.MatchString(s) }
+
+// isDNSSubdomain reports a Kubernetes object's name (a DNS subdomain).
+func isDNSSubdomain(s string) bool { return len(s) <= 253 && dnsSubdomainChars.MatchString(s) }
 
 // validateClaim checks what a claim job's spec must and must not hold:
 // a claim job has a name, the claim's identity and instance, and no
@@ -67,11 +85,11 @@ func (s *Spec) validateClaim() error {
 		return &FieldError{"workdir", s.WorkDir, "a claim job runs no process of mmk's"}
 	case s.Name == "":
 		return &FieldError{"name", "", "a claim job needs a name"}
-	case !dnsLabel.MatchString(c.Namespace):
+	case !isDNSLabel(c.Namespace):
 		return &FieldError{"claim.namespace", c.Namespace, "must be a Kubernetes namespace (a DNS label)"}
-	case !dnsSubdomain.MatchString(c.Name):
+	case !isDNSSubdomain(c.Name):
 		return &FieldError{"claim.name", c.Name, "must be a Kubernetes object name (a DNS subdomain)"}
-	case c.UID == "" || len(c.UID) > maxClaimUIDLen || !taskKeyPattern.MatchString(c.UID):
+	case !ValidClaimUID(c.UID):
 		return &FieldError{"claim.uid", c.UID, fmt.Sprintf("must be the claim's UID (letters, digits and ._:@+-, at most %d bytes)", maxClaimUIDLen)}
 	case c.Instance == "" || len(c.Instance) > maxInstanceLen || !Printable(c.Instance):
 		return &FieldError{"claim.instance", c.Instance, fmt.Sprintf("must name an instance of the node (printable, at most %d bytes)", maxInstanceLen)}

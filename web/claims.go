@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,8 +33,6 @@ type claimRequest struct {
 	submitRequest
 }
 
-var claimUIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@+-]{1,128}$`)
-
 // claimNode returns the node's claim API and the :uid path parameter.
 func (s *Server) claimNode(c *gin.Context) (ClaimNode, string, error) {
 	cn, ok := s.node.(ClaimNode)
@@ -43,7 +40,7 @@ func (s *Server) claimNode(c *gin.Context) (ClaimNode, string, error) {
 		return nil, "", &apiError{Status: http.StatusServiceUnavailable, Message: "claims are not served"}
 	}
 	uid := c.Param("uid")
-	if !claimUIDPattern.MatchString(uid) {
+	if !jobs.ValidClaimUID(uid) {
 		return nil, "", badRequest("uid", "%q is not a claim UID", truncate(uid, 40))
 	}
 	return cn, uid, nil

@@ -19,13 +19,19 @@ type kept struct {
 	Map        json.RawMessage `json:"map"`
 }
 
-// safeUUID is a GPU UUID fit for a file name (NVML's "GPU-" and hex).
-var safeUUID = regexp.MustCompile(`^[A-Za-z0-9-]{1,80}$`)
+// safeUUIDChars are the characters of a GPU UUID fit for a file name
+// (NVML's "GPU-" and hex), at most 80 of them (safeUUID; the length is
+// checked apart: a bounded repetition compiles to a program as long as
+// its bound, at every start of mmkd).
+var safeUUIDChars = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+
+// safeUUID reports a GPU UUID fit for a file name.
+func safeUUID(uuid string) bool { return len(uuid) <= 80 && safeUUIDChars.MatchString(uuid) }
 
 // path is the file of uuid's map ("": none kept, for want of a cache
 // directory, a driver version or a UUID fit for a file name).
 func (m *Mapper) path(uuid string) string {
-	if m.CacheDir == "" || m.Driver == "" || !safeUUID.MatchString(uuid) {
+	if m.CacheDir == "" || m.Driver == "" || !safeUUID(uuid) {
 		return ""
 	}
 	return filepath.Join(m.CacheDir, uuid+".json")
