@@ -102,7 +102,9 @@ func TestSLOControllerOnTheNode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	js := view.Jobs[0]
-	if js.ID != on.ID || js.Target != "p99=100µs" || js.BoundMs != 0.1 || js.Source != "hook" || !js.Live || js.Attainment > 0.01 {
+	// Every request is late but for a stray one or two: under a loaded
+	// run (-race, every package at once) one of 57 once read in time.
+	if js.ID != on.ID || js.Target != "p99=100µs" || js.BoundMs != 0.1 || js.Source != "hook" || !js.Live || js.Requests-js.Late > 2 {
 		t.Errorf("the online job's view %+v", js)
 	}
 	if got := view.Instances[0].Suspended; len(got) != 1 || got[0] != off.ID {
