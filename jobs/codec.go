@@ -79,7 +79,7 @@ func decodeStrict(body []byte, dst any, required bool) error {
 		}
 		return err
 	}
-	return strictFields(body, reflect.TypeOf(dst).Elem(), fieldChecks{required: required, known: true, repeats: true})
+	return fieldsError(body, reflect.TypeOf(dst).Elem(), "", fieldChecks{required: required, known: true, repeats: true})
 }
 
 // splitSum splits a record into its JSON and whether a checksum line
@@ -155,16 +155,10 @@ func missingFields(body []byte, t reflect.Type, path string) error {
 	return fieldsError(body, t, path, fieldChecks{required: true, repeats: true})
 }
 
-// strictFields is missingFields with the checks asked: with known, a
-// key that names no field of its struct (at any depth, the elements of
-// a slice of structs too) is an unknown field, as encoding/json's
-// DisallowUnknownFields has it.
-func strictFields(body []byte, t reflect.Type, c fieldChecks) error {
-	return fieldsError(body, t, "", c)
-}
-
 // fieldChecks are what fieldProblem refuses: a required field missing,
-// a key that names no field, a field given twice.
+// a key that names no field of its struct (known: at any depth, the
+// elements of a slice of structs too, as encoding/json's
+// DisallowUnknownFields has it), a field given twice.
 type fieldChecks struct{ required, known, repeats bool }
 
 // fieldsError is fieldProblem's finding in words, under path.
@@ -238,13 +232,13 @@ func fieldProblem(body []byte, t reflect.Type, c fieldChecks) (path, problem str
 			return f.name, fmt.Sprintf("is given %d times", count[i])
 		case count[i] == 0 && f.required && c.required:
 			return f.name, "is missing"
-		case count[i] == 0 || string(val[i]) == "null":
+		case count[i] == 0 || string(val[i]) == "null": // nothing to look into
 		case f.nested != nil:
 			if sub, problem := fieldProblem(val[i], f.nested, c); problem != "" {
 				return f.name + "." + sub, problem
 			}
 		case f.elems != nil && c.known:
-			if sub, problem := elementsProblem(val[i], f.elems, c); problem != "" {
+			if sub, problem := elementsProblem(val[i], f.elems); problem != "" {
 				return f.name + sub, problem
 			}
 		}
@@ -257,8 +251,8 @@ func fieldProblem(body []byte, t reflect.Type, c fieldChecks) (path, problem str
 // them zero), for unknown keys only (the fields always written are
 // asked of the record's struct fields, not of a list's elements); the
 // path starts with the element's index, "[2].".
-func elementsProblem(body []byte, t reflect.Type, c fieldChecks) (path, problem string) {
-	c = fieldChecks{known: c.known}
+func elementsProblem(body []byte, t reflect.Type) (path, problem string) {
+	c := fieldChecks{known: true}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(body, &elems); err != nil {
 		return "", ": " + err.Error()

@@ -58,12 +58,14 @@ func restraintOf(id string, in instanceSLO) *jobs.Restraint {
 		state, how = "suspended", "suspended"
 	case r.Suspend && inSet(v.Unstopped):
 		state, how = "released", "running for its progress floor between suspensions (slo.max_stop)"
-	case r.TPCs > 0 && !shielded && v.TPCKeep > 0 && r.PerRequest:
-		// A request-scoped mask (tpcs=F/req) holds only while a request
-		// runs: "masked to N TPCs" alone read as masked throughout.
-		state, how = "masked", fmt.Sprintf("masked to %d TPCs while requests run", v.TPCKeep)
 	case r.TPCs > 0 && !shielded && v.TPCKeep > 0:
 		state, how = "masked", fmt.Sprintf("masked to %d TPCs", v.TPCKeep)
+		if r.PerRequest {
+			// A request-scoped mask (tpcs=F/req) holds only while a
+			// request runs: "masked to N TPCs" alone read as masked
+			// throughout.
+			how += " while requests run"
+		}
 	case r.Holds():
 		state, how = "held", "its kernels held while requests run ("+v.Rung+")"
 	case shielded:
