@@ -50,6 +50,14 @@ func NewFeed() *Feed {
 	return &Feed{at: map[string]*list.Element{}, counts: map[jobs.State]int{}}
 }
 
+// reserve sizes an empty feed's index for n jobs (a start adds every
+// job of the store, one by one).
+func (f *Feed) reserve(n int) {
+	if len(f.at) == 0 {
+		f.at = make(map[string]*list.Element, n)
+	}
+}
+
 // Set records that *j was added or changed. The feed keeps the pointer:
 // Since copies what it points to then.
 func (f *Feed) Set(j *jobs.Job) {

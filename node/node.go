@@ -353,6 +353,7 @@ func New(cfg Config) (*Node, error) {
 	// third of node.New at that many jobs).
 	n.jobs = make(map[string]*jobs.Job, len(all))
 	n.order = make([]*jobs.Job, 0, len(all))
+	n.feed.reserve(len(all))
 	for i := range all {
 		j := &all[i]
 		n.jobs[j.ID] = j
