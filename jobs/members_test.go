@@ -81,7 +81,7 @@ func FuzzMembers(f *testing.F) {
 	})
 }
 
-// TestKeyFieldsLoad: what mendKeys reads of a job's record is what the
+// TestKeyFieldsLoad: what keysToMend reads of a job's record is what the
 // whole record says.
 func TestKeyFieldsLoad(t *testing.T) {
 	o := Owner{UID: 1000, GID: 1000, Name: "ann"}
@@ -145,7 +145,7 @@ func FuzzMissingFields(f *testing.F) {
 	})
 }
 
-// TestKeyFieldsAsDecoded: what mendKeys reads of a record is what
+// TestKeyFieldsAsDecoded: what keysToMend reads of a record is what
 // encoding/json makes of it whole, whatever the spelling of its keys.
 func TestKeyFieldsAsDecoded(t *testing.T) {
 	body := jobText(t)

@@ -21,7 +21,7 @@ import (
 // reads every job, event and reconfiguration: one that cannot be read is
 // set aside (findBad, setAsideRecords), the records the store lost are put back from
 // the backup (putBackFrom), and the idempotency keys are mended from the
-// job records (mendKeys). What the store holds newer than the backup
+// job records (keysToMend, putKeys). What the store holds newer than the backup
 // stays; a record damaged and newer than the backup is lost (a job that
 // started comes back from its directory, node/orphans.go).
 
@@ -355,7 +355,7 @@ func (s *Store) putBackFrom(path string, o *OpenOptions) error {
 	return nil
 }
 
-// keyFields are what mendKeys reads of a job's record: what its
+// keyFields are what keysToMend reads of a job's record: what its
 // idempotency key is made of (a third of the cost of the whole job).
 type keyFields struct {
 	ID             string `json:"id"`
@@ -401,13 +401,13 @@ func (k *keyFields) load(data []byte) error {
 	return nil
 }
 
-// mendKeys makes every job's idempotency key find it again: a key the
-// idempotency bucket lacks, or that names no job, or a job submitted
-// with another key, is put again from the job's record. It writes only
-// when a key needs it.
-func (s *Store) mendKeys() error {
-	var mend [][2]string
-	err := s.db.View(func(tx *bolt.Tx) error {
+// keysToMend lists the idempotency keys to put again (key, job id) so
+// that every job's key finds it: a key the idempotency bucket lacks, or
+// that names no job, or a job submitted with another key. It only
+// reads (a start runs it while the check's child makes its trial write);
+// putKeys writes what it lists.
+func (s *Store) keysToMend() (mend [][2]string, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		jobs, idem := tx.Bucket(bucketJobs), tx.Bucket(bucketIdem)
 		// keysOf reads a job's key fields: from the jobs the strict read
 		// kept (Store.opened, in id order, when nothing was written since),
@@ -430,21 +430,23 @@ func (s *Store) mendKeys() error {
 			j := kf.job()
 			return &j, true
 		}
+		// One buffer for every job's key (a string made for each was a
+		// tenth of this at 30,000 jobs).
+		var key []byte
 		check := func(j *Job) {
-			key := idemKey(*j)
-			if key == "" {
+			if key = appendIdemKey(key[:0], j); len(key) == 0 {
 				return
 			}
-			cur := idem.Get([]byte(key))
+			cur := idem.Get(key)
 			if string(cur) == j.ID {
 				return
 			}
 			if cur != nil {
-				if other, ok := keysOf(cur, nil); ok && idemKey(*other) == key {
+				if other, ok := keysOf(cur, nil); ok && idemKey(*other) == string(key) {
 					return // two jobs of one key: the first keeps it
 				}
 			}
-			mend = append(mend, [2]string{key, j.ID})
+			mend = append(mend, [2]string{string(key), j.ID})
 		}
 		// The jobs the strict read kept are taken as they are (a look-up
 		// of each in them, a Job copied at each step of the search, was
@@ -462,10 +464,16 @@ func (s *Store) mendKeys() error {
 			return nil
 		})
 	})
-	if err != nil || len(mend) == 0 {
-		return err
+	return mend, err
+}
+
+// putKeys puts the idempotency keys keysToMend listed, and notes them
+// (KeysMended). It writes only when there is one.
+func (s *Store) putKeys(mend [][2]string) error {
+	if len(mend) == 0 {
+		return nil
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		for _, m := range mend {
 			if err := tx.Bucket(bucketIdem).Put([]byte(m[0]), []byte(m[1])); err != nil {
 				return err

@@ -145,6 +145,16 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 	if err == nil {
 		bad, err = s.findBad(schema < 2)
 	}
+	// The keys are checked before the verdict as well (they are only
+	// read) where nothing read will change: no record to set aside or
+	// rewrite, no bucket to make.
+	var mend [][2]string
+	keysRead := err == nil && len(bad) == 0 && schema >= 2 && !fresh && whole
+	if keysRead {
+		if mend, err = s.keysToMend(); err != nil {
+			err = fmt.Errorf("idempotency keys: %w", err)
+		}
+	}
 	if o.afterRead != nil {
 		o.afterRead()
 	}
@@ -190,7 +200,13 @@ func OpenStoreWith(path string, o OpenOptions) (s *Store, err error) {
 		// Records were put back or rewritten after the strict read.
 		s.opened = nil
 	}
-	if err := s.mendKeys(); err != nil {
+	if !keysRead {
+		mend, err = s.keysToMend()
+	}
+	if err == nil {
+		err = s.putKeys(mend)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("job store %s: idempotency keys: %w", path, err)
 	}
@@ -288,7 +304,16 @@ func idemKey(j Job) string {
 	if j.IdempotencyKey == "" || j.Owner == nil {
 		return j.IdempotencyKey
 	}
-	return strconv.Itoa(j.Owner.UID) + "/" + j.IdempotencyKey
+	return string(appendIdemKey(nil, &j))
+}
+
+// appendIdemKey appends idemKey(*j) to dst.
+func appendIdemKey(dst []byte, j *Job) []byte {
+	if j.IdempotencyKey != "" && j.Owner != nil {
+		dst = strconv.AppendInt(dst, int64(j.Owner.UID), 10)
+		dst = append(dst, '/')
+	}
+	return append(dst, j.IdempotencyKey...)
 }
 
 // SameSpec reports two specs that ask for the same job.

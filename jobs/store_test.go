@@ -247,7 +247,7 @@ func TestIdempotencyConflict(t *testing.T) {
 
 // BenchmarkOpenStore: opening a store of 2,000 finished jobs (each with
 // an idempotency key and four events), as mmkd does at every start: the
-// strict read of every record (findBad), the keys mended (mendKeys).
+// strict read of every record (findBad), the keys mended (keysToMend).
 // Restart to ready follows it (bench/killsweep, bench/restart).
 func BenchmarkOpenStore(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "mmk.db")

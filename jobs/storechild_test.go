@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,68 +128,88 @@ func TestCheckWithoutRoom(t *testing.T) {
 // verdict: a child that says "whole" and then finds damage leaves the
 // store as it was, its bad record not set aside; one that waits for the
 // read before it passes sees it done; a child that never says "whole"
-// (an older check command) is waited for, as before.
+// (an older check command) is waited for, as before. So with each
+// thing a start mends: a bad record (set aside) and an idempotency key
+// that does not find its job (put again; found before the verdict).
 func TestRecordsReadDuringTrialWrite(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		script  string // sh -c; $F is a file the read makes, $FD the descriptor to say "whole" on
 		damaged bool
-		read    bool // the read done before the verdict
 	}{
-		{"whole, then damage found", `echo "structure whole" >&$` + checkFDEnv + `; exit 3`, true, false},
-		{"whole, then the read seen, then passed", `echo "structure whole" >&$` + checkFDEnv + `; for i in $(seq 100); do [ -e "$F" ] && exit 0; sleep 0.05; done; exit 3`, false, true},
-		{"never says whole", `exit 0`, false, false},
+		{"whole, then damage found", `echo "structure whole" >&$` + checkFDEnv + `; exit 3`, true},
+		{"whole, then the read seen, then passed", `echo "structure whole" >&$` + checkFDEnv + `; for i in $(seq 100); do [ -e "$F" ] && exit 0; sleep 0.05; done; exit 3`, false},
+		{"never says whole", `exit 0`, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path, _ := filledStore(t, 2)
-			db, err := bolt.Open(path, 0o600, nil)
-			if err != nil {
-				t.Fatal(err)
+		for _, mend := range []string{"record", "key"} {
+			t.Run(tc.name+"/"+mend, func(t *testing.T) { readDuringTrialWrite(t, tc.script, mend, tc.damaged) })
+		}
+	}
+}
+
+// readDuringTrialWrite is a case of TestRecordsReadDuringTrialWrite: job
+// 2 of a store has a bad record, or (mend "key") a key its idempotency
+// bucket lacks; the check child runs script.
+func readDuringTrialWrite(t *testing.T, script, mend string, damaged bool) {
+	path, _ := filledStore(t, 2)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if mend == "key" {
+			return put(tx.Bucket(bucketJobs), newJob("0000000000000002", "key-2"))
+		}
+		return tx.Bucket(bucketJobs).Put([]byte("0000000000000002"), []byte("{not json"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "read")
+	read := false
+	s, err := OpenStoreWith(path, OpenOptions{CheckCommand: []string{"sh", "-c", script, "sh"}, CheckEnv: []string{"F=" + marker},
+		afterRead: func() {
+			read = true
+			if err := os.WriteFile(marker, nil, 0o600); err != nil {
+				t.Error(err)
 			}
-			err = db.Update(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucketJobs).Put([]byte("0000000000000002"), []byte("{not json"))
-			})
-			db.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			marker := filepath.Join(t.TempDir(), "read")
-			read := false
-			s, err := OpenStoreWith(path, OpenOptions{CheckCommand: []string{"sh", "-c", tc.script, "sh"}, CheckEnv: []string{"F=" + marker},
-				afterRead: func() {
-					read = true
-					if err := os.WriteFile(marker, nil, 0o600); err != nil {
-						t.Error(err)
-					}
-				}})
-			if tc.damaged {
-				if !errors.Is(err, ErrStoreDamaged) {
-					t.Fatalf("err %v, want the child's damage", err)
-				}
-				after, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(before, after) {
-					t.Error("the store was written before the check's verdict")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if !read {
-				t.Error("the records were not read")
-			}
-			if aside := s.SetAside(); len(aside) != 1 || aside[0].Key != "0000000000000002" {
-				t.Errorf("set aside %+v, want the bad record", aside)
-			}
-		})
+		}})
+	if damaged {
+		if !errors.Is(err, ErrStoreDamaged) {
+			t.Fatalf("err %v, want the child's damage", err)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Error("the store was written before the check's verdict")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !read {
+		t.Error("the records were not read")
+	}
+	aside, mended := s.SetAside(), s.KeysMended()
+	switch {
+	case mend == "record" && (len(aside) != 1 || aside[0].Key != "0000000000000002"):
+		t.Errorf("set aside %+v, want the bad record", aside)
+	case mend == "key" && (len(aside) != 0 || !slices.Equal(mended, []string{"key-2"})):
+		t.Errorf("set aside %+v, keys mended %v; want key-2 mended, nothing set aside", aside, mended)
+	}
+	if mend == "key" {
+		if j, created, err := s.Create(newJob("zzzzzzzzzzzzzzzz", "key-2")); err != nil || created || j.ID != "0000000000000002" {
+			t.Errorf("a retry of key-2: job %s, created %v, %v; want job 2", j.ID, created, err)
+		}
 	}
 }
 
