@@ -111,6 +111,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSpec -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzStrictAsDecoder -fuzztime $(FUZZTIME) ./jobs
+	$(GO) test -run '^$$' -fuzz FuzzAsEncodingJSON -fuzztime $(FUZZTIME) ./internal/jsonread
 	$(GO) test -run '^$$' -fuzz FuzzParseMiB -fuzztime $(FUZZTIME) ./jobs
 	$(GO) test -run '^$$' -fuzz FuzzParseCommand -fuzztime $(FUZZTIME) ./kernelsched/server
 	$(GO) test -run '^$$' -fuzz FuzzParseHello -fuzztime $(FUZZTIME) ./kernelsched/server

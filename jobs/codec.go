@@ -12,8 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/mmkgpu/mmk/internal/jsonread"
 )
 
 // A record of the store (a job, an event, a reconfiguration) and a job's
@@ -76,7 +75,7 @@ func decodeRecord(data []byte, dst any, legacy bool) error {
 // to the same verdicts).
 func decodeStrict(body []byte, dst any, required bool) error {
 	if err := unmarshal(body, dst); err != nil {
-		var syntax *jsonv1.SyntaxError
+		var syntax *jsonread.SyntaxError
 		if errors.As(err, &syntax) && strings.Contains(err.Error(), "after top-level value") {
 			return errors.New("data after the record")
 		}
@@ -122,21 +121,11 @@ func loadRecord(data []byte, dst any) error {
 	return unmarshal(body, dst)
 }
 
-// v1Semantics makes unmarshal read JSON as encoding/json (v1) does.
-var v1Semantics = jsonv1.DefaultOptionsV1()
-
-// unmarshal is encoding/json's Unmarshal, values and verdicts, in half
-// its time: the JSON v2 prototype (github.com/go-json-experiment/json,
-// by the Go team, what encoding/json/v2 is made from; Go 1.26 has that
-// only behind GOEXPERIMENT=jsonv2) with v1's semantics. It reads no
-// input twice (v1 checks a record's syntax in a scan of its own before
-// decoding it) and allocates a third as often: a start reads every
-// record of the store (BenchmarkUnmarshalJob: 2.0 against 3.7 µs a job,
-// 6 allocations against 17).
-// FuzzStrictAsDecoder holds it to encoding/json's Decoder.
-func unmarshal(data []byte, dst any) error {
-	return jsonv2.Unmarshal(data, dst, v1Semantics)
-}
+// unmarshal is encoding/json's Unmarshal in half its time (jsonread): a
+// start reads every record of the store (BenchmarkUnmarshalJob: 2.0
+// against 3.7 µs a job, 6 allocations against 17). FuzzStrictAsDecoder
+// holds it to encoding/json's Decoder.
+func unmarshal(data []byte, dst any) error { return jsonread.Unmarshal(data, dst) }
 
 // summedBody is a record's JSON, its checksum line checked; a record
 // without one is ErrNoChecksum.

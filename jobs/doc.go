@@ -15,12 +15,9 @@
 // submissions into one fsync. The schema version lives in the meta bucket;
 // a database written by a newer mmk is refused.
 //
-// Records are JSON with a checksum line (codec.go). A start reads every
-// one of them, strictly; it reads them with the JSON v2 prototype
-// (github.com/go-json-experiment/json, by the Go team, from which
-// encoding/json/v2 is made; Go 1.26 offers that only behind
-// GOEXPERIMENT=jsonv2) set to encoding/json's semantics, in about half
-// encoding/json's time. Records are written by encoding/json.
+// Records are JSON with a checksum line (codec.go), written by
+// encoding/json. A start reads every one of them, strictly, with
+// internal/jsonread: encoding/json's semantics in half its time.
 //
 // # States
 //

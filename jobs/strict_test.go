@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,8 @@ func TestStrictCoversRecordTypes(t *testing.T) {
 					t.Errorf("%s: embeds %s", path, f.Type)
 				case f.IsExported() && !tagged:
 					t.Errorf("%s.%s: exported without a json tag", path, f.Name)
+				case slices.Contains(strings.Split(f.Tag.Get("json"), ",")[1:], "string"):
+					t.Errorf("%s.%s: a \",string\" field, which jsonread does not read as encoding/json does", path, f.Name)
 				}
 				walk(f.Type, path+"."+f.Name, false)
 			}

@@ -1,7 +1,6 @@
 package predictor
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"os"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/jsonread"
 )
 
 // CacheFile is the name of the trained model's cache in mmkd's data
@@ -87,13 +87,13 @@ func loadCache(path, key string) (*Model, error) {
 		return nil, fmt.Errorf("read predictor cache: %w", err)
 	}
 	var c modelCache
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := jsonread.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("decode predictor cache: %w", err)
 	}
 	if c.Key != key {
 		return nil, nil
 	}
-	m, err := ReadModel(bytes.NewReader(c.Model))
+	m, err := readModel(c.Model)
 	if err != nil {
 		return nil, fmt.Errorf("predictor cache: %w", err)
 	}

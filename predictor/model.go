@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mmkgpu/mmk/internal/atomicfile"
+	"github.com/mmkgpu/mmk/internal/jsonread"
 )
 
 // Model formats.
@@ -164,6 +165,22 @@ func ReadModel(r io.Reader) (*Model, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("decode model: %w", err)
 	}
+	return m.checked()
+}
+
+// readModel is ReadModel of data, which holds the model and nothing
+// after it, in half the time (jsonread): a start reads its cached model.
+func readModel(data []byte) (*Model, error) {
+	var m Model
+	if err := jsonread.UnmarshalKnown(data, &m); err != nil {
+		return nil, fmt.Errorf("decode model: %w", err)
+	}
+	return m.checked()
+}
+
+// checked is m once its format, version, schema and trees are found
+// valid.
+func (m Model) checked() (*Model, error) {
 	switch {
 	case m.Format != ModelFormat:
 		return nil, fmt.Errorf("format: %q is not %q", m.Format, ModelFormat)
