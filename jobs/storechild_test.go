@@ -3,6 +3,7 @@ package jobs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -250,5 +251,68 @@ func TestCheckStoreSaysWhole(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Error("the trial write changed the file")
+	}
+}
+
+// TestRewriteTouchesEveryLeaf: the trial write puts one key of each leaf
+// page again, of every bucket and of a bucket nested in one (inline, in
+// its parent's page, and one of pages of its own): as many keys as the
+// buckets have leaf pages and inline buckets, each put reading its page
+// into a node, as a first write would.
+func TestRewriteTouchesEveryLeaf(t *testing.T) {
+	path, _ := filledStore(t, 600)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		// A key in each bucket: an empty one has no page to read.
+		for _, name := range allBuckets {
+			if err := tx.Bucket(name).Put([]byte("0"), []byte("v")); err != nil {
+				return err
+			}
+		}
+		jobs := tx.Bucket(bucketJobs)
+		small, err := jobs.CreateBucket([]byte("nested-inline"))
+		if err != nil {
+			return err
+		}
+		if err := small.Put([]byte("a"), []byte("1")); err != nil {
+			return err
+		}
+		big, err := tx.Bucket(bucketEvents).CreateBucket([]byte("nested-paged"))
+		if err != nil {
+			return err
+		}
+		for i := range 300 {
+			if err := big.Put(fmt.Appendf(nil, "%04d", i), bytes.Repeat([]byte("x"), 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	info := db.Info()
+	want, got := 0, 0
+	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		st := b.Stats()
+		want += st.LeafPageN + st.InlineBucketN
+		n, err := rewrite(b, info.Data, info.PageSize)
+		got += n
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || want < 50 {
+		t.Errorf("the trial write put %d keys; the buckets have %d leaf pages and inline buckets (want several dozen)", got, want)
 	}
 }
