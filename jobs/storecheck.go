@@ -112,7 +112,7 @@ func checkLength(db *bolt.DB, path string) error {
 
 // checkPages reads the header of every page of the store from the file
 // (not the mapping: no fault) before bbolt's check meets them, and
-// finds two kinds of damage that check does not bound:
+// finds three kinds of damage that check does not bound or see:
 //   - a page in use whose header claims overflow pages past the
 //     store's high-water mark: bbolt's check walks a page's overflow a
 //     page at a time, remembering each, so that a flip in the count's
@@ -161,18 +161,18 @@ func checkPages(db *bolt.DB, path string) error {
 			if int64(binary.LittleEndian.Uint64(h[0:8])) != id {
 				continue
 			}
-			flags := binary.LittleEndian.Uint16(h[8:10])
-			overflow := int64(binary.LittleEndian.Uint32(h[12:16]))
-			if flags&(branchPage|leafPage) == 0 && id+overflow < hwm {
-				continue
-			}
 			if p, err := tx.Page(int(id)); err != nil || p == nil || p.Type == "free" {
 				continue
 			}
+			flags := binary.LittleEndian.Uint16(h[8:10])
+			overflow := int64(binary.LittleEndian.Uint32(h[12:16]))
 			if id+overflow >= hwm {
 				return fmt.Errorf("job store %s: %w: page %d claims %d overflow pages, past the store's %d pages", path, ErrStoreDamaged, id, overflow, hwm)
 			}
 			inside = id + overflow
+			if flags&(branchPage|leafPage) == 0 {
+				continue
+			}
 			run = slices.Grow(run[:0], int((overflow+1)*size))[:(overflow+1)*size]
 			if _, err := f.ReadAt(run, id*size); err != nil {
 				return fmt.Errorf("job store %s: page %d: %w", path, id, err)
