@@ -193,7 +193,8 @@ func childCrashed(exit *exec.ExitError, output string) bool {
 // A key's page is where bbolt's memory map holds it (data, the map's
 // address, and pageSize from DB.Info): the keys iteration yields lie in
 // the pages they are read from, in order. It returns how many keys it
-// put.
+// put. A leaf page that holds only nested buckets gets no put (a bucket's
+// key cannot be put as a value); mmk's store has no nested bucket.
 func rewrite(b *bolt.Bucket, data uintptr, pageSize int) (puts int, err error) {
 	var first [][2][]byte // the first key and value of each page
 	var nested [][]byte
