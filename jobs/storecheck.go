@@ -214,15 +214,8 @@ func (b *branchKeys) add(id int64, run []byte, branch bool) {
 		b.first = map[int64][]byte{}
 	}
 	key := func(i int64) []byte {
-		at := pageHeaderSize + i*elementSize
-		e := run[at : at+elementSize]
-		var pos, ksize int64
-		if branch {
-			pos, ksize = int64(binary.LittleEndian.Uint32(e[0:4])), int64(binary.LittleEndian.Uint32(e[4:8]))
-		} else {
-			pos, ksize = int64(binary.LittleEndian.Uint32(e[4:8])), int64(binary.LittleEndian.Uint32(e[8:12]))
-		}
-		return bytes.Clone(run[at+pos : at+pos+ksize])
+		at, ksize, _ := element(run, uint64(i), !branch)
+		return bytes.Clone(run[at : at+ksize])
 	}
 	b.first[id] = key(0)
 	if !branch {
@@ -258,9 +251,7 @@ const (
 
 // elementsOutside says which element of the branch or leaf page run
 // (the page and its overflow) has its key or value past the run ("" if
-// none does). A branch element is pos, ksize (uint32 each) and a page
-// id; a leaf element flags, pos, ksize and vsize; pos counts from the
-// element, the value follows the key.
+// none does); the value follows the key.
 func elementsOutside(run []byte, leaf bool) string {
 	count := uint64(binary.LittleEndian.Uint16(run[10:12]))
 	end := uint64(len(run))
@@ -268,19 +259,25 @@ func elementsOutside(run []byte, leaf bool) string {
 		return fmt.Sprintf("%d elements do not fit in its %d bytes", count, end)
 	}
 	for i := range count {
-		at := pageHeaderSize + i*elementSize
-		e := run[at : at+elementSize]
-		var pos, ksize, vsize uint64
-		if leaf {
-			pos, ksize, vsize = uint64(binary.LittleEndian.Uint32(e[4:8])), uint64(binary.LittleEndian.Uint32(e[8:12])), uint64(binary.LittleEndian.Uint32(e[12:16]))
-		} else {
-			pos, ksize = uint64(binary.LittleEndian.Uint32(e[0:4])), uint64(binary.LittleEndian.Uint32(e[4:8]))
-		}
-		if at+pos+ksize+vsize > end {
-			return fmt.Sprintf("element %d's key and value (%d+%d bytes at %d) lie past its %d bytes", i, ksize, vsize, at+pos, end)
+		if at, ksize, vsize := element(run, i, leaf); at+ksize+vsize > end {
+			return fmt.Sprintf("element %d's key and value (%d+%d bytes at %d) lie past its %d bytes", i, ksize, vsize, at, end)
 		}
 	}
 	return ""
+}
+
+// element reads element i of a branch or leaf page run: where its key
+// starts in run (its pos counts from the element) and the sizes of its
+// key and value (0 in a branch page). A branch element is pos, ksize
+// (uint32 each) and a page id; a leaf element flags, pos, ksize, vsize.
+func element(run []byte, i uint64, leaf bool) (at, ksize, vsize uint64) {
+	at = pageHeaderSize + i*elementSize
+	e := run[at : at+elementSize]
+	if leaf {
+		e = e[4:]
+		vsize = uint64(binary.LittleEndian.Uint32(e[8:12]))
+	}
+	return at + uint64(binary.LittleEndian.Uint32(e[0:4])), uint64(binary.LittleEndian.Uint32(e[4:8])), vsize
 }
 
 // checkStore compares the file's length with the pages it claims, checks
